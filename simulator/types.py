@@ -1,0 +1,260 @@
+"""Typed, validated objects of the game: an instance, a joint plan, an env state.
+
+All arrays are NumPy with fixed dtypes; shapes are written beside each field. Construction validates and raises
+:class:`simulator.errors.ConfigError`; nothing is silently rewritten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from simulator import constants as C
+from simulator.errors import ConfigError
+
+
+def _as_int_array(value, name: str, dtype, ndim: int) -> np.ndarray:
+    try:
+        array = np.asarray(value)
+    except Exception as exc:  # ragged lists and such
+        raise ConfigError(name, value, f"a {ndim}-d integer array", str(exc)) from None
+    if array.ndim != ndim:
+        raise ConfigError(name, value, f"a {ndim}-d integer array, got {array.ndim}-d")
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        if np.issubdtype(array.dtype, np.bool_):
+            pass
+        elif np.issubdtype(array.dtype, np.floating) and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
+            pass
+        else:
+            raise ConfigError(name, value, "integers only")
+    return np.ascontiguousarray(array, dtype=dtype)
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """One MAPF-FrozenLake instance: a map, K starts and K goals.
+
+    Fields:
+        grid: ``(H, W) int8`` tile codes (``constants.ICE`` or ``constants.HOLE``).
+        starts: ``(K, 2) int32`` (row, col) of each agent's start; distinct, on ice.
+        goals: ``(K, 2) int32`` (row, col) of each agent's goal; distinct, on ice.
+
+    An agent's start may equal its own goal (it is then on its goal from step 0). Arrays are read-only.
+    """
+
+    grid: np.ndarray  # (H, W) int8
+    starts: np.ndarray  # (K, 2) int32
+    goals: np.ndarray  # (K, 2) int32
+
+    def __post_init__(self) -> None:
+        grid = _as_int_array(self.grid, "instance.grid", np.int8, 2)
+        starts = _as_int_array(self.starts, "instance.starts", np.int32, 2)
+        goals = _as_int_array(self.goals, "instance.goals", np.int32, 2)
+        height, width = grid.shape
+        for side_name, side in (("height", height), ("width", width)):
+            if not 1 <= side <= C.MAX_SIDE:
+                raise ConfigError(f"instance.grid {side_name}", side, f"1 <= {side_name} <= {C.MAX_SIDE}")
+        bad_tiles = ~np.isin(grid, (C.ICE, C.HOLE))
+        if bad_tiles.any():
+            r, c = np.argwhere(bad_tiles)[0]
+            raise ConfigError(f"instance.grid[{r}][{c}]", int(grid[r, c]), f"{C.ICE} (ice) or {C.HOLE} (hole)")
+        for name, points in (("starts", starts), ("goals", goals)):
+            if points.shape[1:] != (2,):
+                raise ConfigError(f"instance.{name}", points.tolist(), "shape (K, 2): one (row, col) per agent")
+        if starts.shape[0] != goals.shape[0]:
+            raise ConfigError("instance.goals", goals.shape[0], f"one goal per agent ({starts.shape[0]} starts)")
+        n_agents = starts.shape[0]
+        if not 1 <= n_agents <= C.MAX_AGENTS:
+            raise ConfigError("instance.starts", n_agents, f"1 <= number of agents <= {C.MAX_AGENTS}")
+        free_cells = int((grid == C.ICE).sum())
+        if n_agents > free_cells:
+            raise ConfigError("instance.starts", n_agents, f"at most {free_cells} agents (the free cells of the map)")
+        for name, points in (("starts", starts), ("goals", goals)):
+            for k, (r, c) in enumerate(points):
+                if not (0 <= r < height and 0 <= c < width):
+                    raise ConfigError(
+                        f"instance.{name}[{k}]", (int(r), int(c)), f"0 <= row < {height} and 0 <= col < {width}"
+                    )
+                if grid[r, c] != C.ICE:
+                    raise ConfigError(f"instance.{name}[{k}]", (int(r), int(c)), "a cell of ice, not a hole")
+            flat = points[:, 0] * width + points[:, 1]
+            unique, counts = np.unique(flat, return_counts=True)
+            if (counts > 1).any():
+                cell = int(unique[np.argmax(counts > 1)])
+                raise ConfigError(
+                    f"instance.{name}", (cell // width, cell % width), f"distinct {name}: one agent per cell"
+                )
+        for array in (grid, starts, goals):
+            array.setflags(write=False)
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "starts", starts)
+        object.__setattr__(self, "goals", goals)
+
+    @property
+    def height(self) -> int:
+        return int(self.grid.shape[0])
+
+    @property
+    def width(self) -> int:
+        return int(self.grid.shape[1])
+
+    @property
+    def n_agents(self) -> int:
+        return int(self.starts.shape[0])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Instance):
+            return NotImplemented
+        return (
+            np.array_equal(self.grid, other.grid)
+            and np.array_equal(self.starts, other.starts)
+            and np.array_equal(self.goals, other.goals)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.grid.tobytes(), self.grid.shape, self.starts.tobytes(), self.goals.tobytes()))
+
+    def to_dict(self) -> dict:
+        """Plain lists, for JSON/YAML."""
+        return {"grid": self.grid.tolist(), "starts": self.starts.tolist(), "goals": self.goals.tolist()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Instance":
+        if not isinstance(data, dict):
+            raise ConfigError("instance", data, "a mapping with keys grid, starts, goals")
+        missing = [key for key in ("grid", "starts", "goals") if key not in data]
+        if missing:
+            raise ConfigError(f"instance.{missing[0]}", None, "present (an instance has grid, starts and goals)")
+        return cls(grid=data["grid"], starts=data["starts"], goals=data["goals"])
+
+
+@dataclass(frozen=True, eq=False)
+class JointPlan:
+    """Every agent's whole action sequence.
+
+    Fields:
+        actions: ``(K, T) int8`` action codes; row k is agent k's sequence padded with ``WAIT`` after its length.
+        lengths: ``(K,) int32`` how many actions agent k was given (``0 <= lengths[k] <= T``).
+
+    Validation: codes in ``0..N_ACTIONS-1``, ``T <= MAX_PLAN_LENGTH``.
+    """
+
+    actions: np.ndarray  # (K, T) int8
+    lengths: np.ndarray  # (K,) int32
+
+    def __post_init__(self) -> None:
+        actions = _as_int_array(self.actions, "plan.actions", np.int64, 2)
+        lengths = _as_int_array(self.lengths, "plan.lengths", np.int64, 1)
+        n_agents, horizon = actions.shape
+        if horizon > C.MAX_PLAN_LENGTH:
+            raise ConfigError("plan.actions", f"{horizon} steps", f"at most {C.MAX_PLAN_LENGTH} steps per agent")
+        if lengths.shape[0] != n_agents:
+            raise ConfigError("plan.lengths", lengths.tolist(), f"one length per agent ({n_agents} agents)")
+        if actions.size:
+            bad = (actions < 0) | (actions >= C.N_ACTIONS)
+            if bad.any():
+                k, t = np.argwhere(bad)[0]
+                raise ConfigError(
+                    f"plan.actions[{k}][{t}]", int(actions[k, t]), f"an action code 0..{C.N_ACTIONS - 1} {C.ACTION_NAMES}"
+                )
+        if ((lengths < 0) | (lengths > horizon)).any():
+            k = int(np.argmax((lengths < 0) | (lengths > horizon)))
+            raise ConfigError(f"plan.lengths[{k}]", int(lengths[k]), f"0 <= length <= {horizon}")
+        actions = actions.astype(np.int8)
+        # Actions past an agent's length are waits, whatever the caller put there.
+        padding = np.arange(horizon)[None, :] >= lengths[:, None]
+        if padding.any():
+            actions[padding] = C.WAIT
+        actions.setflags(write=False)
+        lengths = lengths.astype(np.int32)
+        lengths.setflags(write=False)
+        object.__setattr__(self, "actions", actions)
+        object.__setattr__(self, "lengths", lengths)
+
+    @property
+    def n_agents(self) -> int:
+        return int(self.actions.shape[0])
+
+    @property
+    def horizon(self) -> int:
+        return int(self.actions.shape[1])
+
+    @classmethod
+    def from_sequences(cls, sequences: Sequence[Sequence[int]]) -> "JointPlan":
+        """Build from one list of action codes per agent (lists may differ in length)."""
+        sequences = list(sequences)
+        horizon = max((len(seq) for seq in sequences), default=0)
+        actions = np.zeros((len(sequences), horizon), dtype=np.int64)
+        for k, seq in enumerate(sequences):
+            row = list(seq)
+            for t, code in enumerate(row):
+                if isinstance(code, bool) or not isinstance(code, (int, np.integer)):
+                    raise ConfigError(f"plan.actions[{k}][{t}]", code, f"an action code 0..{C.N_ACTIONS - 1}")
+                if not 0 <= code < C.N_ACTIONS:
+                    raise ConfigError(
+                        f"plan.actions[{k}][{t}]", int(code), f"an action code 0..{C.N_ACTIONS - 1} {C.ACTION_NAMES}"
+                    )
+            actions[k, : len(row)] = row
+        return cls(actions=actions, lengths=np.array([len(seq) for seq in sequences], dtype=np.int64))
+
+    def sequences(self) -> list[list[int]]:
+        return [self.actions[k, : self.lengths[k]].tolist() for k in range(self.n_agents)]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, JointPlan):
+            return NotImplemented
+        return self.sequences() == other.sequences()
+
+    def __hash__(self) -> int:
+        return hash(tuple(tuple(seq) for seq in self.sequences()))
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The verdict on one joint plan (see ``simulator.judge``).
+
+    Fields:
+        valid: parsed, no failure, every agent ends on its goal.
+        failure: failure category code (``constants.FAILURE_NAMES``); ``NO_FAILURE`` when valid.
+        fail_step: 1-based step of the failure (for goal_not_reached: the plan's horizon); -1 when valid.
+        fail_agent: agent index reported for the failure; -1 when valid.
+        makespan: step at which the last agent arrived on its goal; -1 when not valid.
+        sum_of_costs: sum over agents of their arrival steps; -1 when not valid.
+        agents_on_goal: agents standing on their goal when judging stopped.
+    """
+
+    valid: bool
+    failure: int
+    fail_step: int
+    fail_agent: int
+    makespan: int
+    sum_of_costs: int
+    agents_on_goal: int
+
+    @property
+    def failure_name(self) -> str:
+        return C.FAILURE_NAMES[self.failure]
+
+
+@dataclass
+class EnvState:
+    """The state of one running environment (step-by-step API).
+
+    Fields:
+        pos: ``(K, 2) int32`` current (row, col) of each agent.
+        status: ``(K,) int8`` ``constants.MOVING / ON_GOAL / FALLEN``.
+        arrival: ``(K,) int32`` step at which each agent arrived on its goal, -1 before.
+        t: steps taken so far.
+        events: ``(K,) int8`` event flags of the last step.
+    """
+
+    pos: np.ndarray  # (K, 2) int32
+    status: np.ndarray  # (K,) int8
+    arrival: np.ndarray  # (K,) int32
+    t: int = 0
+    events: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))  # (K,) int8
+
+    def copy(self) -> "EnvState":
+        return EnvState(self.pos.copy(), self.status.copy(), self.arrival.copy(), self.t, self.events.copy())
