@@ -1,0 +1,394 @@
+"""numba kernels: the batched step, the batched plan judge and the Monte Carlo judge under slippery ice.
+
+Free functions over plain arrays, compiled with ``@njit(cache=True)``, serial (one thread). They trust their
+inputs: shapes, dtypes and codes are checked once by the Python wrappers in ``simulator.step`` and
+``simulator.judge``, never here (a bad code inside numba would read out of bounds instead of raising).
+Their twin is ``simulator.rules``; the tests hold the two equal.
+
+Layout inside the kernels: environments are processed in *lanes* of ``LANES`` at a time, with per-agent scratch
+arrays shaped ``(K, LANES)`` (structure of arrays), so that the inner loops run over lanes without branches that
+depend on the data; that layout is what lets LLVM vectorise the conflict checks, and it made the step about 4x
+faster than an environment-at-a-time loop on the benchmark machine.
+
+Array conventions (B environments, K agent slots, maps padded to H x W with ``OFF_GRID``):
+    grids:   (B, H, W) int8      tile codes
+    pos:     (B, K, 2) int32     (row, col)
+    goals:   (B, K, 2) int32
+    status:  (B, K)    int8      MOVING / ON_GOAL / FALLEN / ABSENT
+    actions: (B, K)    int8      one joint action per environment
+    events:  (B, K)    int8      event flag bits of the step
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from simulator import constants as C
+
+# Plain ints so numba freezes them as compile-time constants.
+_ICE, _HOLE, _OFF_GRID = C.ICE, C.HOLE, C.OFF_GRID
+_WAIT, _UP, _DOWN, _LEFT, _RIGHT = C.WAIT, C.UP, C.DOWN, C.LEFT, C.RIGHT
+_MOVING, _ON_GOAL, _FALLEN, _ABSENT = C.MOVING, C.ON_GOAL, C.FALLEN, C.ABSENT
+_EV_ILLEGAL, _EV_HOLE, _EV_VERTEX, _EV_EDGE, _EV_GOAL, _EV_SLIP = (
+    C.EV_ILLEGAL,
+    C.EV_HOLE,
+    C.EV_VERTEX,
+    C.EV_EDGE,
+    C.EV_GOAL,
+    C.EV_SLIP,
+)
+_EV_FAILURE_MASK = C.EV_FAILURE_MASK
+_NO_FAILURE, _ILLEGAL_MOVE, _FELL_IN_HOLE = C.NO_FAILURE, C.ILLEGAL_MOVE, C.FELL_IN_HOLE
+_VERTEX_CONFLICT, _EDGE_CONFLICT, _GOAL_NOT_REACHED = C.VERTEX_CONFLICT, C.EDGE_CONFLICT, C.GOAL_NOT_REACHED
+
+
+LANES = 64  # environments advanced together; 32..256 measured within noise of each other
+
+_DROW = np.array([0, -1, 1, 0, 0], dtype=np.int32)  # row delta per action code (constants.ACTION_DELTAS)
+_DCOL = np.array([0, 0, 0, -1, 1], dtype=np.int32)  # col delta per action code
+_SLIP_FIRST = np.array([C.WAIT, C.LEFT, C.RIGHT, C.DOWN, C.UP], dtype=np.int8)  # constants.SLIP_SIDEWAYS[:, 0]
+_SLIP_SECOND = np.array([C.WAIT, C.RIGHT, C.LEFT, C.UP, C.DOWN], dtype=np.int8)  # constants.SLIP_SIDEWAYS[:, 1]
+
+
+@njit(cache=True, inline="always")
+def _step_lanes(grids, lane_env, n, n_agents, row, col, goal_row, goal_col, status, act, slip, draws,
+                new_row, new_col, old_cell, new_cell, ev):
+    """One simultaneous step of ``n`` lanes; the rules of ``simulator.rules.step``.
+
+    Scratch arrays are ``(K, LANES)``: ``row/col`` positions before the step, ``status`` (updated in place),
+    ``act`` actions, ``draws`` uniforms (read only when ``slip > 0``). Lane ``i`` plays on ``grids[lane_env[i]]``.
+    Writes ``new_row/new_col`` and the event flags ``ev``; ``old_cell/new_cell`` are scratch.
+    """
+    height = grids.shape[1]
+    width = grids.shape[2]
+    for k in range(n_agents):
+        for i in range(n):
+            r = row[k, i]
+            c = col[k, i]
+            s = status[k, i]
+            a = act[k, i] if s == _MOVING else _WAIT
+            slipped = False
+            if slip > 0.0:
+                u = draws[k, i]
+                slipped = (a != _WAIT) & (u < slip)
+                if slipped:
+                    a = _SLIP_FIRST[a] if u < slip * 0.5 else _SLIP_SECOND[a]
+            nr = r + _DROW[a]
+            nc = c + _DCOL[a]
+            # Branch-free bounds test (unsigned compare) and a tile read that never leaves the array.
+            inside = (np.uint32(nr) < np.uint32(height)) & (np.uint32(nc) < np.uint32(width))
+            tile = grids[lane_env[i], nr if inside else r, nc if inside else c]
+            blocked = (not inside) | (tile == _OFF_GRID)
+            new_row[k, i] = r if blocked else nr
+            new_col[k, i] = c if blocked else nc
+            old_cell[k, i] = r * width + c
+            new_cell[k, i] = old_cell[k, i] if blocked else nr * width + nc
+            e = _EV_SLIP if slipped else 0
+            if blocked and not slipped:
+                e |= _EV_ILLEGAL
+            if (not blocked) and tile == _HOLE and s == _MOVING:
+                e |= _EV_HOLE
+            ev[k, i] = e
+    # Conflicts among agents on the board (moving or parked on their goal).
+    for k1 in range(n_agents):
+        for k2 in range(k1 + 1, n_agents):
+            for i in range(n):
+                s1 = status[k1, i]
+                s2 = status[k2, i]
+                both = ((s1 == _MOVING) | (s1 == _ON_GOAL)) & ((s2 == _MOVING) | (s2 == _ON_GOAL))
+                a1 = new_cell[k1, i]
+                a2 = new_cell[k2, i]
+                vertex = (a1 == a2) & both
+                edge = (a1 == old_cell[k2, i]) & (a2 == old_cell[k1, i]) & (a1 != old_cell[k1, i]) & both
+                flags = (_EV_VERTEX if vertex else 0) | (_EV_EDGE if edge else 0)
+                ev[k1, i] |= flags
+                ev[k2, i] |= flags
+    for k in range(n_agents):
+        for i in range(n):
+            s = status[k, i]
+            e = ev[k, i]
+            moving = s == _MOVING
+            fallen = moving & ((e & _EV_HOLE) != 0)
+            arrived = moving & ((e & _EV_FAILURE_MASK) == 0) & (new_row[k, i] == goal_row[k, i]) & (
+                new_col[k, i] == goal_col[k, i]
+            )
+            status[k, i] = _FALLEN if fallen else (_ON_GOAL if arrived else s)
+            ev[k, i] = e | (_EV_GOAL if arrived else 0)
+
+
+@njit(cache=True)
+def step_batch(grids, pos, goals, status, actions, slip, draws, out_pos, out_status, out_events):
+    """Batched simultaneous step: B environments x K agents, one joint action each.
+
+    Args:
+        grids (B, H, W) int8, pos (B, K, 2) int32, goals (B, K, 2) int32, status (B, K) int8,
+        actions (B, K) int8, slip float, draws (B, K) float64 uniform in [0, 1) (read only when slip > 0).
+    Writes out_pos (B, K, 2) int32, out_status (B, K) int8, out_events (B, K) int8 (may alias pos/status).
+    """
+    n_envs = pos.shape[0]
+    n_agents = pos.shape[1]
+    shape = (n_agents, LANES)
+    row = np.empty(shape, np.int32)
+    col = np.empty(shape, np.int32)
+    goal_row = np.empty(shape, np.int32)
+    goal_col = np.empty(shape, np.int32)
+    new_row = np.empty(shape, np.int32)
+    new_col = np.empty(shape, np.int32)
+    old_cell = np.empty(shape, np.int32)
+    new_cell = np.empty(shape, np.int32)
+    st = np.empty(shape, np.int8)
+    act = np.empty(shape, np.int8)
+    ev = np.empty(shape, np.int32)
+    u = np.zeros(shape, np.float64)
+    lane_env = np.empty(LANES, np.int64)
+    for b0 in range(0, n_envs, LANES):
+        n = min(LANES, n_envs - b0)
+        for i in range(n):
+            lane_env[i] = b0 + i
+        for k in range(n_agents):
+            for i in range(n):
+                b = b0 + i
+                row[k, i] = pos[b, k, 0]
+                col[k, i] = pos[b, k, 1]
+                goal_row[k, i] = goals[b, k, 0]
+                goal_col[k, i] = goals[b, k, 1]
+                st[k, i] = status[b, k]
+                act[k, i] = actions[b, k]
+                if slip > 0.0:
+                    u[k, i] = draws[b, k]
+        _step_lanes(grids, lane_env, n, n_agents, row, col, goal_row, goal_col, st, act, slip, u,
+                    new_row, new_col, old_cell, new_cell, ev)
+        for k in range(n_agents):
+            for i in range(n):
+                b = b0 + i
+                out_pos[b, k, 0] = new_row[k, i]
+                out_pos[b, k, 1] = new_col[k, i]
+                out_status[b, k] = st[k, i]
+                out_events[b, k] = ev[k, i]
+
+
+@njit(cache=True, inline="always")
+def _mix64(z):
+    z = z + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def slip_draw(seed, sample, step, agent):
+    """Counter-based uniform in [0, 1); equal to ``simulator.rules.slip_draw`` for the same integers."""
+    key = np.uint64(seed)
+    key = _mix64(key ^ np.uint64(sample))
+    key = _mix64(key ^ np.uint64(step))
+    key = _mix64(key ^ np.uint64(agent))
+    return np.float64(key >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def _judge_lanes(grids, starts, goals, n_agents, plans, horizons, lane_env, lane_sample, n, slip, seed,
+                 out_failure, out_step, out_agent, out_makespan, out_sum_of_costs, out_on_goal,
+                 trace_pos, trace_events):
+    """Judge ``n`` lanes: lane i runs plan ``lane_env[i]`` (slip draws from sample ``lane_sample[i]``).
+
+    Results go to ``out_*[i]`` (lane-indexed). When ``trace_pos`` is non-empty, lane i's per-step record goes to
+    ``trace_pos[lane_env[i]]`` / ``trace_events[lane_env[i]]``.
+    """
+    k_max = starts.shape[1]
+    record = trace_pos.shape[0] > 0
+    shape = (k_max, LANES)
+    row = np.empty(shape, np.int32)
+    col = np.empty(shape, np.int32)
+    goal_row = np.empty(shape, np.int32)
+    goal_col = np.empty(shape, np.int32)
+    new_row = np.empty(shape, np.int32)
+    new_col = np.empty(shape, np.int32)
+    old_cell = np.empty(shape, np.int32)
+    new_cell = np.empty(shape, np.int32)
+    st = np.empty(shape, np.int8)
+    act = np.empty(shape, np.int8)
+    ev = np.empty(shape, np.int32)
+    u = np.zeros(shape, np.float64)
+    arrival = np.empty(shape, np.int32)
+    done = np.zeros(LANES, np.bool_)
+    last_step = 0
+    for i in range(n):
+        b = lane_env[i]
+        on_goal = 0
+        for k in range(k_max):
+            row[k, i] = starts[b, k, 0]
+            col[k, i] = starts[b, k, 1]
+            goal_row[k, i] = goals[b, k, 0]
+            goal_col[k, i] = goals[b, k, 1]
+            arrival[k, i] = -1
+            if k >= n_agents[b]:
+                st[k, i] = _ABSENT
+            elif row[k, i] == goal_row[k, i] and col[k, i] == goal_col[k, i]:
+                st[k, i] = _ON_GOAL
+                arrival[k, i] = 0
+                on_goal += 1
+            else:
+                st[k, i] = _MOVING
+            if record and k < n_agents[b]:
+                trace_pos[b, 0, k, 0] = row[k, i]
+                trace_pos[b, 0, k, 1] = col[k, i]
+        out_on_goal[i] = on_goal
+        done[i] = False
+        if on_goal == n_agents[b]:
+            done[i] = True
+            _finish_valid(arrival, i, n_agents[b], out_failure, out_step, out_agent, out_makespan, out_sum_of_costs)
+        elif horizons[b] == 0:
+            done[i] = True
+            _finish_unreached(st, i, n_agents[b], 0, out_failure, out_step, out_agent, out_makespan, out_sum_of_costs)
+        if horizons[b] > last_step:
+            last_step = horizons[b]
+    for t in range(1, last_step + 1):
+        remaining = 0
+        for i in range(n):
+            if not done[i]:
+                remaining += 1
+        if remaining == 0:
+            break
+        for k in range(k_max):
+            for i in range(n):
+                if done[i]:
+                    act[k, i] = _WAIT
+                    continue
+                act[k, i] = plans[lane_env[i], k, t - 1]
+                if slip > 0.0:
+                    u[k, i] = slip_draw(seed + lane_env[i], lane_sample[i], t, k)
+        _step_lanes(grids, lane_env, n, k_max, row, col, goal_row, goal_col, st, act, slip, u,
+                    new_row, new_col, old_cell, new_cell, ev)
+        for i in range(n):
+            if done[i]:
+                continue
+            b = lane_env[i]
+            agents = n_agents[b]
+            flags = 0
+            for k in range(agents):
+                flags |= ev[k, i]
+                row[k, i] = new_row[k, i]
+                col[k, i] = new_col[k, i]
+                if record:
+                    trace_pos[b, t, k, 0] = new_row[k, i]
+                    trace_pos[b, t, k, 1] = new_col[k, i]
+                    trace_events[b, t - 1, k] = ev[k, i]
+            if flags & _EV_GOAL:
+                for k in range(agents):
+                    if ev[k, i] & _EV_GOAL:
+                        arrival[k, i] = t
+                        out_on_goal[i] += 1
+            if flags & _EV_FAILURE_MASK:
+                done[i] = True
+                if flags & _EV_ILLEGAL:
+                    flag, category = _EV_ILLEGAL, _ILLEGAL_MOVE
+                elif flags & _EV_HOLE:
+                    flag, category = _EV_HOLE, _FELL_IN_HOLE
+                elif flags & _EV_VERTEX:
+                    flag, category = _EV_VERTEX, _VERTEX_CONFLICT
+                else:
+                    flag, category = _EV_EDGE, _EDGE_CONFLICT
+                for k in range(agents):
+                    if ev[k, i] & flag:
+                        out_failure[i] = category
+                        out_step[i] = t
+                        out_agent[i] = k
+                        out_makespan[i] = -1
+                        out_sum_of_costs[i] = -1
+                        break
+                for k in range(agents):  # a finished plan leaves the board: no more conflicts with its lanes
+                    st[k, i] = _ABSENT
+            elif out_on_goal[i] == agents:
+                done[i] = True
+                _finish_valid(arrival, i, agents, out_failure, out_step, out_agent, out_makespan, out_sum_of_costs)
+            elif t == horizons[b]:
+                done[i] = True
+                _finish_unreached(st, i, agents, t, out_failure, out_step, out_agent, out_makespan, out_sum_of_costs)
+                for k in range(agents):
+                    st[k, i] = _ABSENT
+
+
+@njit(cache=True, inline="always")
+def _finish_valid(arrival, i, agents, out_failure, out_step, out_agent, out_makespan, out_sum_of_costs):
+    makespan = 0
+    total = 0
+    for k in range(agents):
+        total += arrival[k, i]
+        if arrival[k, i] > makespan:
+            makespan = arrival[k, i]
+    out_failure[i] = _NO_FAILURE
+    out_step[i] = -1
+    out_agent[i] = -1
+    out_makespan[i] = makespan
+    out_sum_of_costs[i] = total
+
+
+@njit(cache=True, inline="always")
+def _finish_unreached(st, i, agents, t, out_failure, out_step, out_agent, out_makespan, out_sum_of_costs):
+    out_failure[i] = _GOAL_NOT_REACHED
+    out_step[i] = t
+    out_makespan[i] = -1
+    out_sum_of_costs[i] = -1
+    out_agent[i] = 0
+    for k in range(agents):
+        if st[k, i] != _ON_GOAL:
+            out_agent[i] = k
+            break
+
+
+@njit(cache=True)
+def judge_batch(grids, starts, goals, n_agents, plans, horizons,
+                out_failure, out_step, out_agent, out_makespan, out_sum_of_costs, out_on_goal,
+                trace_pos, trace_events):
+    """Batched plan judge (slip 0).
+
+    Args:
+        grids (B, H, W) int8, starts (B, K, 2) int32, goals (B, K, 2) int32, n_agents (B,) int32,
+        plans (B, K, T) int8 padded with WAIT, horizons (B,) int32 (steps to run for each plan, <= T),
+        trace_pos (B, T+1, K, 2) int32 and trace_events (B, T, K) int8, or arrays with a zero first dimension
+        to skip recording.
+    Writes out_failure (B,) int8, out_step, out_agent, out_makespan, out_sum_of_costs, out_on_goal (B,) int32.
+    A plan is valid exactly when out_failure == NO_FAILURE.
+    """
+    n_envs = starts.shape[0]
+    lane_env = np.empty(LANES, np.int64)
+    lane_sample = np.zeros(LANES, np.int64)
+    for b0 in range(0, n_envs, LANES):
+        n = min(LANES, n_envs - b0)
+        for i in range(n):
+            lane_env[i] = b0 + i
+        _judge_lanes(grids, starts, goals, n_agents, plans, horizons, lane_env, lane_sample, n, 0.0, 0,
+                     out_failure[b0:b0 + n], out_step[b0:b0 + n], out_agent[b0:b0 + n],
+                     out_makespan[b0:b0 + n], out_sum_of_costs[b0:b0 + n], out_on_goal[b0:b0 + n],
+                     trace_pos, trace_events)
+
+
+@njit(cache=True)
+def mc_judge_batch(grids, starts, goals, n_agents, plans, horizons, slip, n_samples, seed, out_successes):
+    """Monte Carlo judge under slippery ice: out_successes[b] = how many of n_samples runs of plan b are valid.
+
+    Sample s of plan b uses draws ``slip_draw(seed + b, s, step, agent)``, so results do not depend on batching.
+    """
+    n_envs = starts.shape[0]
+    k_max = starts.shape[1]
+    lane_env = np.empty(LANES, np.int64)
+    lane_sample = np.empty(LANES, np.int64)
+    failure = np.empty(LANES, np.int8)
+    scratch = np.empty((5, LANES), np.int32)
+    no_trace_pos = np.empty((0, 1, k_max, 2), np.int32)
+    no_trace_events = np.empty((0, 1, k_max), np.int8)
+    for b in range(n_envs):
+        successes = 0
+        for s0 in range(0, n_samples, LANES):
+            n = min(LANES, n_samples - s0)
+            for i in range(n):
+                lane_env[i] = b
+                lane_sample[i] = s0 + i
+            _judge_lanes(grids, starts, goals, n_agents, plans, horizons, lane_env, lane_sample, n, slip, seed,
+                         failure, scratch[0], scratch[1], scratch[2], scratch[3], scratch[4],
+                         no_trace_pos, no_trace_events)
+            for i in range(n):
+                if failure[i] == _NO_FAILURE:
+                    successes += 1
+        out_successes[b] = successes
