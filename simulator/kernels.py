@@ -52,51 +52,56 @@ _SLIP_SECOND = np.array([C.WAIT, C.RIGHT, C.LEFT, C.UP, C.DOWN], dtype=np.int8) 
 
 
 @njit(cache=True, inline="always")
-def _step_lanes(grids, lane_env, n, n_agents, row, col, goal_row, goal_col, status, act, slip, draws,
-                new_row, new_col, old_cell, new_cell, ev):
+def _step_lanes(grids, goals, env_base, env_stride, slot_base, n, n_agents, pos, status, act, slip, draws,
+                out_pos, out_status, out_events, new_row, new_col, old_cell, new_cell, live, slips, ev):
     """One simultaneous step of ``n`` lanes; the rules of ``simulator.rules.step``.
 
-    Scratch arrays are ``(K, LANES)``: ``row/col`` positions before the step, ``status`` (updated in place),
-    ``act`` actions, ``draws`` uniforms (read only when ``slip > 0``). Lane ``i`` plays on ``grids[lane_env[i]]``.
-    Writes ``new_row/new_col`` and the event flags ``ev``; ``old_cell/new_cell`` are scratch.
+    Lane ``i`` plays on environment ``e = env_base + i * env_stride`` (``grids[e]``, ``goals[e]``); its state is
+    row ``slot_base + i`` of ``pos (N, K, 2)`` and ``status (N, K)``, and its result goes to the same row of
+    ``out_pos / out_status / out_events`` (which may alias the inputs). ``act`` and ``draws`` are ``(K, LANES)``
+    (draws read only when ``slip > 0``; ``act`` is overwritten with the actions taken); the rest are
+    ``(K, LANES)`` scratch arrays, ``slips`` all False on entry when ``slip == 0``. Lanes map to rows by
+    arithmetic, not index arrays: LLVM then sees unit strides, which measured ~25% faster than a gather.
     """
     height = grids.shape[1]
     width = grids.shape[2]
+    if slip > 0.0:  # a pass of its own: a slip test inside the move loop below cost 25% of the step's speed
+        for k in range(n_agents):
+            for i in range(n):
+                a = act[k, i]
+                u = draws[k, i]
+                slipped = (status[slot_base + i, k] == _MOVING) & (a != _WAIT) & (u < slip)
+                act[k, i] = (_SLIP_FIRST[a] if u < slip * 0.5 else _SLIP_SECOND[a]) if slipped else a
+                slips[k, i] = slipped
     for k in range(n_agents):
         for i in range(n):
-            r = row[k, i]
-            c = col[k, i]
-            s = status[k, i]
+            slot = slot_base + i
+            r = pos[slot, k, 0]
+            c = pos[slot, k, 1]
+            s = status[slot, k]
             a = act[k, i] if s == _MOVING else _WAIT
-            slipped = False
-            if slip > 0.0:
-                u = draws[k, i]
-                slipped = (a != _WAIT) & (u < slip)
-                if slipped:
-                    a = _SLIP_FIRST[a] if u < slip * 0.5 else _SLIP_SECOND[a]
+            slipped = slips[k, i]
             nr = r + _DROW[a]
             nc = c + _DCOL[a]
             # Branch-free bounds test (unsigned compare) and a tile read that never leaves the array.
             inside = (np.uint32(nr) < np.uint32(height)) & (np.uint32(nc) < np.uint32(width))
-            tile = grids[lane_env[i], nr if inside else r, nc if inside else c]
+            tile = grids[env_base + i * env_stride, nr if inside else r, nc if inside else c]
             blocked = (not inside) | (tile == _OFF_GRID)
             new_row[k, i] = r if blocked else nr
             new_col[k, i] = c if blocked else nc
             old_cell[k, i] = r * width + c
-            new_cell[k, i] = old_cell[k, i] if blocked else nr * width + nc
-            e = _EV_SLIP if slipped else 0
-            if blocked and not slipped:
-                e |= _EV_ILLEGAL
-            if (not blocked) and tile == _HOLE and s == _MOVING:
-                e |= _EV_HOLE
-            ev[k, i] = e
+            new_cell[k, i] = r * width + c if blocked else nr * width + nc
+            live[k, i] = (s == _MOVING) | (s == _ON_GOAL)
+            ev[k, i] = (
+                (_EV_SLIP if slipped else 0)
+                | (_EV_ILLEGAL if blocked & (not slipped) & (s == _MOVING) else 0)
+                | (_EV_HOLE if (not blocked) & (tile == _HOLE) & (s == _MOVING) else 0)
+            )
     # Conflicts among agents on the board (moving or parked on their goal).
     for k1 in range(n_agents):
         for k2 in range(k1 + 1, n_agents):
             for i in range(n):
-                s1 = status[k1, i]
-                s2 = status[k2, i]
-                both = ((s1 == _MOVING) | (s1 == _ON_GOAL)) & ((s2 == _MOVING) | (s2 == _ON_GOAL))
+                both = live[k1, i] & live[k2, i]
                 a1 = new_cell[k1, i]
                 a2 = new_cell[k2, i]
                 vertex = (a1 == a2) & both
@@ -106,15 +111,26 @@ def _step_lanes(grids, lane_env, n, n_agents, row, col, goal_row, goal_col, stat
                 ev[k2, i] |= flags
     for k in range(n_agents):
         for i in range(n):
-            s = status[k, i]
+            slot = slot_base + i
+            env = env_base + i * env_stride
+            s = status[slot, k]
             e = ev[k, i]
+            r = new_row[k, i]
+            c = new_col[k, i]
             moving = s == _MOVING
             fallen = moving & ((e & _EV_HOLE) != 0)
-            arrived = moving & ((e & _EV_FAILURE_MASK) == 0) & (new_row[k, i] == goal_row[k, i]) & (
-                new_col[k, i] == goal_col[k, i]
+            arrived = (
+                moving
+                & ((e & _EV_FAILURE_MASK) == 0)
+                & (r == goals[env, k, 0])
+                & (c == goals[env, k, 1])
             )
-            status[k, i] = _FALLEN if fallen else (_ON_GOAL if arrived else s)
-            ev[k, i] = e | (_EV_GOAL if arrived else 0)
+            e = e | (_EV_GOAL if arrived else 0)
+            ev[k, i] = e
+            out_pos[slot, k, 0] = r
+            out_pos[slot, k, 1] = c
+            out_status[slot, k] = _FALLEN if fallen else (_ON_GOAL if arrived else s)
+            out_events[slot, k] = e
 
 
 @njit(cache=True)
@@ -129,43 +145,26 @@ def step_batch(grids, pos, goals, status, actions, slip, draws, out_pos, out_sta
     n_envs = pos.shape[0]
     n_agents = pos.shape[1]
     shape = (n_agents, LANES)
-    row = np.empty(shape, np.int32)
-    col = np.empty(shape, np.int32)
-    goal_row = np.empty(shape, np.int32)
-    goal_col = np.empty(shape, np.int32)
     new_row = np.empty(shape, np.int32)
     new_col = np.empty(shape, np.int32)
     old_cell = np.empty(shape, np.int32)
     new_cell = np.empty(shape, np.int32)
-    st = np.empty(shape, np.int8)
-    act = np.empty(shape, np.int8)
+    live = np.empty(shape, np.bool_)
+    slips = np.zeros(shape, np.bool_)
     ev = np.empty(shape, np.int32)
-    u = np.zeros(shape, np.float64)
-    lane_env = np.empty(LANES, np.int64)
+    act = np.empty(shape, np.int8)
+    u = np.ones(shape, np.float64)
     for b0 in range(0, n_envs, LANES):
         n = min(LANES, n_envs - b0)
-        for i in range(n):
-            lane_env[i] = b0 + i
         for k in range(n_agents):
             for i in range(n):
-                b = b0 + i
-                row[k, i] = pos[b, k, 0]
-                col[k, i] = pos[b, k, 1]
-                goal_row[k, i] = goals[b, k, 0]
-                goal_col[k, i] = goals[b, k, 1]
-                st[k, i] = status[b, k]
-                act[k, i] = actions[b, k]
-                if slip > 0.0:
-                    u[k, i] = draws[b, k]
-        _step_lanes(grids, lane_env, n, n_agents, row, col, goal_row, goal_col, st, act, slip, u,
-                    new_row, new_col, old_cell, new_cell, ev)
-        for k in range(n_agents):
-            for i in range(n):
-                b = b0 + i
-                out_pos[b, k, 0] = new_row[k, i]
-                out_pos[b, k, 1] = new_col[k, i]
-                out_status[b, k] = st[k, i]
-                out_events[b, k] = ev[k, i]
+                act[k, i] = actions[b0 + i, k]
+        if slip > 0.0:
+            for k in range(n_agents):
+                for i in range(n):
+                    u[k, i] = draws[b0 + i, k]
+        _step_lanes(grids, goals, b0, 1, b0, n, n_agents, pos, status, act, slip, u,
+                    out_pos, out_status, out_events, new_row, new_col, old_cell, new_cell, live, slips, ev)
 
 
 @njit(cache=True, inline="always")
@@ -187,52 +186,51 @@ def slip_draw(seed, sample, step, agent):
 
 
 @njit(cache=True)
-def _judge_lanes(grids, starts, goals, n_agents, plans, horizons, lane_env, lane_sample, n, slip, seed,
+def _judge_lanes(grids, starts, goals, n_agents, plans, horizons, env_base, env_stride, sample_base, n, slip, seed,
                  out_failure, out_step, out_agent, out_makespan, out_sum_of_costs, out_on_goal,
                  trace_pos, trace_events):
-    """Judge ``n`` lanes: lane i runs plan ``lane_env[i]`` (slip draws from sample ``lane_sample[i]``).
+    """Judge ``n`` lanes: lane i runs plan ``env_base + i * env_stride`` (slip draws from sample
+    ``sample_base + i * (1 - env_stride)``: one plan's samples side by side, or one sample of many plans).
 
     Results go to ``out_*[i]`` (lane-indexed). When ``trace_pos`` is non-empty, lane i's per-step record goes to
-    ``trace_pos[lane_env[i]]`` / ``trace_events[lane_env[i]]``.
+    ``trace_pos[plan]`` / ``trace_events[plan]``.
     """
     k_max = starts.shape[1]
     record = trace_pos.shape[0] > 0
     shape = (k_max, LANES)
-    row = np.empty(shape, np.int32)
-    col = np.empty(shape, np.int32)
-    goal_row = np.empty(shape, np.int32)
-    goal_col = np.empty(shape, np.int32)
+    pos = np.empty((LANES, k_max, 2), np.int32)
+    st = np.empty((LANES, k_max), np.int8)
+    events = np.empty((LANES, k_max), np.int8)
     new_row = np.empty(shape, np.int32)
     new_col = np.empty(shape, np.int32)
     old_cell = np.empty(shape, np.int32)
     new_cell = np.empty(shape, np.int32)
-    st = np.empty(shape, np.int8)
-    act = np.empty(shape, np.int8)
+    live = np.empty(shape, np.bool_)
+    slips = np.zeros(shape, np.bool_)
     ev = np.empty(shape, np.int32)
-    u = np.zeros(shape, np.float64)
+    act = np.empty(shape, np.int8)
+    u = np.ones(shape, np.float64)
     arrival = np.empty(shape, np.int32)
     done = np.zeros(LANES, np.bool_)
     last_step = 0
     for i in range(n):
-        b = lane_env[i]
+        b = env_base + i * env_stride
         on_goal = 0
         for k in range(k_max):
-            row[k, i] = starts[b, k, 0]
-            col[k, i] = starts[b, k, 1]
-            goal_row[k, i] = goals[b, k, 0]
-            goal_col[k, i] = goals[b, k, 1]
+            pos[i, k, 0] = starts[b, k, 0]
+            pos[i, k, 1] = starts[b, k, 1]
             arrival[k, i] = -1
             if k >= n_agents[b]:
-                st[k, i] = _ABSENT
-            elif row[k, i] == goal_row[k, i] and col[k, i] == goal_col[k, i]:
-                st[k, i] = _ON_GOAL
+                st[i, k] = _ABSENT
+            elif starts[b, k, 0] == goals[b, k, 0] and starts[b, k, 1] == goals[b, k, 1]:
+                st[i, k] = _ON_GOAL
                 arrival[k, i] = 0
                 on_goal += 1
             else:
-                st[k, i] = _MOVING
+                st[i, k] = _MOVING
             if record and k < n_agents[b]:
-                trace_pos[b, 0, k, 0] = row[k, i]
-                trace_pos[b, 0, k, 1] = col[k, i]
+                trace_pos[b, 0, k, 0] = starts[b, k, 0]
+                trace_pos[b, 0, k, 1] = starts[b, k, 1]
         out_on_goal[i] = on_goal
         done[i] = False
         if on_goal == n_agents[b]:
@@ -241,6 +239,9 @@ def _judge_lanes(grids, starts, goals, n_agents, plans, horizons, lane_env, lane
         elif horizons[b] == 0:
             done[i] = True
             _finish_unreached(st, i, n_agents[b], 0, out_failure, out_step, out_agent, out_makespan, out_sum_of_costs)
+        if done[i]:
+            for k in range(k_max):
+                st[i, k] = _ABSENT
         if horizons[b] > last_step:
             last_step = horizons[b]
     for t in range(1, last_step + 1):
@@ -252,27 +253,22 @@ def _judge_lanes(grids, starts, goals, n_agents, plans, horizons, lane_env, lane
             break
         for k in range(k_max):
             for i in range(n):
-                if done[i]:
-                    act[k, i] = _WAIT
-                    continue
-                act[k, i] = plans[lane_env[i], k, t - 1]
+                act[k, i] = _WAIT if done[i] else plans[env_base + i * env_stride, k, t - 1]
                 if slip > 0.0:
-                    u[k, i] = slip_draw(seed + lane_env[i], lane_sample[i], t, k)
-        _step_lanes(grids, lane_env, n, k_max, row, col, goal_row, goal_col, st, act, slip, u,
-                    new_row, new_col, old_cell, new_cell, ev)
+                    u[k, i] = slip_draw(seed + env_base + i * env_stride, sample_base + i * (1 - env_stride), t, k)
+        _step_lanes(grids, goals, env_base, env_stride, 0, n, k_max, pos, st, act, slip, u,
+                    pos, st, events, new_row, new_col, old_cell, new_cell, live, slips, ev)
         for i in range(n):
             if done[i]:
                 continue
-            b = lane_env[i]
+            b = env_base + i * env_stride
             agents = n_agents[b]
             flags = 0
             for k in range(agents):
                 flags |= ev[k, i]
-                row[k, i] = new_row[k, i]
-                col[k, i] = new_col[k, i]
                 if record:
-                    trace_pos[b, t, k, 0] = new_row[k, i]
-                    trace_pos[b, t, k, 1] = new_col[k, i]
+                    trace_pos[b, t, k, 0] = pos[i, k, 0]
+                    trace_pos[b, t, k, 1] = pos[i, k, 1]
                     trace_events[b, t - 1, k] = ev[k, i]
             if flags & _EV_GOAL:
                 for k in range(agents):
@@ -297,16 +293,15 @@ def _judge_lanes(grids, starts, goals, n_agents, plans, horizons, lane_env, lane
                         out_makespan[i] = -1
                         out_sum_of_costs[i] = -1
                         break
-                for k in range(agents):  # a finished plan leaves the board: no more conflicts with its lanes
-                    st[k, i] = _ABSENT
             elif out_on_goal[i] == agents:
                 done[i] = True
                 _finish_valid(arrival, i, agents, out_failure, out_step, out_agent, out_makespan, out_sum_of_costs)
             elif t == horizons[b]:
                 done[i] = True
                 _finish_unreached(st, i, agents, t, out_failure, out_step, out_agent, out_makespan, out_sum_of_costs)
-                for k in range(agents):
-                    st[k, i] = _ABSENT
+            if done[i]:  # a finished lane leaves the board: no more work or conflicts in it
+                for k in range(k_max):
+                    st[i, k] = _ABSENT
 
 
 @njit(cache=True, inline="always")
@@ -332,7 +327,7 @@ def _finish_unreached(st, i, agents, t, out_failure, out_step, out_agent, out_ma
     out_sum_of_costs[i] = -1
     out_agent[i] = 0
     for k in range(agents):
-        if st[k, i] != _ON_GOAL:
+        if st[i, k] != _ON_GOAL:
             out_agent[i] = k
             break
 
@@ -352,13 +347,9 @@ def judge_batch(grids, starts, goals, n_agents, plans, horizons,
     A plan is valid exactly when out_failure == NO_FAILURE.
     """
     n_envs = starts.shape[0]
-    lane_env = np.empty(LANES, np.int64)
-    lane_sample = np.zeros(LANES, np.int64)
     for b0 in range(0, n_envs, LANES):
         n = min(LANES, n_envs - b0)
-        for i in range(n):
-            lane_env[i] = b0 + i
-        _judge_lanes(grids, starts, goals, n_agents, plans, horizons, lane_env, lane_sample, n, 0.0, 0,
+        _judge_lanes(grids, starts, goals, n_agents, plans, horizons, b0, 1, 0, n, 0.0, 0,
                      out_failure[b0:b0 + n], out_step[b0:b0 + n], out_agent[b0:b0 + n],
                      out_makespan[b0:b0 + n], out_sum_of_costs[b0:b0 + n], out_on_goal[b0:b0 + n],
                      trace_pos, trace_events)
@@ -372,8 +363,6 @@ def mc_judge_batch(grids, starts, goals, n_agents, plans, horizons, slip, n_samp
     """
     n_envs = starts.shape[0]
     k_max = starts.shape[1]
-    lane_env = np.empty(LANES, np.int64)
-    lane_sample = np.empty(LANES, np.int64)
     failure = np.empty(LANES, np.int8)
     scratch = np.empty((5, LANES), np.int32)
     no_trace_pos = np.empty((0, 1, k_max, 2), np.int32)
@@ -382,10 +371,7 @@ def mc_judge_batch(grids, starts, goals, n_agents, plans, horizons, slip, n_samp
         successes = 0
         for s0 in range(0, n_samples, LANES):
             n = min(LANES, n_samples - s0)
-            for i in range(n):
-                lane_env[i] = b
-                lane_sample[i] = s0 + i
-            _judge_lanes(grids, starts, goals, n_agents, plans, horizons, lane_env, lane_sample, n, slip, seed,
+            _judge_lanes(grids, starts, goals, n_agents, plans, horizons, b, 0, s0, n, slip, seed,
                          failure, scratch[0], scratch[1], scratch[2], scratch[3], scratch[4],
                          no_trace_pos, no_trace_events)
             for i in range(n):
