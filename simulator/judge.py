@@ -156,10 +156,10 @@ def _check_packed(packed: PackedInstances, plans: PackedPlans) -> None:
         if points.min() < 0 or points[..., 0].max() >= height or points[..., 1].max() >= width:
             raise ConfigError(name, "a point off the padded map", f"rows 0..{height - 1}, cols 0..{width - 1}")
     if plans.actions.size and (plans.actions.min() < 0 or plans.actions.max() >= C.N_ACTIONS):
-        bad = np.argwhere((plans.actions < 0) | (plans.actions >= C.N_ACTIONS))[0]
+        bad = tuple(int(i) for i in np.argwhere((plans.actions < 0) | (plans.actions >= C.N_ACTIONS))[0])
         raise ConfigError(
             f"plans.actions[{bad[0]}][{bad[1]}][{bad[2]}]",
-            int(plans.actions[tuple(bad)]),
+            int(plans.actions[bad]),
             f"an action code 0..{C.N_ACTIONS - 1} {C.ACTION_NAMES}",
         )
     if plans.horizons.min() < 0 or plans.horizons.max() > plans.actions.shape[2]:

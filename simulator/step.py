@@ -48,7 +48,7 @@ def check_actions(actions: np.ndarray, shape: tuple[int, ...], name: str = "acti
     if array.size and not np.issubdtype(array.dtype, np.integer):
         raise ConfigError(name, array.dtype.name, f"integer action codes 0..{C.N_ACTIONS - 1}")
     if array.size and (array.min() < 0 or array.max() >= C.N_ACTIONS):
-        bad = tuple(np.argwhere((array < 0) | (array >= C.N_ACTIONS))[0])
+        bad = tuple(int(i) for i in np.argwhere((array < 0) | (array >= C.N_ACTIONS))[0])
         raise ConfigError(f"{name}{list(bad)}", int(array[bad]), f"an action code 0..{C.N_ACTIONS - 1} {C.ACTION_NAMES}")
     return np.ascontiguousarray(array, dtype=np.int8)
 

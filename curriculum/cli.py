@@ -1,0 +1,51 @@
+"""The ``mapf-lake`` command: one door, subcommands registered by each package.
+
+Each package owns a ``cli`` module with ``register(commands, bench)``: it adds its subcommands to ``commands``
+and its benchmark targets to ``bench`` (``mapf-lake bench NAME``). Registration must stay cheap: heavy imports
+happen inside the handlers, so ``mapf-lake --help`` is fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from simulator.errors import ConfigError
+
+# Packages whose cli modules register subcommands, in help order (a registry, not an if/elif chain).
+COMMAND_PACKAGES = ("simulator",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mapf-lake",
+        description="MAPF-FrozenLake: a certified multi-agent testbed and self-designing curricula for LLM RL.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    bench_parser = commands.add_parser(
+        "bench", help="measure speed (prints JSON with --json)", description="Benchmarks; each target prints figures."
+    )
+    bench = bench_parser.add_subparsers(dest="bench_target", required=True, metavar="TARGET")
+    for package in COMMAND_PACKAGES:
+        importlib.import_module(f"{package}.cli").register(commands, bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result = args.handler(args)
+    except ConfigError as exc:
+        print(f"mapf-lake: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mapf-lake: interrupted", file=sys.stderr)
+        return 130
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
