@@ -46,7 +46,6 @@ import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -57,6 +56,7 @@ import numpy as np
 import yaml
 
 from simulator import constants as C
+from simulator.atomic import atomic_write
 from simulator.errors import ConfigError
 
 # --- limits of the document ----------------------------------------------------------------------------------
@@ -511,25 +511,7 @@ def save_config(cfg: StageConfig, path: str | os.PathLike) -> None:
     """
     path = Path(path)
     text = format_config_text(cfg, _format_for_path(path))
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o644
-    descriptor, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp_name, mode)
-        os.replace(temp_name, path)
-    except BaseException:
-        # Clean up on any failure, KeyboardInterrupt included, then let it propagate.
-        try:
-            os.unlink(temp_name)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic_write(path, text)
 
 
 # --- comparing configs ---------------------------------------------------------------------------------------

@@ -1,0 +1,76 @@
+"""Atomic file writes: a reader sees the old file or the new one, never half of one.
+
+Everything the product writes (configs, instance files, replays, run records) goes through here or through
+:class:`AtomicWriter` for streams.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import IO
+
+
+class AtomicWriter:
+    """A binary stream to a temporary file beside ``path``, moved over ``path`` on :meth:`commit`.
+
+    Use as a context manager: leaving the block normally commits; an exception (KeyboardInterrupt included)
+    discards the temporary file and leaves ``path`` as it was. A process killed mid-write leaves at most a hidden
+    ``.NAME.*.tmp`` file, never a partial file under ``path``. A new file gets mode 0644; a replaced file keeps
+    its mode.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._mode = self.path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            self._mode = 0o644
+        descriptor, self.temp_name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        self.handle: IO[bytes] = os.fdopen(descriptor, "wb")
+        self._closed = False
+
+    def write(self, data: bytes) -> int:
+        return self.handle.write(data)
+
+    def commit(self) -> None:
+        if self._closed:
+            return
+        try:
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+            self.handle.close()
+            os.chmod(self.temp_name, self._mode)
+            os.replace(self.temp_name, self.path)
+        except BaseException:
+            self.discard()
+            raise
+        self._closed = True
+
+    def discard(self) -> None:
+        if self._closed:
+            return
+        self.handle.close()
+        try:
+            os.unlink(self.temp_name)
+        except FileNotFoundError:
+            pass
+        self._closed = True
+
+    def __enter__(self) -> "AtomicWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.discard()
+
+
+def atomic_write(path: str | os.PathLike, data: bytes | str) -> None:
+    """Write ``data`` (text is UTF-8 encoded) to ``path`` atomically."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    with AtomicWriter(path) as writer:
+        writer.write(payload)
