@@ -1,9 +1,183 @@
-"""Subcommands owned by the simulator: ``bench sim`` (and, later, ``gen``, ``solve``, ``bench gen``)."""
+"""Subcommands owned by the simulator: ``gen``, ``solve``, ``demo``, ``bench sim`` and ``bench gen``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
+
+
+def _progress(total: int, desc: str):
+    """A tqdm bar on stderr (hidden when stderr is not a terminal); returns (callback, close)."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit="inst", file=sys.stderr, disable=None, dynamic_ncols=True)
+
+    def update(done: int) -> None:
+        bar.update(done - bar.n)
+
+    return update, bar.close
+
+
+def _config_from_args(args: argparse.Namespace):
+    from simulator.config import StageConfig, load_config
+
+    if args.config:
+        config = load_config(args.config)
+        if args.seed is not None:
+            config = StageConfig.from_dict({**config.to_dict(), "seed": args.seed})
+        return config
+    agents = args.agents if len(args.agents) == 1 else [args.agents[0], args.agents[1]]
+    document = {
+        "agents": agents[0] if len(args.agents) == 1 else agents,
+        "samples": args.n,
+        "seed": 0 if args.seed is None else args.seed,
+        "slip": args.slip,
+        "sizes": {
+            size: {"data_ratio": 1.0 / len(args.size), "hole_ratio": args.holes, "wait_ratio": args.wait_ratio}
+            for size in args.size
+        },
+    }
+    if len(args.size) > 1:  # ratios that sum to exactly 1 in floats: give the remainder to the last size
+        share = 1.0 / len(args.size)
+        document["sizes"][args.size[-1]]["data_ratio"] = 1.0 - share * (len(args.size) - 1)
+    return StageConfig.from_dict(document)
+
+
+def _describe(item) -> str:
+    from simulator.text import format_plan, render_instance
+
+    header = (
+        f"# size {item.size} #{item.index}: {item.instance.n_agents} agents, optimal makespan "
+        f"{item.optimal_makespan}, optimal sum of costs {item.optimal_sum_of_costs}, shortest-distance sum "
+        f"{item.sum_of_distances}, needs_wait {str(item.needs_wait).lower()}"
+    )
+    return f"{header}\n{render_instance(item.instance)}\noptimal plan:\n{format_plan(item.plan.sequences())}\n"
+
+
+def _gen(args: argparse.Namespace) -> int:
+    if args.schema:
+        from simulator.config import config_json_schema
+
+        print(json.dumps(config_json_schema(), indent=2))
+        return 0
+    from simulator.atomic import atomic_write
+    from simulator.generator import generate, to_jsonl
+
+    if args.suite:
+        from simulator.suites import generate_suite, suite_checksum, suite_size
+
+        update, close = _progress(suite_size(args.suite), f"suite {args.suite}")
+        try:
+            cells = generate_suite(args.suite, progress=update)
+        finally:
+            close()
+        items = [item for _, stage in cells for item in stage.instances]
+        if args.out:
+            atomic_write(args.out, to_jsonl(items))
+        print(f"suite {args.suite}: {len(items)} instances in {len(cells)} cells, checksum {suite_checksum(cells)}")
+        return 0
+    config = _config_from_args(args)
+    update, close = _progress(config.samples, "generating")
+    try:
+        stage = generate(config, progress=update, max_attempts=args.max_attempts)
+    finally:
+        close()
+    if args.out:
+        atomic_write(args.out, to_jsonl(stage.instances))
+    elif not args.quiet:
+        for item in stage.instances:
+            print(_describe(item))
+    for size, report in stage.reports.items():
+        print(
+            f"size {size}: {report.count} instances, holes {report.achieved_hole_ratio:.3f} "
+            f"(asked {report.requested_hole_ratio}), needs_wait {report.achieved_wait_ratio:.3f} "
+            f"(asked {report.requested_wait_ratio}), {report.candidates} candidates "
+            f"(rejected: {report.rejected_unsolvable} no room/unsolvable, {report.rejected_solver_limit} over budget, "
+            f"{report.rejected_wait_label} wrong wait label)"
+        )
+    print(f"checksum {stage.checksum()}" + (f", written to {args.out}" if args.out else ""))
+    return 0
+
+
+def _read_instance(source: str):
+    from simulator.errors import ConfigError
+    from simulator.text import parse_instance
+    from simulator.types import Instance
+
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(source, "unreadable", "a readable UTF-8 file or - for stdin", str(exc)) from None
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            data = json.loads(stripped.splitlines()[0] if "\n" in stripped.strip() else stripped)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(source, stripped[:40], "an instance as JSON or as map text", str(exc)) from None
+        return Instance.from_dict(data)
+    return parse_instance(text)
+
+
+def _solve(args: argparse.Namespace) -> int:
+    from simulator.judge import judge_plan
+    from simulator.needs_wait import needs_wait
+    from simulator.solver import solve
+    from simulator.text import format_plan, render_instance
+
+    instance = _read_instance(args.instance)
+    solution = solve(instance, max_nodes=args.max_nodes, time_limit=args.time_limit)
+    if args.json:
+        out = {"status": solution.status, "makespan": solution.makespan, "sum_of_costs": solution.sum_of_costs,
+               "reason": solution.reason, "expanded": solution.expanded,
+               "plan": solution.plan.sequences() if solution.plan else None}
+        if solution.solved:
+            out["needs_wait"] = needs_wait(instance)
+        print(json.dumps(out))
+        return 0 if solution.solved else 1
+    print(render_instance(instance))
+    if not solution.solved:
+        print(f"{solution.status}: {solution.reason}")
+        return 1
+    verdict = judge_plan(instance, solution.plan)
+    print(f"optimal makespan {solution.makespan}, optimal sum of costs {solution.sum_of_costs}, "
+          f"needs_wait {str(needs_wait(instance)).lower()}, judge: {'valid' if verdict.valid else verdict.failure_name}")
+    print(format_plan(solution.plan.sequences()))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """Generate a suite, judge the solver's certificate plans (the oracle) in one batch, print a table."""
+    import numpy as np
+
+    from simulator.judge import judge_plans
+    from simulator.suites import generate_suite, suite_size
+
+    update, close = _progress(suite_size(args.suite), f"suite {args.suite}")
+    try:
+        cells = generate_suite(args.suite, progress=update)
+    finally:
+        close()
+    items = [item for _, stage in cells for item in stage.instances]
+    result = judge_plans([it.instance for it in items], [it.plan for it in items])
+    optimal = result.valid & (result.makespan == np.array([it.optimal_makespan for it in items]))
+    sizes = sorted({cell.size for cell, _ in cells})
+    agents = sorted({cell.agents for cell, _ in cells})
+    table: dict[tuple[int, int], tuple[float, float]] = {}
+    start = 0
+    for cell, stage in cells:
+        stop = start + len(stage.instances)
+        table[(cell.agents, cell.size)] = (100 * result.valid[start:stop].mean(), 100 * optimal[start:stop].mean())
+        start = stop
+    print(f"oracle (solver certificates) on suite {args.suite}: valid% / optimal%")
+    print("agents " + "".join(f"{f'{s}x{s}':>12}" for s in sizes) + f"{'mean':>12}")
+    for k in agents:
+        cells_k = [table[(k, s)] for s in sizes if (k, s) in table]
+        row = "".join(f"{'%.0f/%.0f' % table[(k, s)] if (k, s) in table else '-':>12}" for s in sizes)
+        mean = "%.0f/%.0f" % (np.mean([v for v, _ in cells_k]), np.mean([o for _, o in cells_k]))
+        print(f"{k:>6} {row}{mean:>12}")
+    return 0
 
 
 def _bench_sim(args: argparse.Namespace) -> int:
@@ -14,8 +188,66 @@ def _bench_sim(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_gen(args: argparse.Namespace) -> int:
+    from simulator.bench_gen import format_gen_bench, run_gen_bench
+
+    results = run_gen_bench(quick=args.quick)
+    print(json.dumps(results, indent=2) if args.json else format_gen_bench(results))
+    return 0
+
+
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
-    parser = bench.add_parser(
+    from simulator.suites import SUITES
+
+    gen = commands.add_parser(
+        "gen",
+        help="generate certified, labelled instances from a stage config or flags",
+        description=(
+            "Generate instances: every one certified solvable by the optimal solver and labelled with its optimal "
+            "makespan, optimal sum of costs, shortest-distance sum and needs_wait. Same config and seed, same bytes. "
+            "Without --out the instances are printed as text; with --out they are written as JSON lines."
+        ),
+    )
+    source = gen.add_mutually_exclusive_group()
+    source.add_argument("--config", help="stage config file (.yaml, .yml or .json)")
+    source.add_argument("--suite", choices=sorted(SUITES), help="generate a benchmark suite and print its checksum")
+    gen.add_argument("--size", type=int, nargs="+", default=[6], help="map side(s), 3..32 (default 6)")
+    gen.add_argument("--agents", type=int, nargs="+", default=[2], help="agents, or MIN MAX (default 2)")
+    gen.add_argument("--holes", type=float, default=0.2, help="hole ratio, 0..0.9 (default 0.2)")
+    gen.add_argument("--wait-ratio", type=float, default=0.3, help="share of instances that need a wait (default 0.3)")
+    gen.add_argument("--slip", type=float, default=0.0, help="slip probability recorded in the config (default 0)")
+    gen.add_argument("--n", type=int, default=10, help="number of instances (default 10)")
+    gen.add_argument("--seed", type=int, default=None, help="seed (default: the config's, or 0)")
+    gen.add_argument("--max-attempts", type=int, default=2000, help="candidates per instance before giving up")
+    gen.add_argument("--out", help="write JSON lines here (atomically) instead of printing the instances")
+    gen.add_argument("--quiet", action="store_true", help="print only the report")
+    gen.add_argument("--schema", action="store_true", help="print the stage config's JSON Schema and exit")
+    gen.set_defaults(handler=_gen)
+
+    solve = commands.add_parser(
+        "solve",
+        help="solve one instance optimally (map text or JSON in, optimal plan out)",
+        description=(
+            "Solve one instance. Input: the map text that `gen` prints (tokens '.', 'H', 'A<k>', 'G<k>') or an "
+            "instance as JSON ({grid, starts, goals}); a file path or - for stdin. Exit status 1 when unsolvable "
+            "or over the limits."
+        ),
+    )
+    solve.add_argument("instance", help="file with the instance, or - for stdin")
+    solve.add_argument("--max-nodes", type=int, default=1_000_000, help="search node budget (default 1,000,000)")
+    solve.add_argument("--time-limit", type=float, default=None, help="seconds (default: none)")
+    solve.add_argument("--json", action="store_true", help="print the result as JSON")
+    solve.set_defaults(handler=_solve)
+
+    demo = commands.add_parser(
+        "demo",
+        help="generate a benchmark suite and judge the optimal solver's plans on it (a table)",
+        description="Generates a suite, judges the solver's certificate plans in one batch, prints valid%%/optimal%%.",
+    )
+    demo.add_argument("--suite", choices=sorted(SUITES), default="paper-quick", help="suite (default paper-quick)")
+    demo.set_defaults(handler=_demo)
+
+    sim = bench.add_parser(
         "sim",
         help="batched step, plan judge and cold-start speed of the simulator",
         description=(
@@ -24,6 +256,18 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
             "Gymnasium's FrozenLake-v1 as a peer (when installed)."
         ),
     )
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--quick", action="store_true", help="small sizes, for smoke tests (figures not comparable)")
-    parser.set_defaults(handler=_bench_sim)
+    sim.add_argument("--json", action="store_true", help="print the figures as JSON")
+    sim.add_argument("--quick", action="store_true", help="small sizes, for smoke tests (figures not comparable)")
+    sim.set_defaults(handler=_bench_sim)
+
+    gen_bench = bench.add_parser(
+        "gen",
+        help="certified generation speed, and the solver against the pymapf peer",
+        description=(
+            "Measures certified generation (2 agents on 3x3..10x10 with 30%% holes; 5 agents on 10x10 with 30%% and "
+            "50%% holes) and the solver's median time against pymapf's CBS on the same instances."
+        ),
+    )
+    gen_bench.add_argument("--json", action="store_true", help="print the figures as JSON")
+    gen_bench.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
+    gen_bench.set_defaults(handler=_bench_gen)

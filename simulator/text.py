@@ -59,3 +59,58 @@ def describe_agents(instance: Instance) -> str:
         f"agent {k}: start ({s[0]},{s[1]}) -> goal ({g[0]},{g[1]})"
         for k, (s, g) in enumerate(zip(instance.starts.tolist(), instance.goals.tolist()))
     )
+
+
+def parse_instance(text: str) -> Instance:
+    """Read back the text of :func:`render_instance` (whitespace-separated tokens, one map row per line).
+
+    Tokens: ``.`` ice, ``H`` hole, ``A<k>`` agent k's start, ``G<k>`` agent k's goal. An agent without a ``G``
+    token starts on its goal. Raises :class:`ConfigError` naming the line and token at fault.
+    """
+    from simulator.errors import ConfigError
+
+    rows = [line.split() for line in text.strip("\n").splitlines() if line.strip()]
+    if not rows:
+        raise ConfigError("instance text", text[:40], "at least one row of tokens")
+    width = len(rows[0])
+    starts: dict[int, tuple[int, int]] = {}
+    goals: dict[int, tuple[int, int]] = {}
+    grid = []
+    for r, row in enumerate(rows):
+        if len(row) != width:
+            raise ConfigError(f"instance text line {r + 1}", " ".join(row), f"{width} tokens like the first row")
+        tiles = []
+        for c, token in enumerate(row):
+            tiles.append(C.HOLE if token == C.SYMBOL_HOLE else C.ICE)
+            if token in (C.SYMBOL_ICE, C.SYMBOL_HOLE):
+                continue
+            kind, number = token[:1], token[1:]
+            if kind not in (C.SYMBOL_AGENT, C.SYMBOL_GOAL) or not number.isdigit():
+                raise ConfigError(
+                    f"instance text line {r + 1} token {c + 1}", token,
+                    f"'{C.SYMBOL_ICE}', '{C.SYMBOL_HOLE}', '{C.SYMBOL_AGENT}<k>' or '{C.SYMBOL_GOAL}<k>'",
+                )
+            table = starts if kind == C.SYMBOL_AGENT else goals
+            if int(number) in table:
+                raise ConfigError(f"instance text line {r + 1} token {c + 1}", token, "each label once")
+            table[int(number)] = (r, c)
+        grid.append(tiles)
+    n_agents = len(starts)
+    if sorted(starts) != list(range(n_agents)):
+        raise ConfigError("instance text agents", sorted(starts), f"agents numbered 0..{n_agents - 1}")
+    extra = sorted(set(goals) - set(starts))
+    if extra:
+        raise ConfigError("instance text goals", f"G{extra[0]}", "a goal only for an agent on the map")
+    return Instance(
+        grid=grid,
+        starts=[starts[k] for k in range(n_agents)],
+        goals=[goals.get(k, starts[k]) for k in range(n_agents)],
+    )
+
+
+def format_plan(sequences: list[list[int]]) -> str:
+    """One line per agent: ``agent 0: R R D``; an empty sequence prints as ``(stays)``."""
+    return "\n".join(
+        f"agent {k}: " + (" ".join(C.ACTION_LETTERS[a] for a in seq) if seq else "(stays)")
+        for k, seq in enumerate(sequences)
+    )

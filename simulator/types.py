@@ -56,7 +56,7 @@ class Instance:
         for side_name, side in (("height", height), ("width", width)):
             if not 1 <= side <= C.MAX_SIDE:
                 raise ConfigError(f"instance.grid {side_name}", side, f"1 <= {side_name} <= {C.MAX_SIDE}")
-        bad_tiles = ~np.isin(grid, (C.ICE, C.HOLE))
+        bad_tiles = (grid != C.ICE) & (grid != C.HOLE)
         if bad_tiles.any():
             r, c = np.argwhere(bad_tiles)[0]
             raise ConfigError(f"instance.grid[{r}][{c}]", int(grid[r, c]), f"{C.ICE} (ice) or {C.HOLE} (hole)")
@@ -72,20 +72,15 @@ class Instance:
         if n_agents > free_cells:
             raise ConfigError("instance.starts", n_agents, f"at most {free_cells} agents (the free cells of the map)")
         for name, points in (("starts", starts), ("goals", goals)):
-            for k, (r, c) in enumerate(points):
+            seen: set[tuple[int, int]] = set()
+            for k, (r, c) in enumerate(points.tolist()):  # plain ints: K is small, numpy calls cost more here
                 if not (0 <= r < height and 0 <= c < width):
-                    raise ConfigError(
-                        f"instance.{name}[{k}]", (int(r), int(c)), f"0 <= row < {height} and 0 <= col < {width}"
-                    )
+                    raise ConfigError(f"instance.{name}[{k}]", (r, c), f"0 <= row < {height} and 0 <= col < {width}")
                 if grid[r, c] != C.ICE:
-                    raise ConfigError(f"instance.{name}[{k}]", (int(r), int(c)), "a cell of ice, not a hole")
-            flat = points[:, 0] * width + points[:, 1]
-            unique, counts = np.unique(flat, return_counts=True)
-            if (counts > 1).any():
-                cell = int(unique[np.argmax(counts > 1)])
-                raise ConfigError(
-                    f"instance.{name}", (cell // width, cell % width), f"distinct {name}: one agent per cell"
-                )
+                    raise ConfigError(f"instance.{name}[{k}]", (r, c), "a cell of ice, not a hole")
+                if (r, c) in seen:
+                    raise ConfigError(f"instance.{name}", (r, c), f"distinct {name}: one agent per cell")
+                seen.add((r, c))
         for array in (grid, starts, goals):
             array.setflags(write=False)
         object.__setattr__(self, "grid", grid)

@@ -1,0 +1,391 @@
+"""The generator: ``(stage config, seed) -> certified, labelled instances``, deterministic byte for byte.
+
+For each map size the config's ``size_counts()`` gives how many instances to make. Within a size, slot ``i``
+(``0 <= i < n``) is decided up front: its agent count (the config's counts in turn) and whether it must need a
+wait (``round(wait_ratio * n)`` slots do, spread by a seeded shuffle). Each slot then draws candidates from its
+own random stream, seeded by ``(seed, size, i)``, until one fits:
+
+1. exactly ``SizeSpec.hole_count(size)`` holes, uniformly placed;
+2. distinct starts and distinct goals on ice, each goal different from its agent's start;
+3. the optimal solver certifies it solvable (unsolvable candidates and those over the solver's node budget are
+   rejected, never labelled);
+4. its ``needs_wait`` label matches the slot.
+
+Every slot has ``max_attempts`` candidates; when they run out, generation stops with a :class:`ConfigError`
+naming the knob (``sizes.<s>.wait_ratio`` or ``sizes.<s>.hole_ratio``) and what was seen, instead of looping on.
+Because slots are independent streams, instance ``i`` does not depend on how the others went.
+
+``needs_wait`` (see ``simulator.needs_wait``): no conflict-free plan exists in which every agent walks one of its
+own shortest paths without waiting; equivalently the optimal sum of costs exceeds the sum of the agents'
+individual shortest distances.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import numpy as np
+from numba import njit
+
+from simulator import constants as C
+from simulator import solver_kernels
+from simulator.config import StageConfig
+from simulator.errors import ConfigError
+from simulator.needs_wait import needs_wait
+from simulator.solver import solve
+from simulator.types import Instance, JointPlan
+
+_ICE = C.ICE
+DEFAULT_MAX_ATTEMPTS = 2000  # candidates per instance before generation gives up and names the knob
+DEFAULT_SOLVER_NODES = 100_000  # solver node budget per candidate; candidates over it are skipped
+
+
+@dataclass(frozen=True, eq=False)
+class LabelledInstance:
+    """A certified instance with its labels.
+
+    Fields:
+        instance: the map, starts and goals.
+        size: the map side it was generated for.
+        seed: the seed of its slot's random stream (``[stage seed, size, index]``), for the record.
+        index: its slot within its size.
+        optimal_makespan: the least makespan of any valid joint plan.
+        optimal_sum_of_costs: the least sum of costs of any valid joint plan.
+        sum_of_distances: sum of each agent's shortest distance on the bare map (a lower bound of the above).
+        needs_wait: see the module docstring.
+        plan: a makespan-optimal joint plan (the certificate).
+    """
+
+    instance: Instance
+    size: int
+    seed: int
+    index: int
+    optimal_makespan: int
+    optimal_sum_of_costs: int
+    sum_of_distances: int
+    needs_wait: bool
+    plan: JointPlan
+
+    def to_dict(self) -> dict:
+        return {
+            "size": self.size,
+            "index": self.index,
+            "seed": self.seed,
+            **self.instance.to_dict(),
+            "optimal_makespan": self.optimal_makespan,
+            "optimal_sum_of_costs": self.optimal_sum_of_costs,
+            "sum_of_distances": self.sum_of_distances,
+            "needs_wait": self.needs_wait,
+            "plan": self.plan.sequences(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "LabelledInstance":
+        if not isinstance(data, dict):
+            raise ConfigError("instance record", type(data).__name__, "a JSON object")
+        try:
+            return cls(
+                instance=Instance.from_dict(data),
+                size=int(data["size"]),
+                seed=int(data["seed"]),
+                index=int(data["index"]),
+                optimal_makespan=int(data["optimal_makespan"]),
+                optimal_sum_of_costs=int(data["optimal_sum_of_costs"]),
+                sum_of_distances=int(data["sum_of_distances"]),
+                needs_wait=bool(data["needs_wait"]),
+                plan=JointPlan.from_sequences(data["plan"]),
+            )
+        except KeyError as exc:
+            raise ConfigError(f"instance record.{exc.args[0]}", None, "present") from None
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError("instance record", "malformed", "integers where the format has them", str(exc)) from None
+
+
+@dataclass
+class SizeReport:
+    """What generation achieved for one map size."""
+
+    size: int
+    count: int
+    requested_hole_ratio: float
+    achieved_hole_ratio: float
+    requested_wait_ratio: float
+    achieved_wait_ratio: float
+    candidates: int  # candidates drawn in all (accepted + rejected)
+    rejected_unsolvable: int
+    rejected_solver_limit: int
+    rejected_wait_label: int
+
+
+@dataclass
+class GeneratedStage:
+    """The instances of a stage (sizes ascending, slots in order) and a report per size."""
+
+    instances: list[LabelledInstance]
+    reports: dict[int, SizeReport] = field(default_factory=dict)
+
+    def checksum(self) -> str:
+        """sha256 of the canonical JSON-lines bytes: equal checksums mean identical instances and labels."""
+        return hashlib.sha256(to_jsonl(self.instances)).hexdigest()
+
+
+def to_jsonl(instances: list[LabelledInstance]) -> bytes:
+    """Canonical JSON lines (sorted keys, no spaces): the file format of ``mapf-lake gen --out``."""
+    return b"".join(
+        json.dumps(item.to_dict(), sort_keys=True, separators=(",", ":")).encode() + b"\n" for item in instances
+    )
+
+
+def read_jsonl(path) -> list[LabelledInstance]:
+    """Load a ``gen --out`` file; a bad line raises :class:`ConfigError` with the file and line number."""
+    out = []
+    try:
+        with open(path, "rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    out.append(LabelledInstance.from_dict(json.loads(line)))
+                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                    raise ConfigError(f"{path}:{number}", line[:60], "one JSON object per line", str(exc)) from None
+                except ConfigError as exc:
+                    raise ConfigError(f"{path}:{number}", exc.value, exc.allowed, exc.field) from None
+    except OSError as exc:
+        raise ConfigError(str(path), "unreadable", "a readable instance file", exc.strerror or str(exc)) from None
+    return out
+
+
+def bare_distances(instance: Instance) -> np.ndarray:
+    """``(K,) int64`` each agent's shortest distance to its goal on the bare map (-1 when unreachable)."""
+    height, width = instance.grid.shape
+    blocked = (instance.grid != C.ICE).ravel()
+    nbr = solver_kernels.neighbor_table(blocked, height, width)
+    dist = np.empty(height * width, np.int32)
+    queue = np.empty(height * width, np.int32)
+    out = np.empty(instance.n_agents, np.int64)
+    for k, ((sr, sc), (gr, gc)) in enumerate(zip(instance.starts.tolist(), instance.goals.tolist())):
+        solver_kernels.bfs_distances(nbr, gr * width + gc, dist, queue)
+        d = int(dist[sr * width + sc])
+        out[k] = d if d < solver_kernels.INF else -1
+    return out
+
+
+@njit(cache=True)
+def _component_labels(grid_flat, side):
+    """``(side*side,) int32`` connected-component id of each ice cell (4-connected), -1 for holes."""
+    cells = side * side
+    labels = np.full(cells, -1, np.int32)
+    queue = np.empty(cells, np.int32)
+    next_label = 0
+    for seed_cell in range(cells):
+        if grid_flat[seed_cell] != _ICE or labels[seed_cell] >= 0:
+            continue
+        labels[seed_cell] = next_label
+        queue[0] = seed_cell
+        head, tail = 0, 1
+        while head < tail:
+            cell = queue[head]
+            head += 1
+            r = cell // side
+            c = cell - r * side
+            for nr, nc in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)):
+                if 0 <= nr < side and 0 <= nc < side:
+                    other = nr * side + nc
+                    if grid_flat[other] == _ICE and labels[other] < 0:
+                        labels[other] = next_label
+                        queue[tail] = other
+                        tail += 1
+        next_label += 1
+    return labels
+
+
+@njit(cache=True)
+def _place_agents(labels, uniforms, n_agents, starts_out, goals_out):
+    """Pick starts and goals from ``uniforms`` (consumed in order); False when the regions leave no room."""
+    cells = labels.shape[0]
+    region_sizes = np.zeros(cells + 1, np.int64)
+    for cell in range(cells):
+        if labels[cell] >= 0:
+            region_sizes[labels[cell]] += 1
+    usable = np.empty(cells, np.int64)
+    n_usable = 0
+    for cell in range(cells):
+        if labels[cell] >= 0 and region_sizes[labels[cell]] >= 2:
+            usable[n_usable] = cell
+            n_usable += 1
+    if n_usable < n_agents:
+        return False
+    used = 0
+    # starts: a partial Fisher-Yates shuffle of the usable cells
+    for k in range(n_agents):
+        j = k + int(uniforms[used] * (n_usable - k))
+        used += 1
+        usable[k], usable[j] = usable[j], usable[k]
+        starts_out[k] = usable[k]
+    options = np.empty(cells, np.int64)
+    for k in range(n_agents):
+        start = starts_out[k]
+        n_options = 0
+        for cell in range(cells):
+            if labels[cell] != labels[start] or cell == start:
+                continue
+            taken = False
+            for j in range(k):
+                if goals_out[j] == cell:
+                    taken = True
+            if not taken:
+                options[n_options] = cell
+                n_options += 1
+        if n_options == 0:
+            return False
+        goals_out[k] = options[int(uniforms[used] * n_options)]
+        used += 1
+    return True
+
+
+def _sample_candidate(rng: np.random.Generator, side: int, n_holes: int, n_agents: int) -> Instance | None:
+    """A random candidate whose every goal lies in its start's connected region, or None if the holes leave no
+    room (too few cells with a partner in their region).
+
+    Holes: a uniform random set of ``n_holes`` cells. Starts: uniform over ice cells that share their region
+    with at least one other cell. Goals: agent by agent, uniform over the cells of its start's region that are
+    not its start and not an earlier agent's goal. Conditioning on reachability up front, instead of rejecting
+    unreachable candidates, saves most of the solver calls at high hole ratios.
+    """
+    cells = side * side
+    grid = np.zeros(cells, np.int8)
+    # argsort of uniform keys rather than Generator.permutation: random() streams are the most stable across
+    # NumPy releases, and the suites' checksums depend on them.
+    grid[np.argsort(rng.random(cells), kind="stable")[:n_holes]] = C.HOLE
+    labels = _component_labels(grid, side)
+    starts = np.empty(n_agents, np.int64)
+    goals = np.empty(n_agents, np.int64)
+    if not _place_agents(labels, rng.random(2 * n_agents), n_agents, starts, goals):
+        return None
+    return Instance(
+        grid=grid.reshape(side, side),
+        starts=np.stack(np.divmod(starts, side), axis=1),
+        goals=np.stack(np.divmod(goals, side), axis=1),
+    )
+
+
+def _slot_rng(seed: int, size: int, index: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, size, index])))
+
+
+def generate(
+    config: StageConfig,
+    seed: int | None = None,
+    *,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    solver_nodes: int = DEFAULT_SOLVER_NODES,
+    progress: Callable[[int], None] | None = None,
+) -> GeneratedStage:
+    """Generate the stage's instances (see the module docstring).
+
+    Args:
+        config: the stage config.
+        seed: overrides ``config.seed`` when given.
+        max_attempts: candidates per instance before giving up, 1..1_000_000.
+        solver_nodes: the solver's node budget per candidate.
+        progress: called with the number of instances finished so far (for progress bars).
+    """
+    if not isinstance(config, StageConfig):
+        raise ConfigError("config", type(config).__name__, "a simulator.config.StageConfig")
+    seed = config.seed if seed is None else seed
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63:
+        raise ConfigError("seed", seed, "an integer in 0..2**63-1")
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or not 1 <= max_attempts <= 1_000_000:
+        raise ConfigError("max_attempts", max_attempts, "an integer in 1..1_000_000")
+    stage = GeneratedStage([])
+    done = 0
+    agent_counts = config.agent_counts()
+    for size, count in config.size_counts().items():
+        if count == 0:
+            continue
+        spec = config.sizes[size]
+        n_holes = spec.hole_count(size)
+        n_wait = int(np.floor(spec.wait_ratio * count + 0.5))
+        wait_keys = _slot_rng(seed, size, 2**31).random(count)  # which slots need a wait: a seeded shuffle
+        wants_wait = np.zeros(count, bool)
+        wants_wait[np.argsort(wait_keys, kind="stable")[:n_wait]] = True
+        report = SizeReport(size, count, spec.hole_ratio, 0.0, spec.wait_ratio, 0.0, 0, 0, 0, 0)
+        for index in range(count):
+            n_agents = agent_counts[index % len(agent_counts)]
+            item = _generate_slot(
+                seed, size, index, n_agents, n_holes, bool(wants_wait[index]), max_attempts, solver_nodes, report,
+                spec,
+            )
+            stage.instances.append(item)
+            done += 1
+            if progress is not None:
+                progress(done)
+        items = stage.instances[-count:]
+        report.achieved_hole_ratio = float(np.mean([(it.instance.grid == C.HOLE).mean() for it in items]))
+        report.achieved_wait_ratio = float(np.mean([it.needs_wait for it in items]))
+        stage.reports[size] = report
+    return stage
+
+
+def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempts, solver_nodes, report, spec):
+    rng = _slot_rng(seed, size, index)
+    counts = {"unsolvable": 0, "limit": 0, "label": 0}
+    for _attempt in range(max_attempts):
+        report.candidates += 1
+        instance = _sample_candidate(rng, size, n_holes, n_agents)
+        if instance is None:
+            counts["unsolvable"] += 1
+            report.rejected_unsolvable += 1
+            continue
+        # The wait label is cheaper than the solver: check it first and solve only candidates that fit.
+        label = needs_wait(instance)
+        if label != wants_wait:
+            counts["label"] += 1
+            report.rejected_wait_label += 1
+            continue
+        solution = solve(instance, max_nodes=solver_nodes)
+        if solution.status != "solved":
+            key = "unsolvable" if solution.status == "unsolvable" else "limit"
+            counts[key] += 1
+            if key == "unsolvable":
+                report.rejected_unsolvable += 1
+            else:
+                report.rejected_solver_limit += 1
+            continue
+        distances = bare_distances(instance)
+        return LabelledInstance(
+            instance=instance,
+            size=size,
+            seed=seed,
+            index=index,
+            optimal_makespan=solution.makespan,
+            optimal_sum_of_costs=solution.sum_of_costs,
+            sum_of_distances=int(distances.sum()),
+            needs_wait=label,
+            plan=solution.plan,
+        )
+    kind = "needs a wait" if wants_wait else "needs no wait"
+    if counts["label"] >= max(counts["unsolvable"], counts["limit"]):
+        field_name, value, allowed = (
+            f"sizes.{size}.wait_ratio",
+            spec.wait_ratio,
+            f"a ratio this map size can meet: no solvable {size}x{size} instance with {n_agents} agents and "
+            f"{n_holes} holes that {kind} turned up in {max_attempts} candidates",
+        )
+    else:
+        field_name, value, allowed = (
+            f"sizes.{size}.hole_ratio",
+            spec.hole_ratio,
+            f"fewer holes: {counts['unsolvable']} of {max_attempts} candidates ({size}x{size}, {n_agents} agents) "
+            f"were unsolvable and {counts['limit']} over the solver budget",
+        )
+    raise ConfigError(field_name, value, allowed, f"instance {index} of size {size}")
+
+
+def iter_instances(stage: GeneratedStage) -> Iterator[Instance]:
+    return (item.instance for item in stage.instances)

@@ -1,0 +1,115 @@
+"""Benchmark suites: fixed, versioned sets of generated instances, each with a checksum.
+
+A suite is a list of cells (agent count x map size); each cell is one stage config generated with a seed derived
+from the suite's name and the cell, so a cell can be regenerated alone. ``suite_checksum`` hashes the canonical
+bytes of every cell in order; the tests pin the quick suites' checksums so that a silent change of the
+generator, the solver's certificates or the random streams cannot pass unnoticed (bump ``SUITE_VERSION`` and
+the pinned values together when a change is intended).
+
+Suites (v1):
+
+* ``paper``: the published evaluation: 3, 4 and 5 agents; square maps from ``agents x agents`` to 10x10;
+  150 instances per cell (3,150 in all); hole ratio 0.2 and wait ratio 0.5 in every cell.
+* ``train-2agent``: 2 agents on 3x3..10x10, 500 instances per size, hole ratio 0.2, wait ratio 0.5: a pool
+  for training on 2-agent boards.
+* ``paper-quick`` and ``train-2agent-quick``: the same cells with 10 instances each, for tests and smoke runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Callable
+
+from simulator.config import StageConfig
+from simulator.errors import ConfigError
+from simulator.generator import GeneratedStage, generate, to_jsonl
+
+SUITE_VERSION = 1
+PAPER_HOLE_RATIO = 0.2
+PAPER_WAIT_RATIO = 0.5
+
+
+@dataclass(frozen=True)
+class SuiteCell:
+    """One (agents, size) cell of a suite."""
+
+    agents: int
+    size: int
+    count: int
+    hole_ratio: float
+    wait_ratio: float
+    seed: int
+
+    def config(self) -> StageConfig:
+        return StageConfig.from_dict(
+            {
+                "agents": self.agents,
+                "samples": self.count,
+                "seed": self.seed,
+                "sizes": {self.size: {"data_ratio": 1.0, "hole_ratio": self.hole_ratio, "wait_ratio": self.wait_ratio}},
+            }
+        )
+
+
+def _cell_seed(name: str, agents: int, size: int) -> int:
+    digest = hashlib.sha256(f"{name}/v{SUITE_VERSION}/{agents}/{size}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def _paper(count: int) -> list[SuiteCell]:
+    return [
+        SuiteCell(agents, size, count, PAPER_HOLE_RATIO, PAPER_WAIT_RATIO, _cell_seed("paper", agents, size))
+        for agents in (3, 4, 5)
+        for size in range(agents, 11)
+    ]
+
+
+def _train_2agent(count: int) -> list[SuiteCell]:
+    return [
+        SuiteCell(2, size, count, PAPER_HOLE_RATIO, PAPER_WAIT_RATIO, _cell_seed("train-2agent", 2, size))
+        for size in range(3, 11)
+    ]
+
+
+SUITES: dict[str, Callable[[], list[SuiteCell]]] = {
+    "paper": lambda: _paper(150),
+    "paper-quick": lambda: _paper(10),
+    "train-2agent": lambda: _train_2agent(500),
+    "train-2agent-quick": lambda: _train_2agent(10),
+}
+
+
+def suite_cells(name: str) -> list[SuiteCell]:
+    if name not in SUITES:
+        raise ConfigError("suite", name, f"one of {sorted(SUITES)}")
+    return SUITES[name]()
+
+
+def generate_cell(cell: SuiteCell) -> GeneratedStage:
+    return generate(cell.config())
+
+
+def generate_suite(name: str, progress: Callable[[int], None] | None = None) -> list[tuple[SuiteCell, GeneratedStage]]:
+    """Every cell of the suite, generated in order; ``progress`` gets the instances finished so far."""
+    out = []
+    finished = 0
+    for cell in suite_cells(name):
+        base = finished
+        stage = generate(cell.config(), progress=(lambda n, base=base: progress(base + n)) if progress else None)
+        finished += len(stage.instances)
+        out.append((cell, stage))
+    return out
+
+
+def suite_checksum(cells: list[tuple[SuiteCell, GeneratedStage]]) -> str:
+    """sha256 over the cells' canonical bytes, in order."""
+    digest = hashlib.sha256()
+    for cell, stage in cells:
+        digest.update(f"{cell.agents}x{cell.size}\n".encode())
+        digest.update(to_jsonl(stage.instances))
+    return digest.hexdigest()
+
+
+def suite_size(name: str) -> int:
+    return sum(cell.count for cell in suite_cells(name))

@@ -1,0 +1,116 @@
+"""The generator: certified labels, determinism across processes, wait ratios hit, clear failures."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from simulator import constants as C
+from simulator.config import StageConfig
+from simulator.errors import ConfigError
+from simulator.generator import LabelledInstance, bare_distances, generate, read_jsonl, to_jsonl
+from simulator.judge import judge_plans
+from simulator.needs_wait import needs_wait, needs_wait_reference
+from simulator.solver import brute_force_optimum
+
+MIXED = {
+    "agents": [2, 3],
+    "samples": 120,
+    "seed": 5,
+    "sizes": {
+        3: {"data_ratio": 0.25, "hole_ratio": 0.2, "wait_ratio": 0.5},
+        5: {"data_ratio": 0.25, "hole_ratio": 0.4, "wait_ratio": 0.3},
+        8: {"data_ratio": 0.5, "hole_ratio": 0.3, "wait_ratio": 0.6},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def mixed_stage():
+    return generate(StageConfig.from_dict(MIXED))
+
+
+def test_generate__certificates_pass_the_judge_with_optimal_makespan(mixed_stage):
+    items = mixed_stage.instances
+    result = judge_plans([it.instance for it in items], [it.plan for it in items])
+    assert result.valid.all()
+    assert np.array_equal(result.makespan, [it.optimal_makespan for it in items])
+    assert (result.sum_of_costs >= [it.optimal_sum_of_costs for it in items]).all()
+
+
+def test_generate__labels_match_their_definitions(mixed_stage):
+    for item in mixed_stage.instances:
+        distances = bare_distances(item.instance)
+        assert item.sum_of_distances == distances.sum() and (distances > 0).all()
+        assert item.needs_wait == needs_wait(item.instance)
+        assert item.needs_wait == (item.optimal_sum_of_costs > item.sum_of_distances)
+        if item.size <= 3:
+            assert item.needs_wait == needs_wait_reference(item.instance)
+            assert brute_force_optimum(item.instance, 30) == (item.optimal_makespan, item.optimal_sum_of_costs)
+
+
+def test_generate__hits_counts_hole_counts_and_wait_ratios(mixed_stage):
+    config = StageConfig.from_dict(MIXED)
+    by_size = {}
+    for item in mixed_stage.instances:
+        by_size.setdefault(item.size, []).append(item)
+        assert (item.instance.grid == C.HOLE).sum() == config.sizes[item.size].hole_count(item.size)
+        assert item.instance.n_agents in (2, 3)
+        assert not np.any(np.all(item.instance.starts == item.instance.goals, axis=1))
+    assert {size: len(v) for size, v in by_size.items()} == config.size_counts()
+    for size, items in by_size.items():
+        wanted = int(np.floor(config.sizes[size].wait_ratio * len(items) + 0.5))
+        assert sum(it.needs_wait for it in items) == wanted
+        assert mixed_stage.reports[size].achieved_wait_ratio == wanted / len(items)
+
+
+def test_generate__same_config_and_seed_same_bytes_across_processes(tmp_path):
+    code = (
+        "import sys; from simulator.config import StageConfig; from simulator.generator import generate, to_jsonl;"
+        f"sys.stdout.buffer.write(to_jsonl(generate(StageConfig.from_dict({MIXED!r})).instances))"
+    )
+    outputs = [subprocess.run([sys.executable, "-c", code], capture_output=True, check=True).stdout for _ in range(2)]
+    assert outputs[0] == outputs[1]
+    assert outputs[0] == to_jsonl(generate(StageConfig.from_dict(MIXED)).instances)
+
+
+def test_generate__different_seeds_differ():
+    config = StageConfig.from_dict({**MIXED, "samples": 20})
+    assert generate(config, seed=1).checksum() != generate(config, seed=2).checksum()
+
+
+def test_generate__instance_does_not_depend_on_the_others():
+    small = generate(StageConfig.from_dict({**MIXED, "samples": 8}))
+    large = generate(StageConfig.from_dict({**MIXED, "samples": 16}))
+    first_small = [it for it in small.instances if it.size == 3][0]
+    first_large = [it for it in large.instances if it.size == 3][0]
+    assert first_small.instance == first_large.instance
+
+
+@pytest.mark.parametrize(
+    "document, field",
+    [
+        ({"agents": 2, "samples": 5, "sizes": {10: {"data_ratio": 1, "hole_ratio": 0.0, "wait_ratio": 1.0}}},
+         "sizes.10.wait_ratio"),
+        ({"agents": 4, "samples": 5, "sizes": {3: {"data_ratio": 1, "hole_ratio": 0.5556, "wait_ratio": 0.0}}},
+         "sizes.3.hole_ratio"),
+    ],
+)
+def test_generate__unsatisfiable_configs_fail_fast_naming_the_knob(document, field):
+    with pytest.raises(ConfigError) as info:
+        generate(StageConfig.from_dict(document), max_attempts=200)
+    assert info.value.field == field
+
+
+def test_jsonl__round_trip_and_corrupt_line(tmp_path, mixed_stage):
+    path = tmp_path / "stage.jsonl"
+    path.write_bytes(to_jsonl(mixed_stage.instances))
+    loaded = read_jsonl(path)
+    assert to_jsonl(loaded) == path.read_bytes()
+    assert isinstance(loaded[0], LabelledInstance)
+    path.write_bytes(to_jsonl(mixed_stage.instances[:2]) + b'{"size": 3\n')
+    with pytest.raises(ConfigError, match=":3"):
+        read_jsonl(path)
