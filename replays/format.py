@@ -1,0 +1,930 @@
+"""The replay format: the episode and header types, and the versioned msgpack codec (spec: ``replays/FORMAT.md``).
+
+A replay file is ``preamble (magic + version) | header | episode records | index footer | trailer``. This module
+owns everything that knows the bytes of a header or an episode record:
+
+* the types callers build and get back: :class:`Episode`, :class:`InstanceLabels`, :class:`Outcome`,
+  :class:`ReplayHeader`;
+* :data:`CODECS`, the registry of decoders keyed by format version. The writer always uses
+  ``CODECS[FORMAT_VERSION]``; the reader picks the codec named by the file's preamble, so files of older
+  versions keep loading after a v2 is added (add ``CODECS[2]``; never edit what a v1 record means);
+* the container constants (magic, trailer, limits) shared by ``replays.writer`` and ``replays.reader``.
+
+Reading is split in two so that iterating a file stays fast: :meth:`CodecV1.decode_episode` checks the record's
+*structure* (field count and types, declared sizes against the map, agent count and step count, limits) and
+returns a :class:`LazyEpisode`; the arrays (instance, plan, positions, events) are decoded and their *content*
+checked (tiles, cells on the map, distinct starts, action codes, event flags, row 0 = starts) on first access,
+raising :class:`ReplayError` then. ``read_replay`` and ``ReplayReader(path, lazy=False)`` decode everything.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+import numpy as np
+
+from replays.errors import ReplayError
+from simulator import constants as C
+from simulator.errors import ConfigError
+from simulator.types import Instance, JointPlan
+
+# --- container ----------------------------------------------------------------------------------------------
+FORMAT_VERSION = 1  # what the writer writes; bump only together with a new entry in CODECS
+MAGIC = b"MLREPLAY"  # first 8 bytes of every replay file, any version
+PREAMBLE_SIZE = len(MAGIC) + 4  # magic + format version (uint32 little-endian)
+TRAILER_MAGIC = b"MLRINDEX"  # last 8 bytes of a complete file
+TRAILER_SIZE = 8 + len(TRAILER_MAGIC)  # footer offset (uint64 little-endian) + trailer magic
+FILE_SUFFIX = ".mlr"
+SPLITS = ("train", "validation", "eval", "play", "rollout")
+
+# --- limits (a hostile file is rejected before anything of its declared size is allocated) -------------------
+MAX_HEADER_BYTES = 4 * 2**20  # the msgpack header object
+MAX_RECORD_BYTES = 64 * 2**20  # one episode record (texts included)
+MAX_TEXT_BYTES = 16 * 2**20  # one string (prompt, completion, parse error) in UTF-8
+MAX_NAME_BYTES = 1024  # short header strings: producer_version, run_id, created
+MAX_BIN_BYTES = 16 * 2**20  # one packed array
+MAX_CONTAINER_LEN = 65_536  # elements of any msgpack array or map
+MAX_NESTING = 32  # depth of free-form dicts (extra, policy, stage_config)
+MAX_STEPS = 65_535  # steps of one episode's trace (T)
+MAX_EPISODES = 10_000_000  # episodes in one file (the index footer is 8 bytes per episode)
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what msgpack can hold
+
+# Keyword arguments for msgpack.Unpacker / unpackb: every declared length is checked against these before the
+# unpacker allocates; ext types (msgpack timestamps included) are not part of the format.
+UNPACK_LIMITS = dict(
+    raw=False,
+    strict_map_key=True,
+    max_str_len=MAX_TEXT_BYTES,
+    max_bin_len=MAX_BIN_BYTES,
+    max_array_len=MAX_CONTAINER_LEN,
+    max_map_len=MAX_CONTAINER_LEN,
+    max_ext_len=0,
+)
+
+_KNOWN_EVENT_BITS = C.EV_ILLEGAL | C.EV_HOLE | C.EV_VERTEX | C.EV_EDGE | C.EV_GOAL | C.EV_SLIP
+# bytes.translate(None, table) deletes these; what is left of a flags/actions string is the bad codes.
+_EVENT_FLAG_BYTES = bytes(code for code in range(1, 256) if code & ~_KNOWN_EVENT_BITS == 0)
+_ACTION_BYTES = bytes(range(C.N_ACTIONS))
+
+
+class RecordError(Exception):
+    """Internal: one rule of the spec is broken. The reader and writer add the file and the place and re-raise
+    it as :class:`ReplayError`; it never escapes this package."""
+
+
+# --- types --------------------------------------------------------------------------------------------------
+@dataclass
+class InstanceLabels:
+    """The generator's labels of an instance (see ``simulator.generator.LabelledInstance``).
+
+    Fields:
+        size: the map side it was generated for.
+        seed: the seed of its slot's random stream.
+        index: its slot within its size.
+        optimal_makespan, optimal_sum_of_costs, sum_of_distances: as certified by the solver.
+        needs_wait: no optimal plan exists without a wait.
+    """
+
+    size: int
+    seed: int
+    index: int
+    optimal_makespan: int
+    optimal_sum_of_costs: int
+    sum_of_distances: int
+    needs_wait: bool
+
+    @classmethod
+    def from_labelled(cls, labelled: Any) -> "InstanceLabels":
+        """The labels of a ``simulator.generator.LabelledInstance``."""
+        return cls(
+            size=int(labelled.size),
+            seed=int(labelled.seed),
+            index=int(labelled.index),
+            optimal_makespan=int(labelled.optimal_makespan),
+            optimal_sum_of_costs=int(labelled.optimal_sum_of_costs),
+            sum_of_distances=int(labelled.sum_of_distances),
+            needs_wait=bool(labelled.needs_wait),
+        )
+
+
+@dataclass
+class Outcome:
+    """The verdict on one episode (field meanings as in ``simulator.types.Judgement``).
+
+    Fields:
+        valid: parsed, no failure, every agent ends on its goal.
+        optimal: valid and the makespan equals the instance's optimal makespan.
+        failure: failure category code (``constants.FAILURE_NAMES``); ``PARSE_ERROR`` when the completion did
+            not parse, ``NO_FAILURE`` when valid.
+        fail_step: 1-based step of the failure; -1 when valid (or nothing was run).
+        fail_agent: agent reported for the failure; -1 when none.
+        makespan, sum_of_costs: -1 when not valid.
+        agents_on_goal: agents standing on their goal when the episode stopped.
+    """
+
+    valid: bool
+    optimal: bool
+    failure: int
+    fail_step: int
+    fail_agent: int
+    makespan: int
+    sum_of_costs: int
+    agents_on_goal: int
+
+    @property
+    def failure_name(self) -> str:
+        return C.FAILURE_NAMES[self.failure]
+
+    @classmethod
+    def from_judgement(cls, judgement: Any, optimal_makespan: int | None = None) -> "Outcome":
+        """The outcome of a ``simulator.types.Judgement``; ``optimal`` needs the instance's optimal makespan."""
+        valid = bool(judgement.valid)
+        return cls(
+            valid=valid,
+            optimal=valid and optimal_makespan is not None and int(judgement.makespan) == int(optimal_makespan),
+            failure=int(judgement.failure),
+            fail_step=int(judgement.fail_step),
+            fail_agent=int(judgement.fail_agent),
+            makespan=int(judgement.makespan),
+            sum_of_costs=int(judgement.sum_of_costs),
+            agents_on_goal=int(judgement.agents_on_goal),
+        )
+
+
+@dataclass(eq=False)
+class Episode:
+    """One recorded episode: the instance, what the policy answered, what happened, how it was scored.
+
+    Fields:
+        instance: the map, starts and goals (K agents).
+        labels: the generator's labels, or None (hand-made instances, play mode).
+        plan: the parsed joint plan, or None (the completion did not parse, or there was no joint plan).
+        parse_error: why parsing failed, or None.
+        positions: ``(T+1, K, 2) int32`` (row, col) after each step; row 0 = ``instance.starts``; T = steps run.
+        events: ``(T, K) int8`` event flags of each step (``constants.EV_*`` bits).
+        outcome: the verdict.
+        reward, reward_components: the scalar reward and its named parts.
+        prompt, completion: the text sent and the raw model text (optional; can be large).
+        prompt_tokens, completion_tokens: token counts.
+        timings: named durations in seconds, e.g. ``{"generate_s": 1.2, "judge_s": 0.001}``.
+        slip: the slip probability the episode ran under.
+        extra: small free-form metadata; plain msgpack values (dict with str keys, list, str, bytes, int,
+            float, bool, None); tuples are refused rather than silently turned into lists.
+
+    Equality compares every field, arrays by shape and value (not dtype). Construction does not validate (the
+    writer does, naming the file and episode); arrays may be any integer dtype, the reader returns the dtypes
+    above.
+    """
+
+    instance: Instance
+    labels: InstanceLabels | None
+    plan: JointPlan | None
+    parse_error: str | None
+    positions: np.ndarray  # (T+1, K, 2) int32
+    events: np.ndarray  # (T, K) int8
+    outcome: Outcome
+    reward: float = 0.0
+    reward_components: dict[str, float] = field(default_factory=dict)
+    prompt: str | None = None
+    completion: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+    slip: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n_steps(self) -> int:
+        """T, the steps actually run."""
+        return int(np.shape(self.positions)[0]) - 1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Episode):
+            return NotImplemented
+        for name in _EPISODE_FIELDS:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if name in ("positions", "events"):
+                if not np.array_equal(np.asarray(mine), np.asarray(theirs)):
+                    return False
+            elif mine != theirs:
+                return False
+        return True
+
+    __hash__ = None  # mutable, compared by value
+
+    def materialized(self) -> "Episode":
+        """A plain :class:`Episode` with every field decoded (a copy of the references, not of the arrays)."""
+        return Episode(**{name: getattr(self, name) for name in _EPISODE_FIELDS})
+
+
+_EPISODE_FIELDS = tuple(f.name for f in fields(Episode))
+
+
+class LazyEpisode(Episode):
+    """An :class:`Episode` read from a file whose arrays are decoded on first access.
+
+    ``instance``, ``plan``, ``positions`` and ``events`` are decoded (and their content checked) the first time
+    they are read; a record that breaks the spec then raises :class:`ReplayError` naming the file and episode.
+    Everything else was decoded and checked when the record was read. Pickling and ``copy`` give a plain
+    :class:`Episode`.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # built by the codec, or by dataclasses.replace
+        super().__init__(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called when normal lookup fails: the lazy fields not decoded yet (other names fall through).
+        state = self.__dict__
+        decoder = state.get("_decoders", _NO_DECODERS).get(name)
+        if decoder is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        try:
+            value = decoder(state["_record"])
+        except RecordError as exc:
+            path, index = state["_where"]
+            raise ReplayError(path, index, f"{name}: {exc}") from None
+        state[name] = value
+        return value
+
+    def __reduce__(self) -> Any:
+        return (_plain_episode, (self.materialized().__dict__,))
+
+
+_NO_DECODERS: dict = {}
+
+
+def _plain_episode(state: dict) -> Episode:
+    return Episode(**state)
+
+
+@dataclass
+class ReplayHeader:
+    """What a replay file holds, once per file.
+
+    Fields:
+        format_version: the file's format version (``FORMAT_VERSION`` when written by this code).
+        producer_version: what wrote it, e.g. ``"mapf-frozenlake 0.1.0"``.
+        run_id: the run this file belongs to.
+        stage: the curriculum stage (0-based).
+        split: one of ``SPLITS``: ``"train" | "validation" | "eval" | "play" | "rollout"``.
+        policy: the policy descriptor, e.g. ``{"name": ..., "spec": ..., "prompt_style": ...}``.
+        stage_config: ``simulator.config.StageConfig.to_dict()``, or None.
+        created: ISO 8601 UTC time of writing.
+        extra: small free-form metadata (same rules as ``Episode.extra``).
+    """
+
+    format_version: int
+    producer_version: str
+    run_id: str
+    stage: int
+    split: str
+    policy: dict
+    stage_config: dict | None
+    created: str
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def new(
+        cls,
+        run_id: str,
+        stage: int,
+        split: str,
+        policy: dict,
+        stage_config: dict | None = None,
+        extra: dict | None = None,
+    ) -> "ReplayHeader":
+        """A header for a file written now, by this package, in the current format version."""
+        return cls(
+            format_version=FORMAT_VERSION,
+            producer_version=producer_version(),
+            run_id=run_id,
+            stage=stage,
+            split=split,
+            policy=policy,
+            stage_config=stage_config,
+            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            extra={} if extra is None else extra,
+        )
+
+
+def producer_version() -> str:
+    """``"mapf-frozenlake <version>"`` from the installed package metadata (``"unknown"`` when not installed)."""
+    from importlib import metadata
+
+    try:
+        return f"mapf-frozenlake {metadata.version('mapf-frozenlake')}"
+    except metadata.PackageNotFoundError:
+        return "mapf-frozenlake unknown"
+
+
+# --- checks shared by encoding and decoding -------------------------------------------------------------------
+def _is_int(value: Any) -> bool:
+    return type(value) is int  # msgpack gives exactly int; bool is excluded on purpose
+
+
+def _int(value: Any, name: str, low: int = _INT_MIN, high: int = _INT_MAX) -> int:
+    """An integer in [low, high]; numpy integers are accepted, floats and bools refused (no silent rounding)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise RecordError(f"{name} = {value!r}: an integer, not a bool")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise RecordError(f"{name} = {_short(value)}: an integer") from None
+    if not low <= number <= high:
+        raise RecordError(f"{name} = {number}: allowed {low}..{high}")
+    return number
+
+
+def _bool(value: Any, name: str) -> bool:
+    if value is True or value is False:
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise RecordError(f"{name} = {_short(value)}: a bool")
+
+
+def _float(value: Any, name: str) -> float:
+    if type(value) is float:
+        return value
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise RecordError(f"{name} = {_short(value)}: a number")
+    return float(value)
+
+
+def _text(value: Any, name: str, limit: int = MAX_TEXT_BYTES, optional: bool = True) -> str | None:
+    if value is None and optional:
+        return None
+    if type(value) is not str:
+        raise RecordError(f"{name} = {_short(value)}: a string{' or None' if optional else ''}")
+    # Length in characters bounds the UTF-8 length by 4x; only long strings pay for the exact count.
+    if len(value) * 4 > limit and len(value.encode("utf-8", "surrogatepass")) > limit:
+        raise RecordError(f"{name}: {len(value)} characters, more than {limit} UTF-8 bytes")
+    return value
+
+
+def _short(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
+def _plain_fields(values: tuple, names: tuple, kinds: tuple, owner: str) -> tuple:
+    """Int and bool fields ready for msgpack: as they are when they already have exactly the types in ``kinds``
+    (the common case, one comparison), else each one checked and converted (numpy scalars) or refused."""
+    if tuple(map(type, values)) == kinds:
+        return values
+    return tuple(
+        _bool(value, f"{owner}.{name}") if kind is bool else _int(value, f"{owner}.{name}")
+        for value, name, kind in zip(values, names, kinds)
+    )
+
+
+def _compact_float(value: float) -> float | int:
+    """The value to pack for a float field: an int when it is integral (1 byte for 0.0 or 1.0 instead of 9).
+
+    Readers turn it back into a float; -0.0 and values beyond 2**53 stay floats so nothing is lost."""
+    if value.is_integer() and -_EXACT < value < _EXACT and (value or math.copysign(1.0, value) > 0):
+        return int(value)
+    return value
+
+
+_EXACT = 2.0**53  # integers up to here are exact in a float64
+
+
+def _number_map_out(value: Any, name: str) -> dict[str, float | int]:
+    if type(value) is not dict:
+        raise RecordError(f"{name} = {_short(value)}: a dict of str -> float")
+    if not value:
+        return value
+    if len(value) > MAX_CONTAINER_LEN:
+        raise RecordError(f"{name}: {len(value)} entries, at most {MAX_CONTAINER_LEN}")
+    out = {}
+    for key, number in value.items():
+        if type(key) is not str:
+            raise RecordError(f"{name}: key {_short(key)} is not a str")
+        if len(key) * 4 > MAX_NAME_BYTES:
+            _text(key, f"{name} key", MAX_NAME_BYTES, optional=False)
+        out[key] = _compact_float(number if type(number) is float else _float(number, f"{name}[{key!r}]"))
+    return out
+
+
+def _number_map_in(value: Any, name: str) -> dict[str, float]:
+    if type(value) is not dict:
+        raise RecordError(f"{name} = {_short(value)}: a map of str -> number")
+    if not value:
+        return {}
+    out = {}
+    for key, number in value.items():
+        if type(key) is not str:
+            raise RecordError(f"{name}: key {_short(key)} is not a str")
+        kind = type(number)
+        if kind is float:
+            out[key] = number
+        elif kind is int:
+            out[key] = float(number)
+        else:
+            raise RecordError(f"{name}[{key!r}] = {_short(number)}: a number")
+    return out
+
+
+def _check_plain(value: Any, name: str, depth: int = 0) -> None:
+    """Writer-side check of free-form metadata: only values that come back equal from msgpack."""
+    if depth > MAX_NESTING:
+        raise RecordError(f"{name}: nested deeper than {MAX_NESTING}")
+    kind = type(value)
+    if value is None or kind is bool or kind is float or kind is bytes:
+        if kind is bytes and len(value) > MAX_BIN_BYTES:
+            raise RecordError(f"{name}: {len(value)} bytes, at most {MAX_BIN_BYTES}")
+        return
+    if kind is int:
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise RecordError(f"{name} = {value}: outside the msgpack integer range")
+        return
+    if kind is str:
+        _text(value, name, optional=False)
+        return
+    if kind is list:
+        if len(value) > MAX_CONTAINER_LEN:
+            raise RecordError(f"{name}: {len(value)} items, at most {MAX_CONTAINER_LEN}")
+        for i, item in enumerate(value):
+            _check_plain(item, f"{name}[{i}]", depth + 1)
+        return
+    if kind is dict:
+        if len(value) > MAX_CONTAINER_LEN:
+            raise RecordError(f"{name}: {len(value)} entries, at most {MAX_CONTAINER_LEN}")
+        for key, item in value.items():
+            if type(key) is not str:
+                raise RecordError(f"{name}: key {_short(key)} is not a str")
+            _check_plain(item, f"{name}[{key!r}]", depth + 1)
+        return
+    hint = " (use a list)" if kind is tuple else ""
+    raise RecordError(f"{name}: {kind.__name__} {_short(value)} is not a plain msgpack value{hint}")
+
+
+def _plain_map_out(value: Any, name: str) -> dict:
+    if type(value) is not dict:
+        raise RecordError(f"{name} = {_short(value)}: a dict")
+    if value:
+        _check_plain(value, name)
+    return value
+
+
+_LABEL_FIELDS = tuple(f.name for f in fields(InstanceLabels))
+_LABEL_KINDS = (int,) * 6 + (bool,)
+_LABEL_GETTER = operator.attrgetter(*_LABEL_FIELDS)
+_OUTCOME_FIELDS = tuple(f.name for f in fields(Outcome))
+_OUTCOME_KINDS = (bool, bool) + (int,) * 6
+_OUTCOME_GETTER = operator.attrgetter(*_OUTCOME_FIELDS)
+
+# --- the v1 codec -------------------------------------------------------------------------------------------
+_HEADER_KEYS = ("producer_version", "run_id", "stage", "split", "policy", "stage_config", "created", "extra")
+
+# Episode record v1: a msgpack array with these fields in this order (see FORMAT.md for each one's encoding).
+V1_EPISODE_FIELDS = (
+    "height", "width", "grid", "starts", "goals", "labels", "plan", "parse_error", "positions",
+    "event_index", "event_flags", "outcome", "reward", "reward_components", "prompt", "completion",
+    "prompt_tokens", "completion_tokens", "timings", "slip", "extra",
+)
+_N_FIELDS_V1 = len(V1_EPISODE_FIELDS)
+_U16 = np.dtype("<u2")
+_U32 = np.dtype("<u4")
+_U8 = np.dtype(np.uint8)
+
+
+def _cell_dtype(height: int, width: int) -> np.dtype:
+    """Cells are row * width + col: one byte each while the map has at most 256 cells, else two (LE)."""
+    return _U8 if height * width <= 256 else _U16
+
+
+def _cells_from_points(points: np.ndarray, height: int, width: int, dtype: np.dtype, name: str) -> bytes:
+    """``(..., 2)`` (row, col) -> packed cells; every point must lie on the map."""
+    array = points if type(points) is np.ndarray else np.asarray(points)
+    if array.dtype.kind not in "iu":
+        raise RecordError(f"{name}: integer (row, col) pairs, got dtype {array.dtype}")
+    if array.dtype == np.int32 and array.flags.c_contiguous:
+        # Fast path (the judge's and the reader's arrays): negative numbers become huge unsigned ones, so the
+        # unsigned maximum of each column checks both ends at once.
+        pairs = array.view(np.uint32).reshape(-1, 2)
+    else:
+        pairs = array.reshape(-1, 2).astype(np.int64)
+        if pairs.size and pairs.min() < 0:
+            pairs = np.where(pairs < 0, np.iinfo(np.int64).max, pairs)  # flagged as off the map below
+    if pairs.size:
+        max_row, max_col = pairs.max(axis=0).tolist()
+        if max_row >= height or max_col >= width:
+            bad = int(np.argmax((pairs[:, 0] >= height) | (pairs[:, 1] >= width)))
+            point = np.asarray(points).reshape(-1, 2)[bad].tolist()
+            raise RecordError(f"{name}: point {bad} (row-major) = {point} is off the {height}x{width} map")
+    return (pairs @ _weights(width, pairs.dtype)).astype(dtype).tobytes()
+
+
+_WEIGHTS: dict[tuple, np.ndarray] = {}
+
+
+def _weights(width: int, dtype: np.dtype) -> np.ndarray:
+    """``[width, 1]``: (row, col) @ weights = cell. Cached: building a tiny array costs as much as using it."""
+    key = (width, dtype)
+    weights = _WEIGHTS.get(key)
+    if weights is None:
+        weights = _WEIGHTS[key] = np.array([width, 1], dtype=dtype)
+    return weights
+
+
+def _points_from_cells(data: bytes, height: int, width: int, dtype: np.dtype, name: str) -> np.ndarray:
+    """Packed cells -> ``(N, 2) int32`` (row, col); every cell must lie on the map."""
+    cells = np.frombuffer(data, dtype=dtype).astype(np.int32)
+    if cells.size and int(cells.max()) >= height * width:
+        bad = int(np.argmax(cells >= height * width))
+        raise RecordError(f"{name}: cell {int(cells[bad])} (entry {bad}) is off the {height}x{width} map")
+    points = np.empty((cells.size, 2), dtype=np.int32)
+    np.divmod(cells, width, out=(points[:, 0], points[:, 1]))
+    return points
+
+
+class CodecV1:
+    """Format version 1: encode (writer) and decode (reader) the header and episode records.
+
+    Contract: ``decode_episode(encode_episode(e))`` equals ``e`` for every episode ``encode_episode`` accepts;
+    ``decode_*`` raise only :class:`RecordError` on any input a msgpack unpacker (with ``UNPACK_LIMITS``) can
+    produce.
+    """
+
+    version = 1
+
+    def __init__(self) -> None:
+        # The last instance encoded: GRPO groups write one instance many times in a row, so keep its bytes.
+        self._last_instance: Instance | None = None
+        self._last_instance_fields: tuple = ()
+
+    # --- header -----------------------------------------------------------------------------------------
+    def encode_header(self, header: ReplayHeader) -> dict:
+        if not isinstance(header, ReplayHeader):
+            raise RecordError(f"header = {_short(header)}: a ReplayHeader")
+        if header.format_version != self.version:
+            raise RecordError(
+                f"format_version = {header.format_version!r}: this writer writes version {self.version}"
+            )
+        record = {
+            "producer_version": _text(header.producer_version, "producer_version", MAX_NAME_BYTES, optional=False),
+            "run_id": _text(header.run_id, "run_id", MAX_NAME_BYTES, optional=False),
+            "stage": _int(header.stage, "stage", 0, 2**31 - 1),
+            "split": header.split,
+            "policy": _plain_map_out(header.policy, "policy"),
+            "stage_config": None if header.stage_config is None else _plain_map_out(header.stage_config, "stage_config"),
+            "created": _text(header.created, "created", MAX_NAME_BYTES, optional=False),
+            "extra": _plain_map_out(header.extra, "extra"),
+        }
+        if header.split not in SPLITS:
+            raise RecordError(f"split = {_short(header.split)}: one of {', '.join(SPLITS)}")
+        return record
+
+    def decode_header(self, record: Any) -> ReplayHeader:
+        if type(record) is not dict:
+            raise RecordError(f"the header is a map, got {type(record).__name__}")
+        keys = set(record)
+        if keys != set(_HEADER_KEYS):
+            missing, unknown = set(_HEADER_KEYS) - keys, keys - set(_HEADER_KEYS)
+            raise RecordError(
+                f"header keys: missing {sorted(missing)}, unknown {sorted(map(str, unknown))}"
+            )
+        split = _text(record["split"], "split", MAX_NAME_BYTES, optional=False)
+        if split not in SPLITS:
+            raise RecordError(f"split = {_short(split)}: one of {', '.join(SPLITS)}")
+        stage = record["stage"]
+        if not _is_int(stage) or not 0 <= stage < 2**31:
+            raise RecordError(f"stage = {_short(stage)}: an integer 0..2**31-1")
+        for key in ("policy", "extra"):
+            if type(record[key]) is not dict:
+                raise RecordError(f"{key} = {_short(record[key])}: a map")
+        if record["stage_config"] is not None and type(record["stage_config"]) is not dict:
+            raise RecordError(f"stage_config = {_short(record['stage_config'])}: a map or nil")
+        return ReplayHeader(
+            format_version=self.version,
+            producer_version=_text(record["producer_version"], "producer_version", MAX_NAME_BYTES, optional=False),
+            run_id=_text(record["run_id"], "run_id", MAX_NAME_BYTES, optional=False),
+            stage=stage,
+            split=split,
+            policy=record["policy"],
+            stage_config=record["stage_config"],
+            created=_text(record["created"], "created", MAX_NAME_BYTES, optional=False),
+            extra=record["extra"],
+        )
+
+    # --- episodes: encoding --------------------------------------------------------------------------------
+    def _encode_instance(self, instance: Any) -> tuple:
+        if instance is self._last_instance:
+            return self._last_instance_fields
+        if not isinstance(instance, Instance):
+            raise RecordError(f"instance = {_short(instance)}: a simulator.types.Instance")
+        height, width = instance.grid.shape
+        cell = _cell_dtype(height, width)
+        # Instance validated its arrays on construction (and keeps them read-only): no range checks here.
+        grid = np.packbits(instance.grid.view(np.uint8)).tobytes()
+        weights = _weights(width, instance.starts.dtype)
+        starts = (instance.starts @ weights).astype(cell).tobytes()
+        goals = (instance.goals @ weights).astype(cell).tobytes()
+        encoded = (height, width, grid, starts, goals, cell)
+        self._last_instance, self._last_instance_fields = instance, encoded
+        return encoded
+
+    def encode_episode(self, episode: Any) -> list:
+        """The v1 record (a list for msgpack) of ``episode``; checks everything the reader will check."""
+        if not isinstance(episode, Episode):
+            raise RecordError(f"episode = {_short(episode)}: a replays.format.Episode")
+        height, width, grid, starts, goals, cell = self._encode_instance(episode.instance)
+        n_agents = episode.instance.n_agents
+
+        positions = episode.positions
+        if type(positions) is not np.ndarray:
+            positions = np.asarray(positions)
+        shape = positions.shape
+        if len(shape) != 3 or shape[1:] != (n_agents, 2) or not 1 <= shape[0] <= MAX_STEPS + 1:
+            raise RecordError(
+                f"positions: shape (T+1, {n_agents}, 2) with 0 <= T <= {MAX_STEPS}, got {tuple(shape)}"
+            )
+        n_steps = shape[0] - 1
+        position_bytes = _cells_from_points(positions, height, width, cell, "positions")
+        if position_bytes[: len(starts)] != starts:
+            raise RecordError(f"positions[0] = {np.asarray(positions)[0].tolist()}: must equal instance.starts")
+
+        events = episode.events
+        if type(events) is not np.ndarray:
+            events = np.asarray(events)
+        if events.shape != (n_steps, n_agents):
+            raise RecordError(f"events: shape (T, K) = {(n_steps, n_agents)}, got {events.shape}")
+        if events.dtype.kind not in "iu":
+            raise RecordError(f"events: integer flags, got dtype {events.dtype}")
+        flat = events.reshape(-1)
+        nonzero = flat.nonzero()[0]
+        if nonzero.size:
+            flags = flat[nonzero]
+            event_flags = flags.tobytes() if flags.dtype == np.int8 else b""
+            # int8 flags: one C-speed pass over the bytes; other dtypes (or a bad flag) take the numpy path.
+            if not event_flags or event_flags.translate(None, _EVENT_FLAG_BYTES):
+                flags = flags.astype(np.int64)
+                unknown = flags & ~_KNOWN_EVENT_BITS  # negative or too large values keep bits here too
+                if unknown.any():
+                    bad = int(np.argmax(unknown != 0))
+                    t, k = divmod(int(nonzero[bad]), n_agents)
+                    raise RecordError(
+                        f"events[{t}][{k}] = {int(flags[bad])}: only the EV_* bits ({_KNOWN_EVENT_BITS})"
+                    )
+                event_flags = flags.astype(np.uint8).tobytes()
+            event_index = nonzero.astype(_U32).tobytes()
+        else:
+            event_index = event_flags = b""
+
+        plan = episode.plan
+        if plan is None:
+            plan_record = None
+        elif isinstance(plan, JointPlan):
+            if plan.n_agents != n_agents:
+                raise RecordError(f"plan: {plan.n_agents} agents, the instance has {n_agents}")
+            plan_record = [plan.horizon, plan.lengths.astype(_U16).tobytes(), plan.actions.tobytes()]
+        else:
+            raise RecordError(f"plan = {_short(plan)}: a simulator.types.JointPlan or None")
+
+        labels = episode.labels
+        if labels is None:
+            labels_record = None
+        elif isinstance(labels, InstanceLabels):
+            labels_record = _plain_fields(_LABEL_GETTER(labels), _LABEL_FIELDS, _LABEL_KINDS, "labels")
+        else:
+            raise RecordError(f"labels = {_short(labels)}: InstanceLabels or None")
+
+        outcome = episode.outcome
+        if not isinstance(outcome, Outcome):
+            raise RecordError(f"outcome = {_short(outcome)}: an Outcome")
+        outcome_record = _plain_fields(_OUTCOME_GETTER(outcome), _OUTCOME_FIELDS, _OUTCOME_KINDS, "outcome")
+        if not 0 <= outcome_record[2] < len(C.FAILURE_NAMES):
+            raise RecordError(f"outcome.failure = {outcome_record[2]}: a code 0..{len(C.FAILURE_NAMES) - 1}")
+        prompt_tokens, completion_tokens = episode.prompt_tokens, episode.completion_tokens
+        if type(prompt_tokens) is not int or prompt_tokens < 0:
+            prompt_tokens = _int(prompt_tokens, "prompt_tokens", 0)
+        if type(completion_tokens) is not int or completion_tokens < 0:
+            completion_tokens = _int(completion_tokens, "completion_tokens", 0)
+        return [
+            height,
+            width,
+            grid,
+            starts,
+            goals,
+            labels_record,
+            plan_record,
+            _text(episode.parse_error, "parse_error"),
+            position_bytes,
+            event_index,
+            event_flags,
+            outcome_record,
+            _compact_float(_float(episode.reward, "reward")),
+            _number_map_out(episode.reward_components, "reward_components"),
+            _text(episode.prompt, "prompt"),
+            _text(episode.completion, "completion"),
+            prompt_tokens,
+            completion_tokens,
+            _number_map_out(episode.timings, "timings"),
+            _compact_float(_float(episode.slip, "slip")),
+            _plain_map_out(episode.extra, "extra"),
+        ]
+
+    # --- episodes: decoding --------------------------------------------------------------------------------
+    def decode_episode(self, record: Any, where: tuple) -> LazyEpisode:
+        """Check a record's structure and return a :class:`LazyEpisode` (arrays decoded on first access).
+
+        ``where`` = ``(path, index)`` names the episode in errors raised later by the lazy fields.
+        """
+        if type(record) is not list or len(record) != _N_FIELDS_V1:
+            got = f"{len(record)} items" if type(record) is list else type(record).__name__
+            raise RecordError(f"an episode record is an array of {_N_FIELDS_V1} fields, got {got}")
+        (height, width, grid, starts, goals, labels, plan, parse_error, positions, event_index, event_flags,
+         outcome, reward, reward_components, prompt, completion, prompt_tokens, completion_tokens, timings,
+         slip, extra) = record
+
+        # The map and the agents: every declared size must match the bytes that carry it.
+        if not _is_int(height) or not 1 <= height <= C.MAX_SIDE:
+            raise RecordError(f"height = {_short(height)}: an integer 1..{C.MAX_SIDE}")
+        if not _is_int(width) or not 1 <= width <= C.MAX_SIDE:
+            raise RecordError(f"width = {_short(width)}: an integer 1..{C.MAX_SIDE}")
+        n_cells = height * width
+        if type(grid) is not bytes or len(grid) != (n_cells + 7) // 8:
+            raise RecordError(f"grid: {(n_cells + 7) // 8} bytes of packed bits for {height}x{width}, got {_size(grid)}")
+        cell_size = 1 if n_cells <= 256 else 2
+        if type(starts) is not bytes or len(starts) % cell_size or not 1 <= len(starts) // cell_size <= C.MAX_AGENTS:
+            raise RecordError(f"starts: 1..{C.MAX_AGENTS} cells of {cell_size} byte(s), got {_size(starts)}")
+        n_agents = len(starts) // cell_size
+        if type(goals) is not bytes or len(goals) != len(starts):
+            raise RecordError(f"goals: {len(starts)} bytes (one cell per agent), got {_size(goals)}")
+        row_size = n_agents * cell_size
+        if type(positions) is not bytes or not positions or len(positions) % row_size:
+            raise RecordError(f"positions: (T+1) rows of {row_size} bytes, got {_size(positions)}")
+        n_steps = len(positions) // row_size - 1
+        if n_steps > MAX_STEPS:
+            raise RecordError(f"positions: {n_steps} steps, at most {MAX_STEPS}")
+        if type(event_flags) is not bytes or len(event_flags) > n_steps * n_agents:
+            raise RecordError(f"event_flags: at most T*K = {n_steps * n_agents} bytes, got {_size(event_flags)}")
+        if type(event_index) is not bytes or len(event_index) != 4 * len(event_flags):
+            raise RecordError(f"event_index: 4 bytes per event ({len(event_flags)} events), got {_size(event_index)}")
+
+        if plan is not None:
+            if type(plan) is not list or len(plan) != 3:
+                raise RecordError(f"plan: nil or [horizon, lengths, actions], got {_short(plan)}")
+            horizon, lengths, actions = plan
+            if not _is_int(horizon) or not 0 <= horizon <= C.MAX_PLAN_LENGTH:
+                raise RecordError(f"plan horizon = {_short(horizon)}: an integer 0..{C.MAX_PLAN_LENGTH}")
+            if type(lengths) is not bytes or len(lengths) != 2 * n_agents:
+                raise RecordError(f"plan lengths: {2 * n_agents} bytes (uint16 per agent), got {_size(lengths)}")
+            if type(actions) is not bytes or len(actions) != n_agents * horizon:
+                raise RecordError(f"plan actions: {n_agents * horizon} bytes (K x horizon), got {_size(actions)}")
+
+        if labels is not None:
+            if type(labels) is not list or len(labels) != 7:
+                raise RecordError(f"labels: nil or an array of 7, got {_short(labels)}")
+            *numbers, needs_wait = labels
+            if not all(_is_int(number) for number in numbers) or type(needs_wait) is not bool:
+                raise RecordError(f"labels = {_short(labels)}: 6 integers and a bool")
+            labels = InstanceLabels(*labels)
+
+        if type(outcome) is not list or len(outcome) != 8:
+            raise RecordError(f"outcome: an array of 8, got {_short(outcome)}")
+        valid, optimal, failure, fail_step, fail_agent, makespan, sum_of_costs, agents_on_goal = outcome
+        if type(valid) is not bool or type(optimal) is not bool:
+            raise RecordError(f"outcome = {_short(outcome)}: valid and optimal are bools")
+        if not _is_int(failure) or not 0 <= failure < len(C.FAILURE_NAMES):
+            raise RecordError(f"outcome.failure = {_short(failure)}: a code 0..{len(C.FAILURE_NAMES) - 1}")
+        if not (_is_int(fail_step) and _is_int(fail_agent) and _is_int(makespan) and _is_int(sum_of_costs)
+                and _is_int(agents_on_goal)):
+            raise RecordError(f"outcome = {_short(outcome)}: integers after the failure code")
+
+        if not _is_int(prompt_tokens) or prompt_tokens < 0 or not _is_int(completion_tokens) or completion_tokens < 0:
+            raise RecordError(f"token counts = {_short([prompt_tokens, completion_tokens])}: integers >= 0")
+        for name, text in (("parse_error", parse_error), ("prompt", prompt), ("completion", completion)):
+            if text is not None and type(text) is not str:
+                raise RecordError(f"{name} = {_short(text)}: a string or nil")
+        if type(extra) is not dict:
+            raise RecordError(f"extra = {_short(extra)}: a map")
+
+        episode = LazyEpisode.__new__(LazyEpisode)
+        episode.__dict__.update(
+            labels=labels,
+            parse_error=parse_error,
+            outcome=Outcome(valid, optimal, failure, fail_step, fail_agent, makespan, sum_of_costs, agents_on_goal),
+            reward=_number_in(reward, "reward"),
+            reward_components=_number_map_in(reward_components, "reward_components"),
+            prompt=prompt,
+            completion=completion,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            timings=_number_map_in(timings, "timings"),
+            slip=_number_in(slip, "slip"),
+            extra=extra,
+            _record=record,
+            _where=where,
+            _decoders=_LAZY_DECODERS_V1,
+        )
+        return episode
+
+
+def _size(value: Any) -> str:
+    return f"{len(value)} bytes" if type(value) is bytes else type(value).__name__
+
+
+def _number_in(value: Any, name: str) -> float:
+    kind = type(value)
+    if kind is float:
+        return value
+    if kind is int:
+        return float(value)
+    raise RecordError(f"{name} = {_short(value)}: a number")
+
+
+# --- v1 lazy decoders (content checks live here) --------------------------------------------------------------
+def _decode_instance_v1(record: list) -> Instance:
+    height, width, grid_bytes, start_bytes, goal_bytes = record[:5]
+    n_cells = height * width
+    spare_bits = len(grid_bytes) * 8 - n_cells
+    if spare_bits and grid_bytes[-1] & ((1 << spare_bits) - 1):
+        raise RecordError("grid: the padding bits after the last cell must be 0")
+    grid = np.unpackbits(np.frombuffer(grid_bytes, dtype=np.uint8), count=n_cells).reshape(height, width)
+    cell = _cell_dtype(height, width)
+    starts = _points_from_cells(start_bytes, height, width, cell, "starts")
+    goals = _points_from_cells(goal_bytes, height, width, cell, "goals")
+    try:
+        return Instance(grid=grid.view(np.int8), starts=starts, goals=goals)
+    except ConfigError as exc:
+        raise RecordError(str(exc)) from None
+
+
+def _decode_positions_v1(record: list) -> np.ndarray:
+    height, width, _, start_bytes = record[:4]
+    position_bytes = record[8]
+    if position_bytes[: len(start_bytes)] != start_bytes:
+        raise RecordError("row 0 must equal the instance's starts")
+    n_agents = len(start_bytes) // (1 if height * width <= 256 else 2)
+    points = _points_from_cells(position_bytes, height, width, _cell_dtype(height, width), "positions")
+    return points.reshape(-1, n_agents, 2)
+
+
+def _decode_events_v1(record: list) -> np.ndarray:
+    height, width, _, start_bytes = record[:4]
+    cell_size = 1 if height * width <= 256 else 2
+    n_agents = len(start_bytes) // cell_size
+    n_steps = len(record[8]) // (n_agents * cell_size) - 1
+    index_bytes, flag_bytes = record[9], record[10]
+    events = np.zeros(n_steps * n_agents, dtype=np.int8)
+    if flag_bytes:
+        if flag_bytes.translate(None, _EVENT_FLAG_BYTES):
+            bad = next(i for i, code in enumerate(flag_bytes) if code not in _EVENT_FLAG_BYTES)
+            raise RecordError(f"flag {flag_bytes[bad]} of event {bad}: nonzero, only the EV_* bits ({_KNOWN_EVENT_BITS})")
+        index = np.frombuffer(index_bytes, dtype=_U32)
+        if int(index[-1]) >= n_steps * n_agents or (index.size > 1 and not (np.diff(index.astype(np.int64)) > 0).all()):
+            raise RecordError(f"event index: strictly increasing, below T*K = {n_steps * n_agents}")
+        events[index] = np.frombuffer(flag_bytes, dtype=np.int8)
+    return events.reshape(n_steps, n_agents)
+
+
+def _decode_plan_v1(record: list) -> JointPlan | None:
+    plan = record[6]
+    if plan is None:
+        return None
+    horizon, length_bytes, action_bytes = plan
+    if action_bytes.translate(None, _ACTION_BYTES):
+        bad = next(i for i, code in enumerate(action_bytes) if code >= C.N_ACTIONS)
+        k, t = divmod(bad, horizon)
+        raise RecordError(f"actions[{k}][{t}] = {action_bytes[bad]}: an action code 0..{C.N_ACTIONS - 1}")
+    lengths = np.frombuffer(length_bytes, dtype=_U16)
+    actions = np.frombuffer(action_bytes, dtype=np.int8).reshape(lengths.size, horizon)
+    if lengths.size and int(lengths.max()) > horizon:
+        raise RecordError(f"lengths = {lengths.tolist()}: each at most the horizon {horizon}")
+    if (actions[np.arange(horizon)[None, :] >= lengths[:, None]] != C.WAIT).any():
+        raise RecordError("actions after an agent's length must be WAIT (0)")
+    try:
+        return JointPlan(actions=actions, lengths=lengths)
+    except ConfigError as exc:
+        raise RecordError(str(exc)) from None
+
+
+_LAZY_DECODERS_V1: dict[str, Callable[[list], Any]] = {
+    "instance": _decode_instance_v1,
+    "positions": _decode_positions_v1,
+    "events": _decode_events_v1,
+    "plan": _decode_plan_v1,
+}
+
+# Decoders by format version. A v2 adds its codec here; the reader finds it by the file's preamble.
+CODECS: dict[int, CodecV1] = {1: CodecV1()}
+
+
+def codec_for(version: int) -> CodecV1:
+    """The codec of ``version``; RecordError when this code does not know it."""
+    codec = CODECS.get(version)
+    if codec is None:
+        raise RecordError(f"format version {version} is unknown here (this code reads {sorted(CODECS)})")
+    return codec
+
+
+def writer_codec() -> CodecV1:
+    """A fresh codec of the current version (fresh: it caches the last instance it encoded)."""
+    return type(CODECS[FORMAT_VERSION])()
