@@ -87,6 +87,11 @@ class ReplayWriter:
         self._out.write(data)
         self._position += len(data)
 
+    def flush(self) -> None:
+        """Hand buffered bytes to the OS (the temporary file grows); the file is still published only by close."""
+        if self._out is not None:
+            self._out.handle.flush()
+
     def write_all(self, episodes: Iterable[Episode]) -> None:
         for episode in episodes:
             self.write(episode)
