@@ -14,7 +14,7 @@ import sys
 from simulator.errors import ConfigError
 
 # Packages whose cli modules register subcommands, in help order (a registry, not an if/elif chain).
-COMMAND_PACKAGES = ("simulator",)
+COMMAND_PACKAGES = ("simulator", "replays", "policy")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -83,6 +83,7 @@ SYMBOL_OFF_GRID = " "
 SYMBOL_AGENT = "A"  # followed by the agent index: A0, A1, ...
 SYMBOL_GOAL = "G"  # followed by the goal's agent index: G0, G1, ...
 SYMBOL_FALLEN = "X"  # an agent that fell into a hole: X0
+SYMBOL_MARKED = "!"  # an agent where a failure happened (exemplars, viewers): !0
 TILE_SYMBOLS = (SYMBOL_ICE, SYMBOL_HOLE, SYMBOL_OFF_GRID)
 
 # --- limits ----------------------------------------------------------------------------------------------

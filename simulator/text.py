@@ -8,7 +8,7 @@ Symbols come from ``simulator.constants`` only. Example (2 agents, 4x4)::
     G0 .  .  A1
 
 ``A<k>`` agent k, ``G<k>`` agent k's goal (hidden while an agent stands on it), ``X<k>`` agent k fallen into a
-hole, ``.`` ice, ``H`` hole. Row 0 is the top row; "up" decreases the row.
+hole, ``!<k>`` agent k marked (where a failure happened), ``.`` ice, ``H`` hole. Row 0 is the top row; "up" decreases the row.
 """
 
 from __future__ import annotations
@@ -31,13 +31,20 @@ def _join(tokens: list[list[str]]) -> str:
     return "\n".join(" ".join(token.ljust(width) for token in row).rstrip() for row in tokens)
 
 
-def render_state(instance: Instance, pos: np.ndarray, status: np.ndarray | None = None) -> str:
-    """The map with agents at ``pos`` ``(K, 2)``; fallen agents (``status == FALLEN``) drawn as ``X<k>``."""
+def render_state(
+    instance: Instance, pos: np.ndarray, status: np.ndarray | None = None, marked: tuple[int, ...] = ()
+) -> str:
+    """The map with agents at ``pos`` ``(K, 2)``; fallen agents (``status == FALLEN``) drawn as ``X<k>``.
+
+    Agents in ``marked`` (e.g. the two agents of a conflict) are drawn as ``!<k>``: a cell two of them share
+    shows the lowest index.
+    """
     tokens = _grid_tokens(instance)
-    for k in range(instance.n_agents):
+    for k in sorted(range(instance.n_agents), key=lambda k: (k in marked, -k)):
         r, c = int(pos[k][0]), int(pos[k][1])
         fallen = status is not None and int(status[k]) == C.FALLEN
-        tokens[r][c] = f"{C.SYMBOL_FALLEN if fallen else C.SYMBOL_AGENT}{k}"
+        symbol = C.SYMBOL_MARKED if k in marked else (C.SYMBOL_FALLEN if fallen else C.SYMBOL_AGENT)
+        tokens[r][c] = f"{symbol}{k}"
     return _join(tokens)
 
 

@@ -1,0 +1,75 @@
+"""Subcommands owned by the policy package: ``rollout``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _rollout(args: argparse.Namespace) -> int:
+    import uuid
+
+    from policy.rollout import judge_episodes
+    from policy.scripted import make_scripted
+    from replays.format import ReplayHeader
+    from replays.mining import render_summary, summarize
+    from replays.writer import ReplayWriter
+    from simulator.cli import _config_from_args, _progress
+    from simulator.generator import generate
+
+    policy = make_scripted(args.policy)
+    config = _config_from_args(args)
+    update, close = _progress(config.samples, "generating")
+    try:
+        stage = generate(config, progress=update)
+    finally:
+        close()
+    items = stage.instances
+    plans = policy.plans(items, seed=config.seed)
+    episodes = judge_episodes(items, plans)
+    out_dir = Path(args.out)
+    path = out_dir / f"rollout-{policy.name}-seed{config.seed}.mlr"
+    header = ReplayHeader.new(
+        run_id=args.run_id or uuid.uuid4().hex[:12],
+        stage=0,
+        split="rollout",
+        policy={"name": policy.name, "spec": policy.name, "kind": "scripted"},
+        stage_config=config.to_dict(),
+    )
+    with ReplayWriter(path, header) as writer:
+        for episode in episodes:
+            writer.write(episode)
+    print(render_summary(summarize(episodes), exemplars=False), end="")
+    print(f"wrote {len(episodes)} episodes to {path}", file=sys.stderr)
+    return 0
+
+
+def add_stage_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags that describe a stage without a config file (the same as ``gen``'s)."""
+    parser.add_argument("--config", help="stage config file (.yaml, .yml or .json)")
+    parser.add_argument("--size", type=int, nargs="+", default=[6], help="map side(s), 3..32 (default 6)")
+    parser.add_argument("--agents", type=int, nargs="+", default=[2], help="agents, or MIN MAX (default 2)")
+    parser.add_argument("--holes", type=float, default=0.2, help="hole ratio, 0..0.9 (default 0.2)")
+    parser.add_argument("--wait-ratio", type=float, default=0.3, help="share needing a wait (default 0.3)")
+    parser.add_argument("--slip", type=float, default=0.0, help="slip probability (default 0)")
+    parser.add_argument("--n", type=int, default=100, help="number of instances (default 100)")
+    parser.add_argument("--seed", type=int, default=None, help="seed (default: the config's, or 0)")
+
+
+def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+    from policy.scripted import SCRIPTED_POLICIES
+
+    rollout = commands.add_parser(
+        "rollout",
+        help="run a scripted policy on generated instances, judge the plans, write replays",
+        description=(
+            "Generate a stage's instances (from --config or the gen flags), run a scripted policy (random, greedy, "
+            "oracle), judge every plan in one batch and write a replay file into --out; prints the failure summary."
+        ),
+    )
+    rollout.add_argument("--policy", required=True, choices=sorted(SCRIPTED_POLICIES), help="scripted policy")
+    rollout.add_argument("--out", required=True, help="folder for the replay file")
+    rollout.add_argument("--run-id", default=None, help="run id recorded in the replay header (default: random)")
+    add_stage_flags(rollout)
+    rollout.set_defaults(handler=_rollout)

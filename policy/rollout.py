@@ -1,0 +1,91 @@
+"""Rollouts: run a policy over labelled instances, judge every plan in one batch, and record episodes.
+
+This is the one place that turns plans (or parse failures) plus the judge's verdicts into replay episodes; the
+evaluation and the curriculum's validation call it too.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+
+from replays.format import Episode, InstanceLabels, Outcome
+from simulator import constants as C
+from simulator.generator import LabelledInstance
+from simulator.judge import judge_plans
+from simulator.types import JointPlan
+
+
+def labels_of(item: LabelledInstance) -> InstanceLabels:
+    return InstanceLabels(
+        size=item.size,
+        seed=item.seed,
+        index=item.index,
+        optimal_makespan=item.optimal_makespan,
+        optimal_sum_of_costs=item.optimal_sum_of_costs,
+        sum_of_distances=item.sum_of_distances,
+        needs_wait=item.needs_wait,
+    )
+
+
+def judge_episodes(
+    items: Sequence[LabelledInstance],
+    plans: Sequence[JointPlan | None],
+    parse_errors: Sequence[str | None] | None = None,
+    completions: Sequence[str | None] | None = None,
+    prompts: Sequence[str | None] | None = None,
+) -> list[Episode]:
+    """Judge ``plans[i]`` on ``items[i]`` (all parsed plans in one kernel call) and build the episodes.
+
+    A ``None`` plan is a parse failure: its episode has failure ``parse_error`` and the reason from
+    ``parse_errors[i]``. ``optimal`` means valid with the instance's optimal makespan.
+    """
+    n = len(items)
+    parse_errors = list(parse_errors) if parse_errors is not None else [None] * n
+    completions = list(completions) if completions is not None else [None] * n
+    prompts = list(prompts) if prompts is not None else [None] * n
+    parsed = [i for i, plan in enumerate(plans) if plan is not None]
+    start = time.perf_counter()
+    result = judge_plans([items[i].instance for i in parsed], [plans[i] for i in parsed], record=True) if parsed else None
+    judge_seconds = (time.perf_counter() - start) / max(len(parsed), 1)
+    where = {i: j for j, i in enumerate(parsed)}
+    episodes = []
+    for i, item in enumerate(items):
+        inst = item.instance
+        k = inst.n_agents
+        if i not in where:
+            positions = inst.starts[None].astype(np.int32)
+            outcome = Outcome(False, False, C.PARSE_ERROR, 0, -1, -1, -1, 0)
+            episodes.append(
+                Episode(
+                    instance=inst, labels=labels_of(item), plan=None,
+                    parse_error=parse_errors[i] or "no plan", positions=positions,
+                    events=np.zeros((0, k), np.int8), outcome=outcome, prompt=prompts[i], completion=completions[i],
+                )
+            )
+            continue
+        j = where[i]
+        verdict = result.judgement(j)
+        steps = verdict.makespan if verdict.valid else max(verdict.fail_step, 0)
+        outcome = Outcome(
+            valid=verdict.valid,
+            optimal=verdict.valid and verdict.makespan == item.optimal_makespan,
+            failure=verdict.failure,
+            fail_step=verdict.fail_step,
+            fail_agent=verdict.fail_agent,
+            makespan=verdict.makespan,
+            sum_of_costs=verdict.sum_of_costs,
+            agents_on_goal=verdict.agents_on_goal,
+        )
+        episodes.append(
+            Episode(
+                instance=inst, labels=labels_of(item), plan=plans[i], parse_error=None,
+                positions=result.trace_pos[j, : steps + 1, :k].copy(),
+                events=result.trace_events[j, :steps, :k].copy(),
+                outcome=outcome, prompt=prompts[i], completion=completions[i],
+                timings={"judge_s": judge_seconds},
+            )
+        )
+    return episodes

@@ -1,0 +1,47 @@
+"""Subcommands owned by the replays package: ``summarize`` and ``bench replay``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def _summarize(args: argparse.Namespace) -> int:
+    from replays.mining import render_summary, summarize_paths
+
+    summary = summarize_paths(args.path, exemplars_per_category=args.exemplars)
+    print(json.dumps(summary.to_dict(), indent=2) if args.json else render_summary(summary), end="" if not args.json else "\n")
+    return 0
+
+
+def _bench_replay(args: argparse.Namespace) -> int:
+    from replays.bench import format_replay_bench, run_replay_bench
+
+    results = run_replay_bench(quick=args.quick)
+    print(json.dumps(results, indent=2) if args.json else format_replay_bench(results))
+    return 0
+
+
+def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+    summarize = commands.add_parser(
+        "summarize",
+        help="failure summary of replay files (what the environment engineer reads)",
+        description=(
+            "Counts and rates per failure category, map size and agent count; when and where failures happen; "
+            "instance statistics of failures vs successes; a few failed episodes as text. PATH is a replay file "
+            "or a folder of them."
+        ),
+    )
+    summarize.add_argument("path", nargs="+", help="replay file(s) or folder(s)")
+    summarize.add_argument("--json", action="store_true", help="print the summary's JSON structure")
+    summarize.add_argument("--exemplars", type=int, default=2, help="failed examples per category (default 2)")
+    summarize.set_defaults(handler=_summarize)
+
+    replay = bench.add_parser(
+        "replay",
+        help="replay write/read throughput and bytes per episode, against JSON lines",
+        description="Writes and reads 2-agent 8x8 episodes with plans of length 20; compares with JSON lines.",
+    )
+    replay.add_argument("--json", action="store_true", help="print the figures as JSON")
+    replay.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
+    replay.set_defaults(handler=_bench_replay)

@@ -1,0 +1,267 @@
+"""Failure mining: from replays to the failure summary the environment engineer reads.
+
+``summarize(episodes)`` builds a :class:`FailureSummary`; ``summary.to_dict()`` is its stable, documented JSON
+structure (``SUMMARY_VERSION``) and ``render_summary(summary)`` its plain-text rendering.
+
+Structure of ``to_dict()`` (version 1):
+
+``summary_version``
+    int, 1.
+``episodes``, ``valid``, ``optimal``, ``valid_rate``, ``optimal_rate``
+    counts and shares over all episodes.
+``failures``
+    ``{category: count}`` for every category in ``constants.FAILURE_NAMES`` except ``none`` (zeros included);
+    ``failure_rates`` the same divided by ``episodes``.
+``by_size``, ``by_agents``, ``by_agents_size``
+    group statistics keyed by map side (``"6"``), agent count (``"3"``) and ``"<agents>x<size>"``
+    (``"3x6"``): ``{episodes, valid, optimal, valid_rate, optimal_rate, failures: {category: count}}``.
+``fail_steps``
+    ``{category: {step: count}}``: when failures happen (1-based step; 0 for parse errors and for a plan with
+    no step at all).
+``fail_cells``
+    ``{size: [[count]] }`` an ``size x size`` heat map of the cell where the reported agent failed (its position
+    after the failing step; for an illegal move, the cell it tried to leave).
+``instance_stats``
+    ``{"failed": s, "succeeded": s}`` with ``s = {episodes, hole_ratio_mean, needs_wait_share,
+    optimal_makespan_mean, agents_mean}`` (label fields are means over episodes that carry labels).
+``reward``
+    ``{mean, std}`` of episode rewards; ``completion_tokens_mean``.
+``exemplars``
+    up to ``exemplars_per_category`` failed episodes per category, as ``{category, size, agents, source, text}``
+    where ``text`` is the compact rendering (map, plan, the failing step's state with the failure marked).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+
+from simulator import constants as C
+from simulator.text import format_plan, render_instance, render_state
+
+SUMMARY_VERSION = 1
+CATEGORIES = [name for name in C.FAILURE_NAMES if name != "none"]
+
+
+def describe_failure(episode) -> str:
+    """One sentence on the episode's first failure."""
+    outcome = episode.outcome
+    name = C.FAILURE_NAMES[outcome.failure]
+    if name == "parse_error":
+        return f"the answer did not parse: {episode.parse_error}"
+    k, t = outcome.fail_agent, outcome.fail_step
+    if name == "goal_not_reached":
+        pos = episode.positions[-1][k].tolist() if len(episode.positions) else None
+        return f"the plan ended after {t} steps with agent {k} at {pos}, not on its goal {episode.instance.goals[k].tolist()}"
+    where = episode.positions[t][k].tolist() if t < len(episode.positions) else None
+    if name == "illegal_move":
+        return f"step {t}: agent {k} tried to move off the grid from {where}"
+    if name == "hole":
+        return f"step {t}: agent {k} fell into the hole at {where}"
+    others = [j for j in range(episode.instance.n_agents) if j != k and episode.events[t - 1][j] & (
+        C.EV_VERTEX if name == "vertex_conflict" else C.EV_EDGE)]
+    what = "share cell" if name == "vertex_conflict" else "swap cells at"
+    return f"step {t}: agents {k} and {others[0] if others else '?'} {what} {where}"
+
+
+def render_episode(episode, source: str = "") -> str:
+    """Compact text of one episode: header, map, plan (or the raw answer), and the failing step marked."""
+    outcome = episode.outcome
+    inst = episode.instance
+    name = C.FAILURE_NAMES[outcome.failure]
+    size = episode.labels.size if episode.labels else inst.height
+    head = f"[{name}] {inst.height}x{inst.width}, {inst.n_agents} agents"
+    if episode.labels:
+        head += f", optimal makespan {episode.labels.optimal_makespan}, needs_wait {str(episode.labels.needs_wait).lower()}"
+    if source:
+        head += f" ({source})"
+    lines = [head, render_instance(inst)]
+    if episode.plan is not None:
+        lines += ["plan:", format_plan(episode.plan.sequences())]
+    elif episode.completion is not None:
+        snippet = episode.completion.strip().replace("\n", " | ")
+        lines += ["answer: " + (snippet[:160] + " ..." if len(snippet) > 160 else snippet)]
+    if outcome.failure != C.NO_FAILURE:
+        lines.append("failure: " + describe_failure(episode))
+        t = outcome.fail_step
+        if name not in ("parse_error",) and 0 <= t < len(episode.positions):
+            flag = {"illegal_move": C.EV_ILLEGAL, "hole": C.EV_HOLE, "vertex_conflict": C.EV_VERTEX,
+                    "edge_conflict": C.EV_EDGE}.get(name, 0)
+            marked = tuple(k for k in range(inst.n_agents) if t > 0 and episode.events[t - 1][k] & flag)
+            lines += [f"state after step {t} (! marks the failure):",
+                      render_state(inst, episode.positions[t], marked=marked or (outcome.fail_agent,))]
+    del size
+    return "\n".join(lines)
+
+
+@dataclass
+class FailureSummary:
+    """The failure summary (see the module docstring for the structure of :meth:`to_dict`)."""
+
+    data: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return self.data
+
+    @property
+    def episodes(self) -> int:
+        return self.data["episodes"]
+
+
+def summarize(episodes: Iterable, exemplars_per_category: int = 2) -> FailureSummary:
+    """Build the failure summary of ``episodes``: Episodes, or ``(source, episode)`` pairs where ``source``
+    names the episode (e.g. ``file.mlr#12``) in the exemplars.
+
+    One pass collects a few scalars per episode (and the heat map and exemplars from failed ones); the
+    grouping is then done with NumPy, so the pass is the only per-episode Python work.
+    """
+    columns: dict[str, list] = {name: [] for name in (
+        "size", "agents", "failure", "valid", "optimal", "holes", "labelled", "needs_wait", "makespan", "reward",
+        "tokens", "fail_step")}
+    fail_cells: dict[int, np.ndarray] = {}
+    exemplars: list[dict] = []
+    per_category: Counter = Counter()
+    for entry in episodes:
+        source, episode = entry if isinstance(entry, tuple) else ("", entry)
+        inst = episode.instance
+        outcome = episode.outcome
+        labels = episode.labels
+        size = labels.size if labels else inst.height
+        columns["size"].append(size)
+        columns["agents"].append(inst.n_agents)
+        columns["failure"].append(outcome.failure)
+        columns["valid"].append(outcome.valid)
+        columns["optimal"].append(outcome.optimal)
+        columns["holes"].append(np.count_nonzero(inst.grid) / inst.grid.size)  # tiles are 0 (ice) or 1 (hole)
+        columns["labelled"].append(labels is not None)
+        columns["needs_wait"].append(bool(labels.needs_wait) if labels else False)
+        columns["makespan"].append(labels.optimal_makespan if labels else 0)
+        columns["reward"].append(episode.reward)
+        columns["tokens"].append(episode.completion_tokens)
+        columns["fail_step"].append(max(outcome.fail_step, 0))
+        if outcome.valid:
+            continue
+        name = C.FAILURE_NAMES[outcome.failure]
+        if name != "parse_error" and len(episode.positions):
+            t = min(max(outcome.fail_step, 0), len(episode.positions) - 1)
+            r, c = (int(v) for v in episode.positions[t][outcome.fail_agent])
+            heat = fail_cells.setdefault(size, np.zeros((inst.height, inst.width), np.int64))
+            if heat.shape == inst.grid.shape:
+                heat[r, c] += 1
+        if per_category[name] < exemplars_per_category:
+            per_category[name] += 1
+            exemplars.append({"category": name, "size": size, "agents": inst.n_agents, "source": source,
+                              "text": render_episode(episode, source)})
+    col = {name: np.asarray(values) for name, values in columns.items()}
+    total = len(col["size"])
+    n_categories = len(C.FAILURE_NAMES)
+
+    def group(mask: np.ndarray) -> dict:
+        n = int(mask.sum())
+        counts = np.bincount(col["failure"][mask & ~col["valid"].astype(bool)], minlength=n_categories) if n else np.zeros(n_categories, int)
+        valid = int(col["valid"][mask].sum()) if n else 0
+        optimal = int(col["optimal"][mask].sum()) if n else 0
+        return {
+            "episodes": n,
+            "valid": valid,
+            "optimal": optimal,
+            "valid_rate": valid / n if n else 0.0,
+            "optimal_rate": optimal / n if n else 0.0,
+            "failures": {name: int(counts[C.FAILURE_NAMES.index(name)]) for name in CATEGORIES},
+        }
+
+    def stats(mask: np.ndarray) -> dict:
+        n = int(mask.sum())
+        labelled = mask & col["labelled"].astype(bool) if total else mask
+        n_labelled = int(labelled.sum())
+        return {
+            "episodes": n,
+            "hole_ratio_mean": float(col["holes"][mask].mean()) if n else 0.0,
+            "needs_wait_share": float(col["needs_wait"][labelled].mean()) if n_labelled else 0.0,
+            "optimal_makespan_mean": float(col["makespan"][labelled].mean()) if n_labelled else 0.0,
+            "agents_mean": float(col["agents"][mask].mean()) if n else 0.0,
+        }
+
+    everything = np.ones(total, bool)
+    valid = col["valid"].astype(bool) if total else everything
+    overall = group(everything)
+    pairs = sorted(set(zip(col["agents"].tolist(), col["size"].tolist())))
+    fail_steps = {}
+    for code in sorted(set(col["failure"][~valid].tolist())) if total else []:
+        steps = col["fail_step"][(col["failure"] == code) & ~valid]
+        values, counts = np.unique(steps, return_counts=True)
+        fail_steps[C.FAILURE_NAMES[code]] = {str(int(v)): int(n) for v, n in zip(values, counts)}
+    data = {
+        "summary_version": SUMMARY_VERSION,
+        "episodes": total,
+        "valid": overall["valid"],
+        "optimal": overall["optimal"],
+        "valid_rate": overall["valid_rate"],
+        "optimal_rate": overall["optimal_rate"],
+        "failures": overall["failures"],
+        "failure_rates": {name: (count / total if total else 0.0) for name, count in overall["failures"].items()},
+        "by_size": {str(s): group(col["size"] == s) for s in sorted(set(col["size"].tolist()))},
+        "by_agents": {str(k): group(col["agents"] == k) for k in sorted(set(col["agents"].tolist()))},
+        "by_agents_size": {f"{k}x{s}": group((col["agents"] == k) & (col["size"] == s)) for k, s in pairs},
+        "fail_steps": dict(sorted(fail_steps.items())),
+        "fail_cells": {str(size): heat.tolist() for size, heat in sorted(fail_cells.items())},
+        "instance_stats": {"failed": stats(~valid), "succeeded": stats(valid)},
+        "reward": {"mean": float(col["reward"].mean()) if total else 0.0, "std": float(col["reward"].std()) if total else 0.0},
+        "completion_tokens_mean": float(col["tokens"].mean()) if total else 0.0,
+        "exemplars": exemplars,
+    }
+    return FailureSummary(data)
+
+
+def render_summary(summary: FailureSummary, exemplars: bool = True) -> str:
+    """Plain text of the summary, for people and for the engineer's prompt."""
+    d = summary.to_dict()
+    lines = [
+        f"episodes {d['episodes']}: valid {100 * d['valid_rate']:.1f}%, optimal {100 * d['optimal_rate']:.1f}%",
+        "failures: " + ", ".join(f"{name} {count}" for name, count in d["failures"].items() if count) or "failures: none",
+    ]
+    if not any(d["failures"].values()):
+        lines[-1] = "failures: none"
+    lines.append("by agents x size (valid% / optimal%, top failure):")
+    for key, group in d["by_agents_size"].items():
+        top = max(group["failures"].items(), key=lambda kv: kv[1])
+        worst = f", most often {top[0]} ({top[1]})" if top[1] else ""
+        lines.append(
+            f"  {key}: {group['episodes']} episodes, {100 * group['valid_rate']:.0f}% / {100 * group['optimal_rate']:.0f}%{worst}"
+        )
+    failed, succeeded = d["instance_stats"]["failed"], d["instance_stats"]["succeeded"]
+    lines.append(
+        "failed vs succeeded instances: holes {:.2f} vs {:.2f}, needs_wait {:.2f} vs {:.2f}, optimal makespan "
+        "{:.1f} vs {:.1f}".format(
+            failed["hole_ratio_mean"], succeeded["hole_ratio_mean"], failed["needs_wait_share"],
+            succeeded["needs_wait_share"], failed["optimal_makespan_mean"], succeeded["optimal_makespan_mean"],
+        )
+    )
+    for name, steps in d["fail_steps"].items():
+        lines.append(f"{name} at steps: " + ", ".join(f"{step}:{n}" for step, n in steps.items()))
+    if exemplars and d["exemplars"]:
+        lines.append("examples of failures:")
+        for example in d["exemplars"]:
+            lines.append(example["text"])
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def summarize_paths(paths, exemplars_per_category: int = 2) -> FailureSummary:
+    """Summary of every episode in the replay files under ``paths`` (files or folders)."""
+    from replays.reader import ReplayReader, iter_replay_files
+
+    if isinstance(paths, (str, bytes)) or not hasattr(paths, "__iter__"):
+        paths = [paths]
+    files = [file for path in paths for file in iter_replay_files(path)]
+
+    def episodes_and_sources():
+        for file in files:
+            with ReplayReader(file) as reader:
+                for index, episode in enumerate(reader):
+                    yield f"{file.name}#{index}", episode
+
+    return summarize(episodes_and_sources(), exemplars_per_category)

@@ -1,0 +1,90 @@
+"""Scripted rollouts and the failure summary: oracle perfect, greedy conflicts, counts recomputed."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from policy.rollout import judge_episodes
+from policy.scripted import make_scripted
+from replays.format import ReplayHeader
+from replays.mining import render_summary, summarize, summarize_paths
+from replays.writer import write_replay
+from simulator import constants as C
+from simulator.config import StageConfig
+from simulator.generator import generate
+
+STAGE = {
+    "agents": [2, 3],
+    "samples": 60,
+    "seed": 11,
+    "sizes": {
+        4: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.6},
+        7: {"data_ratio": 0.5, "hole_ratio": 0.3, "wait_ratio": 0.6},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def items():
+    return generate(StageConfig.from_dict(STAGE)).instances
+
+
+@pytest.fixture(scope="module")
+def episodes_by_policy(items):
+    return {name: judge_episodes(items, make_scripted(name).plans(items, seed=1)) for name in ("random", "greedy", "oracle")}
+
+
+def test_oracle_rollout__is_fully_valid_and_optimal(episodes_by_policy):
+    summary = summarize(episodes_by_policy["oracle"]).to_dict()
+    assert summary["valid_rate"] == 1.0 and summary["optimal_rate"] == 1.0
+    assert not any(summary["failures"].values())
+
+
+def test_greedy_rollout__conflicts_show_on_needs_wait_instances(episodes_by_policy):
+    greedy = episodes_by_policy["greedy"]
+    waiting = [ep for ep in greedy if ep.labels.needs_wait]
+    summary = summarize(waiting).to_dict()
+    assert summary["valid_rate"] == 0.0  # needs_wait means no plan of own shortest paths without waiting exists
+    assert summary["failures"]["vertex_conflict"] + summary["failures"]["edge_conflict"] == len(waiting)
+    no_wait = summarize([ep for ep in greedy if not ep.labels.needs_wait]).to_dict()
+    assert no_wait["episodes"] > 0
+
+
+def test_summary__counts_equal_counts_recomputed_from_episodes(episodes_by_policy):
+    episodes = [ep for eps in episodes_by_policy.values() for ep in eps]
+    summary = summarize(episodes).to_dict()
+    categories = Counter(C.FAILURE_NAMES[ep.outcome.failure] for ep in episodes if not ep.outcome.valid)
+    assert summary["failures"] == {name: categories.get(name, 0) for name in summary["failures"]}
+    assert summary["episodes"] == len(episodes)
+    assert summary["valid"] == sum(ep.outcome.valid for ep in episodes)
+    for key, group in summary["by_agents_size"].items():
+        agents, size = (int(v) for v in key.split("x"))
+        members = [ep for ep in episodes if ep.instance.n_agents == agents and ep.labels.size == size]
+        assert group["episodes"] == len(members)
+        assert group["optimal"] == sum(ep.outcome.optimal for ep in members)
+    steps = Counter(ep.outcome.fail_step for ep in episodes if C.FAILURE_NAMES[ep.outcome.failure] == "hole")
+    assert summary["fail_steps"].get("hole", {}) == {str(k): v for k, v in sorted(steps.items())}
+    heat_total = sum(np.sum(heat) for heat in summary["fail_cells"].values())
+    assert heat_total == sum(not ep.outcome.valid for ep in episodes)
+    failed = [ep for ep in episodes if not ep.outcome.valid]
+    assert summary["instance_stats"]["failed"]["needs_wait_share"] == pytest.approx(
+        np.mean([ep.labels.needs_wait for ep in failed])
+    )
+
+
+def test_summary__text_has_marked_exemplars(episodes_by_policy):
+    text = render_summary(summarize(episodes_by_policy["greedy"]))
+    assert "examples of failures:" in text and "!" in text and "plan:" in text
+
+
+def test_summarize_paths__reads_a_folder_of_replays(tmp_path, episodes_by_policy):
+    for name, episodes in episodes_by_policy.items():
+        header = ReplayHeader.new(run_id="t", stage=0, split="rollout", policy={"name": name})
+        write_replay(tmp_path / f"{name}.mlr", header, episodes)
+    summary = summarize_paths(tmp_path).to_dict()
+    expected = summarize([ep for eps in episodes_by_policy.values() for ep in eps]).to_dict()
+    assert summary["failures"] == expected["failures"]
+    assert all("#" in example["source"] for example in summary["exemplars"])
