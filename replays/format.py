@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 import numpy as np
+from numba import njit
 
 from replays.errors import ReplayError
 from simulator import constants as C
@@ -233,9 +234,6 @@ class LazyEpisode(Episode):
     :class:`Episode`.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:  # built by the codec, or by dataclasses.replace
-        super().__init__(*args, **kwargs)
-
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: the lazy fields not decoded yet (other names fall through).
         state = self.__dict__
@@ -364,6 +362,13 @@ def _text(value: Any, name: str, limit: int = MAX_TEXT_BYTES, optional: bool = T
     if len(value) * 4 > limit and len(value.encode("utf-8", "surrogatepass")) > limit:
         raise RecordError(f"{name}: {len(value)} characters, more than {limit} UTF-8 bytes")
     return value
+
+
+def _short_text(value: Any, name: str) -> str | None:
+    """:func:`_text` with the common cases (None, a short str) decided without another call."""
+    if value is None or (type(value) is str and len(value) * 4 <= MAX_TEXT_BYTES):
+        return value
+    return _text(value, name)
 
 
 def _short(value: Any) -> str:
@@ -512,7 +517,8 @@ def _cells_from_points(points: np.ndarray, height: int, width: int, dtype: np.dt
         pairs = array.reshape(-1, 2).astype(np.int64)
         if pairs.size and pairs.min() < 0:
             pairs = np.where(pairs < 0, np.iinfo(np.int64).max, pairs)  # flagged as off the map below
-    if pairs.size:
+    # One flat maximum accepts the usual case; only a point beyond the shorter side needs the per-axis check.
+    if pairs.size and pairs.max() >= min(height, width):
         max_row, max_col = pairs.max(axis=0).tolist()
         if max_row >= height or max_col >= width:
             bad = int(np.argmax((pairs[:, 0] >= height) | (pairs[:, 1] >= width)))
@@ -531,6 +537,71 @@ def _weights(width: int, dtype: np.dtype) -> np.ndarray:
     if weights is None:
         weights = _WEIGHTS[key] = np.array([width, 1], dtype=dtype)
     return weights
+
+
+def encode_trace_numpy(
+    positions: np.ndarray, events: np.ndarray, height: int, width: int, cell: np.dtype
+) -> tuple[bytes, bytes, bytes]:
+    """The reference trace encoding: ``(T+1, K, 2)`` positions and ``(T, K)`` event flags (any integer dtypes,
+    shapes already checked) -> ``(positions, event_index, event_flags)`` bytes of the v1 record.
+
+    Raises RecordError for a point off the map or a flag outside the EV_* bits."""
+    position_bytes = _cells_from_points(positions, height, width, cell, "positions")
+    if events.dtype.kind not in "iu":
+        raise RecordError(f"events: integer flags, got dtype {events.dtype}")
+    flat = events.reshape(-1)
+    nonzero = flat.nonzero()[0]
+    if not nonzero.size:
+        return position_bytes, b"", b""
+    flags = flat[nonzero].astype(np.int64)
+    unknown = flags & ~_KNOWN_EVENT_BITS  # negative or too large values keep bits here too
+    if unknown.any():
+        bad = int(np.argmax(unknown != 0))
+        t, k = divmod(int(nonzero[bad]), events.shape[1])
+        raise RecordError(f"events[{t}][{k}] = {int(flags[bad])}: only the EV_* bits ({_KNOWN_EVENT_BITS})")
+    return position_bytes, nonzero.astype(_U32).tobytes(), flags.astype(np.uint8).tobytes()
+
+
+@njit(cache=True, nogil=True)
+def _encode_trace_kernel(positions, events, height, width, wide, out):  # pragma: no cover - compiled
+    """Fast twin of :func:`encode_trace_numpy` (int32 positions, int8 events, both C-contiguous).
+
+    Writes into ``out`` (uint8): the cells at ``[0, c)``, the event indices (uint32 LE) from ``c``, the flags from
+    ``c + 4*T*K``. Returns ``(c, n_events)``, or ``(-1, i)`` / ``(-2, i)`` for the first point off the map / the
+    first unknown flag (flat index ``i``)."""
+    n_rows, n_agents = positions.shape[0], positions.shape[1]
+    n = 0
+    for t in range(n_rows):
+        for k in range(n_agents):
+            row, col = positions[t, k, 0], positions[t, k, 1]
+            if row < 0 or row >= height or col < 0 or col >= width:
+                return -1, t * n_agents + k
+            cell = row * width + col
+            if wide:
+                out[n] = cell & 255
+                out[n + 1] = cell >> 8
+                n += 2
+            else:
+                out[n] = cell
+                n += 1
+    index_at = n
+    flags_at = n + 4 * events.shape[0] * n_agents
+    count = 0
+    for t in range(events.shape[0]):
+        for k in range(n_agents):
+            flag = events[t, k]
+            if flag != 0:
+                if flag & ~_KNOWN_EVENT_BITS:
+                    return -2, t * n_agents + k
+                i = t * n_agents + k
+                at = index_at + 4 * count
+                out[at] = i & 255
+                out[at + 1] = (i >> 8) & 255
+                out[at + 2] = (i >> 16) & 255
+                out[at + 3] = (i >> 24) & 255
+                out[flags_at + count] = flag
+                count += 1
+    return n, count
 
 
 def _points_from_cells(data: bytes, height: int, width: int, dtype: np.dtype, name: str) -> np.ndarray:
@@ -558,6 +629,7 @@ class CodecV1:
         # The last instance encoded: GRPO groups write one instance many times in a row, so keep its bytes.
         self._last_instance: Instance | None = None
         self._last_instance_fields: tuple = ()
+        self._scratch = np.empty(1 << 12, dtype=np.uint8)  # output buffer of the trace kernel, grown on demand
 
     # --- header -----------------------------------------------------------------------------------------
     def encode_header(self, header: ReplayHeader) -> dict:
@@ -626,16 +698,34 @@ class CodecV1:
         weights = _weights(width, instance.starts.dtype)
         starts = (instance.starts @ weights).astype(cell).tobytes()
         goals = (instance.goals @ weights).astype(cell).tobytes()
-        encoded = (height, width, grid, starts, goals, cell)
+        encoded = (height, width, grid, starts, goals, cell, instance.n_agents)
         self._last_instance, self._last_instance_fields = instance, encoded
         return encoded
+
+    def _encode_trace_fast(self, positions: np.ndarray, events: np.ndarray, height: int, width: int,
+                           wide: bool) -> tuple[bytes, bytes, bytes] | None:
+        """:func:`encode_trace_numpy` in one numba call, for int32 positions and int8 events (what the judge and
+        the reader produce); None when a point or flag is bad (the numpy path then names it)."""
+        n_events_max = events.size
+        need = positions.size + 5 * n_events_max  # two bytes per point: cells at most 2 bytes, 2 coordinates
+        if self._scratch.size < need:
+            self._scratch = np.empty(max(need, 2 * self._scratch.size), dtype=np.uint8)
+        out = self._scratch
+        cell_bytes, n_events = _encode_trace_kernel(positions, events, height, width, wide, out)
+        if cell_bytes < 0:
+            return None
+        flags_at = cell_bytes + 4 * n_events_max
+        return (
+            out[:cell_bytes].tobytes(),
+            out[cell_bytes : cell_bytes + 4 * n_events].tobytes(),
+            out[flags_at : flags_at + n_events].tobytes(),
+        )
 
     def encode_episode(self, episode: Any) -> list:
         """The v1 record (a list for msgpack) of ``episode``; checks everything the reader will check."""
         if not isinstance(episode, Episode):
             raise RecordError(f"episode = {_short(episode)}: a replays.format.Episode")
-        height, width, grid, starts, goals, cell = self._encode_instance(episode.instance)
-        n_agents = episode.instance.n_agents
+        height, width, grid, starts, goals, cell, n_agents = self._encode_instance(episode.instance)
 
         positions = episode.positions
         if type(positions) is not np.ndarray:
@@ -646,36 +736,20 @@ class CodecV1:
                 f"positions: shape (T+1, {n_agents}, 2) with 0 <= T <= {MAX_STEPS}, got {tuple(shape)}"
             )
         n_steps = shape[0] - 1
-        position_bytes = _cells_from_points(positions, height, width, cell, "positions")
-        if position_bytes[: len(starts)] != starts:
-            raise RecordError(f"positions[0] = {np.asarray(positions)[0].tolist()}: must equal instance.starts")
-
         events = episode.events
         if type(events) is not np.ndarray:
             events = np.asarray(events)
         if events.shape != (n_steps, n_agents):
             raise RecordError(f"events: shape (T, K) = {(n_steps, n_agents)}, got {events.shape}")
-        if events.dtype.kind not in "iu":
-            raise RecordError(f"events: integer flags, got dtype {events.dtype}")
-        flat = events.reshape(-1)
-        nonzero = flat.nonzero()[0]
-        if nonzero.size:
-            flags = flat[nonzero]
-            event_flags = flags.tobytes() if flags.dtype == np.int8 else b""
-            # int8 flags: one C-speed pass over the bytes; other dtypes (or a bad flag) take the numpy path.
-            if not event_flags or event_flags.translate(None, _EVENT_FLAG_BYTES):
-                flags = flags.astype(np.int64)
-                unknown = flags & ~_KNOWN_EVENT_BITS  # negative or too large values keep bits here too
-                if unknown.any():
-                    bad = int(np.argmax(unknown != 0))
-                    t, k = divmod(int(nonzero[bad]), n_agents)
-                    raise RecordError(
-                        f"events[{t}][{k}] = {int(flags[bad])}: only the EV_* bits ({_KNOWN_EVENT_BITS})"
-                    )
-                event_flags = flags.astype(np.uint8).tobytes()
-            event_index = nonzero.astype(_U32).tobytes()
+        if (positions.dtype == np.int32 and events.dtype == np.int8 and positions.flags.c_contiguous
+                and events.flags.c_contiguous):
+            trace = self._encode_trace_fast(positions, events, height, width, cell is _U16)
         else:
-            event_index = event_flags = b""
+            trace = None
+        # The numpy path: other dtypes, and any bad point or flag (it raises with the message).
+        position_bytes, event_index, event_flags = trace or encode_trace_numpy(positions, events, height, width, cell)
+        if position_bytes[: len(starts)] != starts:
+            raise RecordError(f"positions[0] = {np.asarray(positions)[0].tolist()}: must equal instance.starts")
 
         plan = episode.plan
         if plan is None:
@@ -714,15 +788,15 @@ class CodecV1:
             goals,
             labels_record,
             plan_record,
-            _text(episode.parse_error, "parse_error"),
+            _short_text(episode.parse_error, "parse_error"),
             position_bytes,
             event_index,
             event_flags,
             outcome_record,
             _compact_float(_float(episode.reward, "reward")),
             _number_map_out(episode.reward_components, "reward_components"),
-            _text(episode.prompt, "prompt"),
-            _text(episode.completion, "completion"),
+            _short_text(episode.prompt, "prompt"),
+            _short_text(episode.completion, "completion"),
             prompt_tokens,
             completion_tokens,
             _number_map_out(episode.timings, "timings"),
@@ -842,7 +916,23 @@ def _number_in(value: Any, name: str) -> float:
 
 # --- v1 lazy decoders (content checks live here) --------------------------------------------------------------
 def _decode_instance_v1(record: list) -> Instance:
-    height, width, grid_bytes, start_bytes, goal_bytes = record[:5]
+    # GRPO groups and evaluation suites repeat one instance many times: decode (and validate) each once.
+    # Instances are immutable (read-only arrays), so sharing one object between episodes is safe.
+    key = tuple(record[:5])
+    instance = _INSTANCE_CACHE.get(key)
+    if instance is None:
+        instance = _build_instance_v1(*key)
+        if len(_INSTANCE_CACHE) >= _INSTANCE_CACHE_SIZE:
+            _INSTANCE_CACHE.clear()
+        _INSTANCE_CACHE[key] = instance
+    return instance
+
+
+_INSTANCE_CACHE: dict[tuple, Instance] = {}  # (height, width, grid, starts, goals) bytes -> Instance
+_INSTANCE_CACHE_SIZE = 4096
+
+
+def _build_instance_v1(height: int, width: int, grid_bytes: bytes, start_bytes: bytes, goal_bytes: bytes) -> Instance:
     n_cells = height * width
     spare_bits = len(grid_bytes) * 8 - n_cells
     if spare_bits and grid_bytes[-1] & ((1 << spare_bits) - 1):

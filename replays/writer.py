@@ -58,10 +58,19 @@ class ReplayWriter:
             raise ReplayError(self.path, "header", f"{len(header_bytes)} bytes, at most {MAX_HEADER_BYTES}")
         self.header = header
         self._offsets = array("Q")  # byte offset of each episode record
-        self._out: AtomicWriter | None = AtomicWriter(self.path)
+        self._out: AtomicWriter | None = None
         preamble = MAGIC + struct.pack("<I", FORMAT_VERSION)
-        self._out.write(preamble)
-        self._out.write(header_bytes)
+        try:
+            out = AtomicWriter(self.path)
+        except OSError as exc:
+            raise ReplayError(self.path, "file", f"cannot create: {exc.strerror or exc}") from exc
+        try:
+            out.write(preamble)
+            out.write(header_bytes)
+        except BaseException:
+            out.discard()
+            raise
+        self._out = out
         self._position = len(preamble) + len(header_bytes)
 
     def __len__(self) -> int:
@@ -79,6 +88,8 @@ class ReplayWriter:
             data = self._packer.pack(self._codec.encode_episode(episode))
         except RecordError as exc:
             raise ReplayError(self.path, index, str(exc)) from None
+        except ReplayError as exc:  # a lazily read episode whose arrays turned out bad in their own file
+            raise ReplayError(self.path, index, f"the episode could not be read: {exc}") from exc
         except (TypeError, ValueError, OverflowError) as exc:  # e.g. a lone surrogate in a text
             raise ReplayError(self.path, index, f"not msgpack-able: {exc}") from None
         if len(data) > MAX_RECORD_BYTES:
@@ -138,7 +149,10 @@ class ReplayWriter:
         # A writer dropped without close() never publishes its file; remove the temporary one.
         out = getattr(self, "_out", None)
         if out is not None:
-            out.discard()
+            try:
+                out.discard()
+            except Exception:  # at interpreter exit the os module may already be gone; nothing left to do
+                pass
 
 
 def write_replay(path: str | os.PathLike, header: ReplayHeader, episodes: Iterable[Episode]) -> int:

@@ -41,6 +41,7 @@ from simulator.types import Instance, JointPlan
 
 TESTS = Path(__file__).parent
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+MANY = settings(SETTINGS, max_examples=300)
 
 
 # --- builders ---------------------------------------------------------------------------------------------------
@@ -160,7 +161,7 @@ def small_file(folder) -> bytes:
 
 
 # --- round trips ------------------------------------------------------------------------------------------------
-@SETTINGS
+@MANY
 @given(head=headers, items=st.lists(episodes(), max_size=4))
 def test_replay__round_trip_gives_equal_header_and_episodes(folder, head, items):
     path = folder / "round_trip.mlr"
@@ -207,6 +208,14 @@ def test_writer__numpy_scalars_and_other_dtypes_are_accepted(folder):
     assert got == as_numpy and type(got.outcome.failure) is int and got.prompt_tokens == 3
 
 
+def test_writer__copies_lazily_read_episodes_to_another_file(folder):
+    source, copy = folder / "source.mlr", folder / "copy.mlr"
+    write_replay(source, fixture_header(), fixture_episodes())
+    with ReplayReader(source) as reader:
+        write_replay(copy, reader.header, (episode for episode in reader if not episode.outcome.valid))
+    assert read_replay(copy) == (fixture_header(), fixture_episodes()[1:])
+
+
 def test_lazy_episode__pickles_and_copies_as_a_plain_episode(folder):
     path = folder / "pickle.mlr"
     write_replay(path, fixture_header(), fixture_episodes())
@@ -215,6 +224,28 @@ def test_lazy_episode__pickles_and_copies_as_a_plain_episode(folder):
         assert isinstance(episode, LazyEpisode) and "positions" not in episode.__dict__
         clone = pickle.loads(pickle.dumps(episode))
     assert type(clone) is Episode and clone == fixture_episodes()[0]
+
+
+@MANY
+@given(height=st.integers(1, 40), width=st.integers(1, 40), n_agents=st.integers(1, 6), steps=st.integers(0, 10),
+       seed=st.integers(0, 2**32 - 1), off_map=st.booleans(), bad_flag=st.booleans())
+def test_trace_encoding__numba_kernel_agrees_with_numpy_reference(height, width, n_agents, steps, seed, off_map,
+                                                                   bad_flag):
+    rng = np.random.default_rng(seed)
+    positions = np.stack([rng.integers(0, height, (steps + 1, n_agents)),
+                          rng.integers(0, width, (steps + 1, n_agents))], axis=-1).astype(np.int32)
+    if off_map:
+        positions[rng.integers(steps + 1), rng.integers(n_agents), rng.integers(2)] = rng.choice([-1, height, width, 999])
+    events = rng.choice(np.array([0, 0, 1, 16, 63, 6], np.int8), (steps, n_agents))
+    if bad_flag and events.size:
+        events.flat[rng.integers(events.size)] = rng.choice(np.array([64, -1, -128], np.int8))
+    cell = F._cell_dtype(height, width)
+    fast = F.CodecV1()._encode_trace_fast(positions, events, height, width, cell is F._U16)
+    try:
+        reference = F.encode_trace_numpy(positions, events, height, width, cell)
+    except F.RecordError:
+        reference = None
+    assert fast == reference
 
 
 # --- the writer refuses what the reader would refuse ------------------------------------------------------------
@@ -247,7 +278,7 @@ def _bad_cases():
         ("instance of the wrong type", dict(instance="4x4"), "Instance"),
         ("float positions without a plan", dict(instance=hole_map, positions=np.zeros((1, 1, 2)),
                                                 events=np.zeros((0, 1)), plan=None), "integer"),
-        ("a start on another map", dict(instance=hole_map, positions=np.array([[[1, 1]]]), events=np.zeros((0, 1)),
+        ("a start on another map", dict(instance=hole_map, positions=np.array([[[1, 1]]]), events=np.zeros((0, 1), np.int8),
                                         plan=None), "instance.starts"),
     ]
 
@@ -349,7 +380,7 @@ def _only_replay_errors(path: Path, data: bytes, seconds: float = 2.0) -> bool:
         assert time.perf_counter() - start < seconds, f"reading took {time.perf_counter() - start:.1f}s"
 
 
-@SETTINGS
+@MANY
 @given(data=st.binary(max_size=400), with_magic=st.booleans(), with_trailer=st.booleans())
 def test_reader__random_bytes_raise_only_replay_error(folder, data, with_magic, with_trailer):
     if with_magic:
@@ -357,6 +388,22 @@ def test_reader__random_bytes_raise_only_replay_error(folder, data, with_magic, 
     if with_trailer:
         data += struct.pack("<Q", len(data) // 2) + TRAILER_MAGIC
     _only_replay_errors(folder / "random.mlr", data)
+
+
+@MANY
+@given(edits=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(["set", "insert", "delete"]),
+                                st.binary(min_size=1, max_size=6)), min_size=1, max_size=4))
+def test_reader__edited_files_load_or_raise_replay_error(folder, small_file, edits):
+    data = bytearray(small_file)
+    for position, kind, chunk in edits:
+        position %= len(data)
+        if kind == "set":
+            data[position : position + len(chunk)] = chunk[: len(data) - position]
+        elif kind == "insert":
+            data[position:position] = chunk
+        else:
+            del data[position : position + len(chunk)]
+    _only_replay_errors(folder / "edited.mlr", bytes(data))
 
 
 def test_reader__every_truncation_raises_replay_error(folder, small_file):
@@ -522,6 +569,15 @@ def test_fixture_v1__the_writer_reproduces_it_byte_for_byte(tmp_path):
 
 
 # --- big files: len, random access, lazy open ---------------------------------------------------------------------
+def test_reader__repeated_instances_are_decoded_once_and_shared(folder):
+    path = folder / "shared.mlr"
+    items = [simple_episode(reward=float(i)) for i in range(3)]
+    write_replay(path, header(), items)
+    _, got = read_replay(path)
+    assert got == items and got[0].instance is got[1].instance is got[2].instance
+    assert not got[0].instance.grid.flags.writeable
+
+
 def test_reader__len_random_access_and_lazy_open_on_10000_episodes(tmp_path):
     rng = np.random.default_rng(0)
     pool = []
