@@ -246,6 +246,8 @@ class LazyEpisode(Episode):
             path, index = state["_where"]
             raise ReplayError(path, index, f"{name}: {exc}") from None
         state[name] = value
+        if all(lazy in state for lazy in state["_decoders"]):
+            del state["_record"], state["_decoders"]  # everything decoded: the raw record is no longer needed
         return value
 
     def __reduce__(self) -> Any:
@@ -918,18 +920,24 @@ def _number_in(value: Any, name: str) -> float:
 def _decode_instance_v1(record: list) -> Instance:
     # GRPO groups and evaluation suites repeat one instance many times: decode (and validate) each once.
     # Instances are immutable (read-only arrays), so sharing one object between episodes is safe.
+    global _instance_cache_cells
     key = tuple(record[:5])
     instance = _INSTANCE_CACHE.get(key)
     if instance is None:
         instance = _build_instance_v1(*key)
-        if len(_INSTANCE_CACHE) >= _INSTANCE_CACHE_SIZE:
-            _INSTANCE_CACHE.clear()
+        cells = key[0] * key[1]
+        if len(_INSTANCE_CACHE) >= _INSTANCE_CACHE_SIZE or _instance_cache_cells + cells > _INSTANCE_CACHE_CELLS:
+            _INSTANCE_CACHE.clear()  # crude but bounded: a cache of recent instances, not of all of them
+            _instance_cache_cells = 0
         _INSTANCE_CACHE[key] = instance
+        _instance_cache_cells += cells
     return instance
 
 
 _INSTANCE_CACHE: dict[tuple, Instance] = {}  # (height, width, grid, starts, goals) bytes -> Instance
-_INSTANCE_CACHE_SIZE = 4096
+_INSTANCE_CACHE_SIZE = 4096  # instances
+_INSTANCE_CACHE_CELLS = 2**22  # map cells in all (about 4.5 MiB of grids and keys at most)
+_instance_cache_cells = 0
 
 
 def _build_instance_v1(height: int, width: int, grid_bytes: bytes, start_bytes: bytes, goal_bytes: bytes) -> Instance:

@@ -224,6 +224,9 @@ def test_lazy_episode__pickles_and_copies_as_a_plain_episode(folder):
         assert isinstance(episode, LazyEpisode) and "positions" not in episode.__dict__
         clone = pickle.loads(pickle.dumps(episode))
     assert type(clone) is Episode and clone == fixture_episodes()[0]
+    assert "_record" not in episode.__dict__  # fully decoded: the raw record was let go
+    with pytest.raises(AttributeError):
+        episode.no_such_field
 
 
 @MANY
