@@ -427,6 +427,8 @@ def _number_map_in(value: Any, name: str) -> dict[str, float]:
     for key, number in value.items():
         if type(key) is not str:
             raise RecordError(f"{name}: key {_short(key)} is not a str")
+        if len(key) * 4 > MAX_NAME_BYTES:
+            _text(key, f"{name} key", MAX_NAME_BYTES, optional=False)
         kind = type(number)
         if kind is float:
             out[key] = number

@@ -272,6 +272,7 @@ def _bad_cases():
         ("float in an int field", dict(outcome=Outcome(False, False, 2, 3.5, 0, 0, 0, 0)), "fail_step"),
         ("string reward", dict(reward="1"), "reward"),
         ("negative token count", dict(prompt_tokens=-1), "prompt_tokens"),
+        ("long reward name", dict(reward_components={"é" * 600: 1.0}), "1024 UTF-8 bytes"),
         ("tuple in extra", dict(extra={"size": (8, 8)}), "use a list"),
         ("int key in extra", dict(extra={1: "a"}), "not a str"),
         ("numpy value in extra", dict(extra={"a": np.int64(1)}), "plain msgpack"),
@@ -428,7 +429,7 @@ def test_reader__every_bit_flip_loads_or_raises_replay_error(folder, small_file)
 
 
 def _wrong_values():
-    return ["x", b"x", -1, 2**64 - 1, 3.5, None, True, [], {}, [1] * 30, {"a": 1}, b"\x00" * 5000]
+    return ["x", b"x", -1, 2**64 - 1, 3.5, None, True, [], {}, [1] * 30, {"a": 1}, {"k" * 2000: 1.0}, b"\x00" * 5000]
 
 
 def test_reader__wrong_types_in_every_field_raise_replay_error(folder):
