@@ -124,6 +124,7 @@ def summarize(episodes: Iterable, exemplars_per_category: int = 2) -> FailureSum
     fail_cells: dict[int, np.ndarray] = {}
     exemplars: list[dict] = []
     per_category: Counter = Counter()
+    hole_ratios: dict[int, tuple] = {}
     for entry in episodes:
         source, episode = entry if isinstance(entry, tuple) else ("", entry)
         inst = episode.instance
@@ -135,7 +136,12 @@ def summarize(episodes: Iterable, exemplars_per_category: int = 2) -> FailureSum
         columns["failure"].append(outcome.failure)
         columns["valid"].append(outcome.valid)
         columns["optimal"].append(outcome.optimal)
-        columns["holes"].append(np.count_nonzero(inst.grid) / inst.grid.size)  # tiles are 0 (ice) or 1 (hole)
+        holes = hole_ratios.get(id(inst))
+        if holes is None or holes[0] is not inst:  # readers share one Instance among a group's episodes
+            if len(hole_ratios) > 4096:  # bounded: this is a cache, not a record of every instance
+                hole_ratios.clear()
+            holes = hole_ratios[id(inst)] = (inst, np.count_nonzero(inst.grid) / inst.grid.size)  # tiles are 0 or 1
+        columns["holes"].append(holes[1])
         columns["labelled"].append(labels is not None)
         columns["needs_wait"].append(bool(labels.needs_wait) if labels else False)
         columns["makespan"].append(labels.optimal_makespan if labels else 0)
