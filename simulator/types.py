@@ -183,15 +183,11 @@ class JointPlan:
         horizon = max((len(seq) for seq in sequences), default=0)
         actions = np.zeros((len(sequences), horizon), dtype=np.int64)
         for k, seq in enumerate(sequences):
-            row = list(seq)
-            for t, code in enumerate(row):
-                if isinstance(code, bool) or not isinstance(code, (int, np.integer)):
-                    raise ConfigError(f"plan.actions[{k}][{t}]", code, f"an action code 0..{C.N_ACTIONS - 1}")
-                if not 0 <= code < C.N_ACTIONS:
-                    raise ConfigError(
-                        f"plan.actions[{k}][{t}]", int(code), f"an action code 0..{C.N_ACTIONS - 1} {C.ACTION_NAMES}"
-                    )
-            actions[k, : len(row)] = row
+            row = np.asarray(seq)
+            if row.size and (row.ndim != 1 or row.dtype.kind not in "iu"):  # bools, floats, strings, nesting
+                t = next((t for t, code in enumerate(seq) if isinstance(code, bool) or not isinstance(code, (int, np.integer))), 0)
+                raise ConfigError(f"plan.actions[{k}][{t}]", list(seq)[t] if len(seq) else seq, f"an action code 0..{C.N_ACTIONS - 1}")
+            actions[k, : row.size] = row
         return cls(actions=actions, lengths=np.array([len(seq) for seq in sequences], dtype=np.int64))
 
     def sequences(self) -> list[list[int]]:

@@ -1,0 +1,128 @@
+"""Completion text -> joint plan, or a parse error with a reason.
+
+Tolerant of what models really write: a ``<think>...</think>`` block (or several) before the answer, code
+fences, ``Agent 0:`` / ``agent 0 -`` / ``A0`` labels, words ``up/down/left/right/wait`` or letters
+``U D L R W`` (also run together, ``UURD``), separated by spaces, commas, arrows or brackets, prose around the
+answer. Strict about what matters: every agent exactly once, no unknown token inside an agent's sequence, no
+sequence longer than the horizon.
+
+Where the answer is: the last ``<answer>...</answer>`` block after the thinking; else the last fenced code
+block; else the whole text after the thinking. Inside it, lines that carry no agent label are ignored.
+
+:func:`parse_plan` never raises for any input string: every problem is a :class:`ParseResult` with
+``plan = None`` and ``error`` saying why (the reasons are listed in ``PARSE_ERRORS``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from simulator import constants as C
+from simulator.types import JointPlan
+
+MAX_COMPLETION_CHARS = 1_000_000  # longer answers are rejected unread (documented limit)
+
+PARSE_ERRORS = {
+    "empty": "the answer is empty",
+    "too_long": f"the answer is longer than {MAX_COMPLETION_CHARS} characters",
+    "unfinished_thinking": "a <think> block is never closed, so there is no answer after it",
+    "no_agents": "no line of the answer names an agent",
+    "unknown_agent": "the answer names an agent that does not exist",
+    "duplicate_agent": "an agent appears more than once",
+    "missing_agent": "an agent is missing from the answer",
+    "unknown_action": "an agent's sequence has a token that is not an action",
+    "too_many_steps": "an agent's sequence is longer than the horizon",
+}
+
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_FENCE_BLOCK = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
+# "agent 0:", "Agent 0 -", "A0", "a_0", "**Agent 0**:" (markdown bold around the label is tolerated)
+_AGENT_LINE = re.compile(r"^[\s*#>\-]*(?:agent|a)[\s_#]*(\d{1,4})\b[\s*]*[:=\-]?[\s*]*(.*)$", re.IGNORECASE)
+_SEPARATORS = re.compile(r"[\s,;|\[\]()'\"`*]+|->|→|=>|\.(?=\s|$)")
+_WORDS = {"up": C.UP, "down": C.DOWN, "left": C.LEFT, "right": C.RIGHT, "wait": C.WAIT}
+_LETTER_CHARS = "".join(letter.lower() for letter in C.ACTION_LETTERS)
+_LETTER_CODES = bytes.maketrans(_LETTER_CHARS.encode(), bytes(range(len(C.ACTION_LETTERS))))
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    plan: JointPlan | None
+    error: str | None  # None when parsed; else a reason from PARSE_ERRORS (plus detail)
+
+    @property
+    def ok(self) -> bool:
+        return self.plan is not None
+
+
+def _fail(key: str, detail: str = "") -> ParseResult:
+    return ParseResult(None, PARSE_ERRORS[key] + (f": {detail}" if detail else ""))
+
+
+def _answer_region(text: str) -> str | None:
+    """The part of ``text`` that holds the answer, or None when thinking never ends."""
+    text = _THINK_BLOCK.sub("\n", text)
+    lowered = text.lower()
+    if "<think>" in lowered:  # an unclosed block: whatever follows is still thinking
+        return None
+    if "</think>" in lowered:  # a template that opens the block in the prompt leaves only the closing tag
+        text = text[lowered.rfind("</think>") + len("</think>"):]
+    blocks = _ANSWER_BLOCK.findall(text)
+    if blocks:
+        return blocks[-1]
+    fences = _FENCE_BLOCK.findall(text)
+    if fences:
+        return fences[-1]
+    return text
+
+
+def _actions(body: str) -> list[int] | str:
+    """Action codes of one agent's sequence, or the first token that is not an action."""
+    out: list[int] = []
+    for token in _SEPARATORS.split(body):
+        if not token:
+            continue
+        word = token.lower().rstrip(".:")
+        if not word:
+            continue
+        if word in _WORDS:
+            out.append(_WORDS[word])
+        elif not word.strip(_LETTER_CHARS) and word.isascii():
+            out.extend(word.encode().translate(_LETTER_CODES))  # "uurd" -> codes, in C
+        else:
+            return token[:40]
+    return out
+
+
+def parse_plan(text: str, n_agents: int, horizon: int = C.MAX_PLAN_LENGTH) -> ParseResult:
+    """Parse ``text`` into a joint plan for ``n_agents`` agents, each sequence at most ``horizon`` long."""
+    if not isinstance(text, str) or not text.strip():
+        return _fail("empty")
+    if len(text) > MAX_COMPLETION_CHARS:
+        return _fail("too_long")
+    region = _answer_region(text)
+    if region is None:
+        return _fail("unfinished_thinking")
+    sequences: dict[int, list[int]] = {}
+    for line in region.splitlines():
+        match = _AGENT_LINE.match(line)
+        if not match:
+            continue
+        agent = int(match.group(1))
+        if agent >= n_agents:
+            return _fail("unknown_agent", f"agent {agent} (agents are 0..{n_agents - 1})")
+        if agent in sequences:
+            return _fail("duplicate_agent", f"agent {agent}")
+        actions = _actions(match.group(2))
+        if isinstance(actions, str):
+            return _fail("unknown_action", f"agent {agent}: {actions!r}")
+        if len(actions) > min(horizon, C.MAX_PLAN_LENGTH):
+            return _fail("too_many_steps", f"agent {agent}: {len(actions)} > {min(horizon, C.MAX_PLAN_LENGTH)}")
+        sequences[agent] = actions
+    if not sequences:
+        return _fail("no_agents")
+    missing = [k for k in range(n_agents) if k not in sequences]
+    if missing:
+        return _fail("missing_agent", f"agent {missing[0]}")
+    return ParseResult(JointPlan.from_sequences([sequences[k] for k in range(n_agents)]), None)

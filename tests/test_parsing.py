@@ -1,0 +1,103 @@
+"""Completion parsing: table-driven with real-looking answers; hypothesis: any text gives a ParseResult."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policy.parsing import MAX_COMPLETION_CHARS, PARSE_ERRORS, parse_plan
+from policy.prompts import compact_answer, compact_prompt, get_style, natural_answer, natural_messages
+from simulator import constants as C
+from simulator.types import Instance, JointPlan
+
+U, D, L, R, W = C.UP, C.DOWN, C.LEFT, C.RIGHT, C.WAIT
+
+GOOD = [
+    ("answer block", "<answer>\nagent 0: R R D\nagent 1: L U\n</answer>", [[R, R, D], [L, U]]),
+    ("thinking first", "<think>agent 0: should I jump? A1 maybe</think>\n<answer>\nagent 0: R\nagent 1: W U\n</answer>",
+     [[R], [W, U]]),
+    ("closing tag only (template opened it)", "first go right...</think>\nAgent 0: R\nAgent 1: D", [[R], [D]]),
+    ("code fence", "Here is my plan:\n```\nAgent 0: up, up, left\nAgent 1: down\n```\nGood luck!",
+     [[U, U, L], [D]]),
+    ("words and commas", "<answer>agent 0: right, right, down.\nagent 1: left, wait, up</answer>",
+     [[R, R, D], [L, W, U]]),
+    ("compact style", "A0 UUL\nA1 DR\n", [[U, U, L], [D, R]]),
+    ("arrows and brackets", "Agent 0: [R -> R -> D]\nAgent 1: (L → U)", [[R, R, D], [L, U]]),
+    ("markdown bold labels", "**Agent 0**: R R\n**Agent 1**: D", [[R, R], [D]]),
+    ("dash label and lowercase", "agent 0 - r d\nagent 1 - w", [[R, D], [W]]),
+    ("empty sequence stays", "<answer>\nagent 0:\nagent 1: R\n</answer>", [[], [R]]),
+    ("last answer block wins", "<answer>agent 0: U\nagent 1: U</answer> no wait <answer>agent 0: R\nagent 1: L</answer>",
+     [[R], [L]]),
+    ("prose lines inside the block ignored", "<answer>\nMy plan:\nagent 0: R\nagent 1: L\n</answer>", [[R], [L]]),
+]
+
+
+@pytest.mark.parametrize("name, text, expected", GOOD)
+def test_parse_plan__accepts_what_models_write(name, text, expected):
+    result = parse_plan(text, 2, horizon=10)
+    assert result.error is None, name
+    assert result.plan == JointPlan.from_sequences(expected), name
+
+
+BAD = [
+    ("empty", "", "empty"),
+    ("whitespace", "  \n ", "empty"),
+    ("no agents", "I think the agents should go right.", "no_agents"),
+    ("missing agent", "agent 0: R", "missing_agent"),
+    ("duplicate", "agent 0: R\nagent 0: L\nagent 1: U", "duplicate_agent"),
+    ("unknown agent", "agent 0: R\nagent 1: L\nagent 2: U", "unknown_agent"),
+    ("unknown action", "agent 0: R jump\nagent 1: L", "unknown_action"),
+    ("digits as actions", "agent 0: 4 4\nagent 1: 3", "unknown_action"),
+    ("unfinished thinking", "<think>agent 0: R\nagent 1: L", "unfinished_thinking"),
+    ("over the horizon", "agent 0: " + "R " * 11 + "\nagent 1: L", "too_many_steps"),
+    ("megabytes", "agent 0: R\n" * (MAX_COMPLETION_CHARS // 5), "too_long"),
+]
+
+
+@pytest.mark.parametrize("name, text, reason", BAD)
+def test_parse_plan__rejects_with_a_reason(name, text, reason):
+    result = parse_plan(text, 2, horizon=10)
+    assert result.plan is None, name
+    assert result.error.startswith(PARSE_ERRORS[reason]), (name, result.error)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(max_size=300), st.integers(1, 5), st.integers(0, 50))
+def test_parse_plan__any_text_gives_a_result_never_an_exception(text, agents, horizon):
+    result = parse_plan(text, agents, horizon)
+    assert (result.plan is None) != (result.error is None)
+    if result.plan is not None:
+        assert result.plan.n_agents == agents and result.plan.horizon <= max(horizon, 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="UDLRWudlrw ,.:agent0123456789AG<>/\n`*", max_size=40), max_size=6))
+def test_parse_plan__near_miss_texts_never_raise(lines):
+    parse_plan("\n".join(lines), 3, 20)
+
+
+@pytest.mark.parametrize("style", ["natural", "compact"])
+def test_prompt_styles__the_style_answer_parses_back(style):
+    inst = Instance(grid=[[0, 0, 1], [0, 0, 0]], starts=[[0, 0], [1, 2]], goals=[[1, 0], [0, 1]])
+    plan = JointPlan.from_sequences([[D], [U, L]])
+    chosen = get_style(style)
+    assert parse_plan(chosen.answer(plan), 2).plan == plan
+    prompt = chosen.prompt(inst)
+    assert isinstance(prompt, list) == chosen.chat
+
+
+def test_compact_prompt__alphabet_and_layout():
+    inst = Instance(grid=[[0, 0, 1, 0], [0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]], starts=[[3, 2], [0, 0]],
+                    goals=[[2, 3], [1, 1]])
+    text = compact_prompt(inst)
+    assert text == "n=4\n..H.\n....\n.H..\n....\nA0 3,2>2,3\nA1 0,0>1,1\n?\n"
+    assert set(text + compact_answer(JointPlan.from_sequences([[U], [R, D, W, L]]))) <= set("0123456789.Hn=A,>?UDLRW \n")
+
+
+def test_natural_prompt__states_rules_map_agents_and_format():
+    inst = Instance(grid=[[0, 1], [0, 0]], starts=[[0, 0]], goals=[[1, 1]])
+    system, user = natural_messages(inst)
+    assert "hole" in system["content"] and "swap" in system["content"]
+    assert "A0 H" in user["content"] and "agent 0: start (0,0) -> goal (1,1)" in user["content"]
+    assert "<answer>" in user["content"] and natural_answer(JointPlan.from_sequences([[D, R]])).startswith("<answer>")
