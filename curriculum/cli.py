@@ -11,7 +11,11 @@ import argparse
 import importlib
 import sys
 
+from replays.errors import ReplayError
 from simulator.errors import ConfigError
+
+# Errors that mean "bad input": one line on stderr naming what is wrong, exit status 2, no traceback.
+USER_ERRORS = (ConfigError, ReplayError)
 
 # Packages whose cli modules register subcommands, in help order (a registry, not an if/elif chain).
 COMMAND_PACKAGES = ("simulator", "replays", "policy")
@@ -38,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = args.handler(args)
-    except ConfigError as exc:
+    except USER_ERRORS as exc:
         print(f"mapf-lake: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -45,6 +45,36 @@ def _rollout(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval(args: argparse.Namespace) -> int:
+    import json
+    import re
+
+    from policy.evaluation import evaluate
+    from policy.policies import make_policy
+
+    sampling = None
+    if ":" in args.policy:
+        from policy.backends import Sampling
+
+        sampling = Sampling(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed,
+                            enable_thinking=args.thinking, batch_size=args.batch_size)
+    policy = make_policy(args.policy, args.style, sampling)
+    suite = f"{args.suite}-quick" if args.quick and not args.suite.endswith("-quick") else args.suite
+    out = Path(args.out) if args.out else Path("runs") / f"eval-{re.sub(r'[^A-Za-z0-9_.-]+', '_', args.policy)}-{suite}"
+    from tqdm import tqdm
+
+    from simulator.suites import suite_size
+
+    bar = tqdm(total=suite_size(suite), desc=f"eval {args.policy}", unit="inst", file=sys.stderr, disable=None)
+    try:
+        table = evaluate(policy, suite, out, seed=args.seed, progress=lambda done, total: bar.update(done - bar.n))
+    finally:
+        bar.close()
+    print(json.dumps(table.to_dict(), indent=2) if args.json else table.render())
+    print(f"replays in {out}" + (f" ({table.reused_cells} cells reused)" if table.reused_cells else ""), file=sys.stderr)
+    return 0
+
+
 def add_stage_flags(parser: argparse.ArgumentParser) -> None:
     """The flags that describe a stage without a config file (the same as ``gen``'s)."""
     parser.add_argument("--config", help="stage config file (.yaml, .yml or .json)")
@@ -73,3 +103,27 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     rollout.add_argument("--run-id", default=None, help="run id recorded in the replay header (default: random)")
     add_stage_flags(rollout)
     rollout.set_defaults(handler=_rollout)
+
+    evaluation = commands.add_parser(
+        "eval",
+        help="paper-style evaluation of a policy on a benchmark suite (resumable)",
+        description=(
+            "Run a policy over a benchmark suite, write one replay file per (agents x size) cell into --out, and "
+            "print the table: rows = agent counts, columns = map sizes, cells = valid%% / optimal%%, plus the mean. "
+            "Re-running with the same --out skips finished cells. POLICY: random, greedy, oracle, or a model backend "
+            "spec hf:PATH, vllm:PATH, openai:MODEL."
+        ),
+    )
+    evaluation.add_argument("--policy", required=True, help="scripted name or backend spec")
+    evaluation.add_argument("--suite", default="paper", choices=["paper", "train-2agent", "paper-quick",
+                                                                  "train-2agent-quick"], help="suite (default paper)")
+    evaluation.add_argument("--quick", action="store_true", help="the suite's quick variant (10 instances per cell)")
+    evaluation.add_argument("--out", default=None, help="replay folder (default runs/eval-POLICY-SUITE)")
+    evaluation.add_argument("--json", action="store_true", help="print the table as JSON")
+    evaluation.add_argument("--style", default=None, choices=["natural", "compact"], help="prompt style (default natural)")
+    evaluation.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    evaluation.add_argument("--temperature", type=float, default=0.0, help="model sampling temperature (default 0: greedy)")
+    evaluation.add_argument("--max-new-tokens", type=int, default=512, help="model answer length limit (default 512)")
+    evaluation.add_argument("--batch-size", type=int, default=32, help="prompts per generate call (default 32)")
+    evaluation.add_argument("--thinking", action="store_true", help="Qwen3 thinking mode on")
+    evaluation.set_defaults(handler=_eval)

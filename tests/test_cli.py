@@ -80,3 +80,29 @@ def test_cli_bench__quick_json(target):
     data = json.loads(run("bench", target, "--quick", "--json").stdout)
     assert data["step_4x8x8"]["agent_steps_per_s"] > 0
     assert data["cold_start"]["import_and_first_call_s"] > 0
+
+
+def test_cli_rollout_and_summarize__write_and_read_replays(tmp_path):
+    out = run("rollout", "--policy", "greedy", "--size", "5", "--agents", "2", "--n", "30", "--seed", "3",
+              "--out", str(tmp_path)).stdout
+    assert "episodes 30" in out
+    summary = json.loads(run("summarize", str(tmp_path), "--json").stdout)
+    assert summary["episodes"] == 30
+    assert "examples of failures" in run("summarize", str(tmp_path)).stdout or summary["valid"] == 30
+
+
+def test_cli_summarize__corrupt_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.mlr"
+    bad.write_bytes(b"MLREPLAY\x01\x00\x00\x00garbage")
+    result = run("summarize", str(bad), check=False)
+    assert result.returncode == 2 and "bad.mlr" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_cli_eval__quick_oracle_table(tmp_path):
+    out = run("eval", "--policy", "oracle", "--suite", "train-2agent", "--quick", "--out", str(tmp_path)).stdout
+    assert "100/100" in out and "mean" in out
+
+
+def test_cli_bench_replay__quick_json():
+    data = json.loads(run("bench", "replay", "--quick", "--json").stdout)
+    assert data["replay"]["bytes_per_episode"] > 0 and data["summary"]["episodes"] == 10_000

@@ -1,0 +1,122 @@
+"""``mapf-lake model init KIND --out DIR`` (and the ``bench generation`` target), for policy/cli.py to register.
+
+``policy.cli.register`` calls :func:`register_model_commands` with its subcommand table (and the bench table).
+Kinds live in :data:`MODEL_INITS`, a registry: each builds a folder that ``hf:DIR`` loads offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from simulator.errors import ConfigError
+
+
+def _tokenizer_dir(args: argparse.Namespace) -> str:
+    if not args.tokenizer:
+        raise ConfigError("--tokenizer", None, f"a folder from `mapf-lake model init qwen3-tokenizer` ({args.kind})")
+    return args.tokenizer
+
+
+def _init_tiny(args: argparse.Namespace) -> Path:
+    from policy.models import init_tiny_model
+
+    return init_tiny_model(args.out, seed=args.seed)
+
+
+def _init_qwen3_tokenizer(args: argparse.Namespace) -> Path:
+    from policy.models import init_qwen3_tokenizer
+
+    return init_qwen3_tokenizer(args.out)
+
+
+def _init_tiny_qwen3(args: argparse.Namespace) -> Path:
+    from policy.models import init_tiny_qwen3
+
+    return init_tiny_qwen3(args.out, _tokenizer_dir(args), seed=args.seed)
+
+
+def _init_qwen3_4b_random(args: argparse.Namespace) -> Path:
+    import torch
+
+    from policy.models import init_random_qwen3, qwen3_4b_config
+
+    device = "cuda" if torch.cuda.is_available() else None
+    return init_random_qwen3(args.out, _tokenizer_dir(args), qwen3_4b_config(), seed=args.seed, device=device)
+
+
+@dataclass(frozen=True)
+class ModelInit:
+    help: str
+    build: Callable[[argparse.Namespace], Path]
+
+
+MODEL_INITS: dict[str, ModelInit] = {
+    "tiny": ModelInit("the embedded tiny model: 27-token compact tokenizer + random Qwen3 (~0.8 M parameters)", _init_tiny),
+    "qwen3-tokenizer": ModelInit("the real Qwen3 tokenizer and chat template, built offline", _init_qwen3_tokenizer),
+    "tiny-qwen3": ModelInit("a tiny random Qwen3 on the real tokenizer (needs --tokenizer)", _init_tiny_qwen3),
+    "qwen3-4b-random": ModelInit(
+        "Qwen3-4B's architecture with random weights, for GPU benchmarks (needs --tokenizer; bf16 on a GPU)",
+        _init_qwen3_4b_random,
+    ),
+}
+
+
+def _model_init(args: argparse.Namespace) -> int:
+    out = MODEL_INITS[args.kind].build(args)
+    print(f"wrote {args.kind} to {out} (load it with --model hf:{out})", file=sys.stderr)
+    return 0
+
+
+def _bench_generation(args: argparse.Namespace) -> int:
+    from policy.bench_generation import bench_hf_generation, bench_tiny_generation
+
+    if args.model:
+        figures = bench_hf_generation(args.model, batch=args.batch, max_new_tokens=args.max_new_tokens)
+    else:
+        figures = bench_tiny_generation(batch=args.batch, max_new_tokens=args.max_new_tokens)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print(
+            f"{figures['spec']} on {figures['device']} ({figures['dtype']}, {figures['torch_threads']} threads): "
+            f"batch {figures['batch']} x {figures['max_new_tokens']} new tokens in {figures['seconds']:.2f} s = "
+            f"{figures['tokens_per_s']:.0f} tokens/s, {figures['sequences_per_s']:.1f} sequences/s"
+        )
+    return 0
+
+
+def register_model_commands(
+    commands: argparse._SubParsersAction, bench: argparse._SubParsersAction | None = None
+) -> None:
+    """Add ``model init KIND --out DIR`` to ``commands`` and, when given, ``generation`` to ``bench``."""
+    model = commands.add_parser(
+        "model", help="create the embedded models and tokenizers locally (no download)",
+        description="Create model and tokenizer folders that --model hf:DIR loads offline.",
+    )
+    actions = model.add_subparsers(dest="model_action", required=True, metavar="ACTION")
+    init = actions.add_parser(
+        "init", help="write a model or tokenizer folder",
+        description="\n".join(f"{name}: {entry.help}" for name, entry in MODEL_INITS.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    init.add_argument("kind", choices=list(MODEL_INITS), help="what to build")
+    init.add_argument("--out", required=True, help="folder to write (created if missing)")
+    init.add_argument("--tokenizer", default=None, help="a qwen3-tokenizer folder (tiny-qwen3, qwen3-4b-random)")
+    init.add_argument("--seed", type=int, default=0, help="weight seed (default 0)")
+    init.set_defaults(handler=_model_init)
+    if bench is None:
+        return
+    generation = bench.add_parser(
+        "generation", help="tokens/s of hf generation (the tiny model by default)",
+        description="Time one batched hf generate call of fixed length, after a warm-up.",
+    )
+    generation.add_argument("--model", default=None, help="a model folder (default: a fresh tiny model)")
+    generation.add_argument("--batch", type=int, default=32, help="prompts per call (default 32)")
+    generation.add_argument("--max-new-tokens", type=int, default=64, help="tokens per completion (default 64)")
+    generation.add_argument("--json", action="store_true", help="print the figures as JSON")
+    generation.set_defaults(handler=_bench_generation)

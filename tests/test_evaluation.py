@@ -1,0 +1,50 @@
+"""Paper-style evaluation: table values, resumability, replays recorded, parse errors kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from policy.evaluation import cell_file, evaluate
+from policy.policies import Answers, make_policy
+from replays.reader import read_replay
+from simulator.suites import suite_cells
+
+
+def test_evaluate__oracle_is_perfect_and_resumes(tmp_path):
+    table = evaluate(make_policy("oracle"), "train-2agent-quick", tmp_path)
+    assert all(v == 1.0 and o == 1.0 for v, o, _ in table.rates.values())
+    assert table.reused_cells == 0
+    again = evaluate(make_policy("oracle"), "train-2agent-quick", tmp_path)
+    assert again.reused_cells == len(suite_cells("train-2agent-quick"))
+    assert again.rates == table.rates
+    header, episodes = read_replay(cell_file(tmp_path, 2, 5))
+    assert header.split == "eval" and header.policy["spec"] == "oracle" and len(episodes) == 10
+    assert all(ep.reward == pytest.approx(1.6) and ep.completion.startswith("<answer>") for ep in episodes)
+
+
+def test_evaluate__a_damaged_cell_file_is_run_again(tmp_path):
+    evaluate(make_policy("greedy"), "train-2agent-quick", tmp_path)
+    path = cell_file(tmp_path, 2, 3)
+    path.write_bytes(path.read_bytes()[:50])
+    table = evaluate(make_policy("greedy"), "train-2agent-quick", tmp_path)
+    assert table.reused_cells == len(suite_cells("train-2agent-quick")) - 1
+    assert len(read_replay(path)[1]) == 10
+
+
+class GarbagePolicy:
+    descriptor = {"name": "garbage", "spec": "garbage", "kind": "test"}
+
+    def answer(self, items, seed=0):
+        texts = ["", "x" * 100_000, "agent 0: fly"] * (len(items) // 3 + 1)
+        from policy.policies import _parse_all
+
+        plans, errors = _parse_all(items, texts[: len(items)])
+        return Answers(plans, errors, texts[: len(items)], ["p"] * len(items), [1] * len(items), [2] * len(items))
+
+
+def test_evaluate__garbage_answers_are_parse_errors_with_zero_reward(tmp_path):
+    table = evaluate(GarbagePolicy(), "train-2agent-quick", tmp_path)
+    assert table.failures["parse_error"] == 80
+    _, episodes = read_replay(cell_file(tmp_path, 2, 4))
+    assert all(ep.reward == 0.0 and ep.parse_error and ep.plan is None for ep in episodes)
+    assert episodes[0].completion_tokens == 2
