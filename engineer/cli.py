@@ -1,0 +1,105 @@
+"""Subcommands owned by the engineer package: ``engineer``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _option_pairs(pairs: list[str]) -> dict[str, Any]:
+    """``["timeout_s=30", "low=0.1"]`` -> ``{"timeout_s": 30, "low": 0.1}``; values read as YAML scalars/lists."""
+    import yaml
+
+    from simulator.errors import ConfigError
+
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, equals, text = pair.partition("=")
+        if not equals or not key.strip():
+            raise ConfigError("--option", pair, "KEY=VALUE, e.g. timeout_s=60 or low=0.1")
+        try:
+            options[key.strip()] = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            options[key.strip()] = text
+    return options
+
+
+def load_history(path: str | Path) -> list[dict]:
+    """A history file: a JSON list of ``{"stage", "config", "valid_rate", ...}`` dicts, or ``{"history": [...]}``."""
+    from simulator.errors import ConfigError
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError("--history", str(path), "a readable JSON file", error.strerror or str(error)) from None
+    except ValueError as error:
+        raise ConfigError("--history", str(path), "valid JSON", str(error)) from None
+    if isinstance(data, dict) and "history" in data:
+        data = data["history"]
+    if not isinstance(data, list) or not all(isinstance(entry, dict) for entry in data):
+        raise ConfigError("--history", str(path), 'a JSON list of {"stage", "config", "valid_rate", ...} objects')
+    return data
+
+
+def _engineer(args: argparse.Namespace) -> int:
+    from engineer.context import build_context
+    from engineer.engineers import make_engineer
+    from engineer.evidence import collect_evidence
+    from simulator.atomic import atomic_write
+    from simulator.config import StageConfig, load_config, save_config
+    from simulator.errors import ConfigError
+
+    engineer = make_engineer(args.engineer, **_option_pairs(args.option))  # bad specs fail before any reading
+    evidence = collect_evidence(args.replays, split=args.split, exemplars_per_category=max(args.exemplars, 1))
+    for note in evidence.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.config:
+        config = load_config(args.config)
+    elif evidence.stage_config is None:
+        raise ConfigError("--config", None, "a stage config file: the replays' headers record no stage config")
+    else:
+        config = StageConfig.from_dict(evidence.stage_config)
+    history = load_history(args.history) if args.history else []
+    context = build_context(evidence.summary, config, history, sections=args.context, max_exemplars=args.exemplars)
+    decision = engineer.propose(context, config, seed=args.seed)
+    save_config(decision.config, args.out)
+    if args.record:
+        atomic_write(args.record, json.dumps(decision.to_dict(), indent=2) + "\n")
+    print(decision.render(show_context=args.show_context), end="")
+    print(f"wrote {args.out}" + (f" and {args.record}" if args.record else ""), file=sys.stderr)
+    return 0
+
+
+def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "engineer",
+        help="read a stage's replays and write the next stage's config",
+        description=(
+            "Builds the engineer's context from the replays (behavior, failures, env_stats, history), asks the "
+            "engineer for the next config, repairs or rejects its proposal, and writes the result. A rejected "
+            "proposal keeps the current config. Engineers: fixed, random, rule, llm:BACKEND_SPEC (e.g. "
+            "llm:hf:PATH, llm:openai:MODEL)."
+        ),
+    )
+    parser.add_argument("--replays", required=True, nargs="+", help="replay file(s) or folder(s) of the stage")
+    parser.add_argument("--config", help="the current stage config (default: the one in the replays' headers)")
+    parser.add_argument("--engineer", default="rule", help="engineer spec (default: rule)")
+    parser.add_argument(
+        "--context", default="all",
+        help="context sections, comma-separated: behavior,failures,env_stats,history (default: all; none for none)",
+    )
+    parser.add_argument("--out", required=True, help="where to write the next config (.yaml, .yml or .json)")
+    parser.add_argument("--history", help="JSON file with the run's previous stages (a list of objects)")
+    parser.add_argument("--record", help="also write the decision's full record as JSON here")
+    parser.add_argument("--split", help="read only replay files of this split (e.g. validation)")
+    parser.add_argument("--exemplars", type=int, default=3, help="failed episodes shown in the context (default 3)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the engineer's sampling (default 0)")
+    parser.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE",
+        help="an engineer option, repeatable (e.g. timeout_s=60, temperature=0, low=0.1)",
+    )
+    parser.add_argument("--show-context", action="store_true", help="print the context the engineer read")
+    parser.set_defaults(handler=_engineer)

@@ -1,0 +1,398 @@
+"""The engineer's input: evidence of how the policy behaved, in named sections that can each be switched off.
+
+Sections (:data:`CONTEXT_SECTIONS`, always rendered in this order, whatever order they are asked in):
+
+``behavior``
+    valid and optimal rates overall, per map size, per agent count and per agents x size; reward mean/std and
+    tokens per answer overall and (when the summary carries ``size_stats``, see :mod:`engineer.evidence`) per
+    size.
+``failures``
+    failure category counts and rates overall and per map size, when failures happen (steps), and a few exemplar
+    failed episodes in compact text (at most ``max_exemplars``, spread over the most frequent categories first,
+    each cut to ``exemplar_chars`` characters).
+``env_stats``
+    the current config, and per size what the generator achieved: hole ratio, share of instances that need a
+    wait, optimal makespans (from ``size_stats``); the failed-vs-succeeded instance statistics.
+``history``
+    the last ``history_limit`` previous stages: their configs and the scores they led to.
+
+:func:`build_context` returns an :class:`EngineerContext`: ``text`` for an LLM (markdown-ish, one ``## name``
+heading per section) and ``data`` for rule-based engineers: ``{"sections": [...], "<name>": {...}}`` with one
+JSON-able dict per selected section (structures in each builder's docstring). A switched-off section is absent
+from both, so an ablation really hides it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from replays.mining import CATEGORIES, FailureSummary
+from simulator.config import StageConfig
+from simulator.errors import ConfigError
+
+CONTEXT_SECTIONS = ("behavior", "failures", "env_stats", "history")
+DEFAULT_MAX_EXEMPLARS = 3  # exemplar episodes shown: enough to show what a failure looks like, cheap in tokens
+DEFAULT_EXEMPLAR_CHARS = 1200  # a 10x10 map with 4 agents and its plan fits; pathological answers do not
+DEFAULT_HISTORY_LIMIT = 5  # previous stages shown; older ones rarely change the next decision
+
+_GROUP_KEYS = ("episodes", "valid", "optimal", "valid_rate", "optimal_rate")
+_SIZE_EXTRAS = ("reward_mean", "reward_std", "completion_tokens_mean")
+_ACHIEVED_KEYS = (
+    "episodes", "hole_ratio_mean", "needs_wait_share", "optimal_makespan_mean", "optimal_makespan_min",
+    "optimal_makespan_max",
+)
+_HISTORY_SCORES = ("valid_rate", "optimal_rate", "zero_variance_share")
+
+
+@dataclass(frozen=True)
+class ContextOptions:
+    """Sizes of the context's parts (all bounded so the prompt stays bounded)."""
+
+    max_exemplars: int = DEFAULT_MAX_EXEMPLARS
+    exemplar_chars: int = DEFAULT_EXEMPLAR_CHARS
+    history_limit: int = DEFAULT_HISTORY_LIMIT
+
+    def __post_init__(self) -> None:
+        for name in ("max_exemplars", "exemplar_chars", "history_limit"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"context.{name}", value, "an integer >= 0")
+
+
+@dataclass
+class EngineerContext:
+    """What an engineer reads: the same evidence as text (for an LLM) and as data (for rules)."""
+
+    sections: tuple[str, ...]
+    """The sections it holds, in :data:`CONTEXT_SECTIONS` order."""
+    data: dict = field(default_factory=dict)
+    """``{"sections": [...], "<section>": {...}}``, JSON-able."""
+    text: str = ""
+    """The rendering for an LLM prompt."""
+
+    def section(self, name: str) -> dict | None:
+        """The data of section ``name``, or None when it was switched off."""
+        return self.data.get(name) if name in self.sections else None
+
+
+def parse_sections(sections: str | Iterable[str] | None) -> tuple[str, ...]:
+    """``"failures,behavior"`` or ``["failures", "behavior"]`` -> the sections in canonical order.
+
+    None means all; ``"all"`` too; ``""`` or ``"none"`` means none (the no-evidence ablation). Unknown names raise
+    ConfigError listing the known ones.
+    """
+    if sections is None:
+        return CONTEXT_SECTIONS
+    if isinstance(sections, str):
+        if sections.strip().lower() == "all":
+            return CONTEXT_SECTIONS
+        if sections.strip().lower() == "none":
+            return ()
+        sections = [part for part in sections.split(",")]
+    wanted = set()
+    for name in sections:
+        name = str(name).strip()
+        if not name:
+            continue
+        if name not in CONTEXT_SECTIONS:
+            raise ConfigError("context", name, f"a section name: one of {', '.join(CONTEXT_SECTIONS)} (or all, none)")
+        wanted.add(name)
+    return tuple(name for name in CONTEXT_SECTIONS if name in wanted)
+
+
+# --- small renderers -----------------------------------------------------------------------------------------
+def _pct(value: Any) -> str:
+    return f"{100 * float(value):.1f}%" if isinstance(value, (int, float)) else "n/a"
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    return f"{float(value):.{digits}f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "n/a"
+
+
+def _side_order(keys: Iterable[str]) -> list[str]:
+    """Size or agent keys ("4", "10") in numeric order; odd keys last, as text."""
+    return sorted(keys, key=lambda key: (0, int(key)) if str(key).isdigit() else (1, str(key)))
+
+
+def describe_config(config: Mapping[str, Any]) -> str:
+    """A config document in one line: ``agents 2, samples 2000, slip 0.0; sizes 4 (data 0.5, holes 0.2, wait 0.3), ..``.
+
+    Anything that is not a well-formed document is shown as (cut) JSON instead.
+    """
+    try:
+        sizes = ", ".join(
+            f"{side} (data {_num(spec['data_ratio'], 3)}, holes {_num(spec['hole_ratio'], 3)}, "
+            f"wait {_num(spec['wait_ratio'], 3)})"
+            for side, spec in config["sizes"].items()
+        )
+        agents = config["agents"]
+        agents_text = f"{agents[0]}-{agents[1]}" if isinstance(agents, list) else str(agents)
+        return f"agents {agents_text}, samples {config['samples']}, slip {config.get('slip', 0.0)}; sizes {sizes}"
+    except (KeyError, TypeError, IndexError, AttributeError):
+        shown = json.dumps(config, default=repr)
+        return shown if len(shown) <= 400 else shown[:397] + "..."
+
+
+def _group(group: Mapping[str, Any]) -> dict:
+    return {key: group.get(key, 0) for key in _GROUP_KEYS}
+
+
+# --- sections: data ------------------------------------------------------------------------------------------
+def _behavior_data(summary: Mapping, config: StageConfig, history: list, options: ContextOptions) -> dict:
+    """``{episodes, valid, optimal, valid_rate, optimal_rate, reward: {mean, std}, completion_tokens_mean,
+    by_size: {side: {episodes, valid, optimal, valid_rate, optimal_rate[, reward_mean, reward_std,
+    completion_tokens_mean]}}, by_agents: {k: {...}}, by_agents_size: {"KxS": {...}}}``."""
+    size_stats = summary.get("size_stats") or {}
+    by_size = {}
+    for side in _side_order(summary.get("by_size", {})):
+        entry = _group(summary["by_size"][side])
+        extra = size_stats.get(side)
+        if extra:
+            entry.update({key: extra.get(key, 0.0) for key in _SIZE_EXTRAS})
+        by_size[side] = entry
+    reward = summary.get("reward") or {}
+    return {
+        **_group(summary),
+        "reward": {"mean": reward.get("mean", 0.0), "std": reward.get("std", 0.0)},
+        "completion_tokens_mean": summary.get("completion_tokens_mean", 0.0),
+        "by_size": by_size,
+        "by_agents": {k: _group(summary["by_agents"][k]) for k in _side_order(summary.get("by_agents", {}))},
+        "by_agents_size": {key: _group(group) for key, group in summary.get("by_agents_size", {}).items()},
+    }
+
+
+def _failures_data(summary: Mapping, config: StageConfig, history: list, options: ContextOptions) -> dict:
+    """``{failures: {category: count}, failure_rates: {category: share}, by_size: {side: {category: count}},
+    fail_steps: {category: {step: count}}, exemplars: [{category, size, agents, source, text}]}``."""
+    failures = {name: int(summary.get("failures", {}).get(name, 0)) for name in CATEGORIES}
+    exemplars = _pick_exemplars(summary.get("exemplars") or [], failures, options)
+    return {
+        "failures": failures,
+        "failure_rates": {name: summary.get("failure_rates", {}).get(name, 0.0) for name in CATEGORIES},
+        "by_size": {
+            side: {name: int(summary["by_size"][side].get("failures", {}).get(name, 0)) for name in CATEGORIES}
+            for side in _side_order(summary.get("by_size", {}))
+        },
+        "fail_steps": dict(summary.get("fail_steps") or {}),
+        "exemplars": exemplars,
+    }
+
+
+def _pick_exemplars(exemplars: list, failures: Mapping[str, int], options: ContextOptions) -> list[dict]:
+    """Up to ``max_exemplars``, one per category in turn, most frequent category first (so the few shown
+    cover the failures that matter most)."""
+    by_category: dict[str, list[Mapping]] = {}
+    for example in exemplars:
+        if isinstance(example, Mapping):
+            by_category.setdefault(str(example.get("category")), []).append(example)
+    order = sorted(by_category, key=lambda name: (-failures.get(name, 0), name))
+    picked: list[dict] = []
+    round_index = 0
+    while len(picked) < options.max_exemplars and any(round_index < len(by_category[name]) for name in order):
+        for name in order:
+            if len(picked) >= options.max_exemplars:
+                break
+            if round_index < len(by_category[name]):
+                example = by_category[name][round_index]
+                text = str(example.get("text", ""))
+                if len(text) > options.exemplar_chars:
+                    text = text[: options.exemplar_chars] + "\n... (cut)"
+                picked.append({
+                    "category": name,
+                    "size": example.get("size"),
+                    "agents": example.get("agents"),
+                    "source": example.get("source", ""),
+                    "text": text,
+                })
+        round_index += 1
+    return picked
+
+
+def _env_stats_data(summary: Mapping, config: StageConfig, history: list, options: ContextOptions) -> dict:
+    """``{config: StageConfig.to_dict(), achieved: {side: {episodes, hole_ratio_mean, needs_wait_share,
+    optimal_makespan_mean, optimal_makespan_min, optimal_makespan_max}}, instance_stats: {failed, succeeded}}``;
+    ``achieved`` is empty when the summary has no ``size_stats``."""
+    size_stats = summary.get("size_stats") or {}
+    return {
+        "config": config.to_dict(),
+        "achieved": {
+            side: {key: size_stats[side].get(key, 0) for key in _ACHIEVED_KEYS} for side in _side_order(size_stats)
+        },
+        "instance_stats": dict(summary.get("instance_stats") or {}),
+    }
+
+
+def _history_data(summary: Mapping, config: StageConfig, history: list, options: ContextOptions) -> dict:
+    """``{stages: [{stage, config, valid_rate, optimal_rate, zero_variance_share}]}``: the last
+    ``history_limit`` entries (entries that are not mappings are skipped; missing scores are None)."""
+    entries = [entry for entry in history if isinstance(entry, Mapping)]
+    kept = entries[-options.history_limit:] if options.history_limit else []
+    return {
+        "stages": [
+            {
+                "stage": entry.get("stage"),
+                "config": entry.get("config"),
+                **{key: entry.get(key) for key in _HISTORY_SCORES},
+            }
+            for entry in kept
+        ]
+    }
+
+
+# --- sections: text ------------------------------------------------------------------------------------------
+def _group_line(label: str, group: Mapping) -> str:
+    return (
+        f"  {label}: {group['episodes']} episodes, valid {_pct(group['valid_rate'])}, "
+        f"optimal {_pct(group['optimal_rate'])}"
+    )
+
+
+def _behavior_text(data: Mapping) -> list[str]:
+    lines = [
+        "## behavior: how the policy did on this stage's validation instances",
+        f"{data['episodes']} episodes: valid {_pct(data['valid_rate'])} ({data['valid']}), "
+        f"optimal {_pct(data['optimal_rate'])} ({data['optimal']}); reward mean {_num(data['reward']['mean'])}, "
+        f"std {_num(data['reward']['std'])}; {_num(data['completion_tokens_mean'], 1)} tokens per answer",
+        "per map size:",
+    ]
+    for side, group in data["by_size"].items():
+        line = _group_line(f"{side}x{side}", group)
+        if "reward_mean" in group:
+            line += (
+                f", reward {_num(group['reward_mean'])} +- {_num(group['reward_std'])}, "
+                f"{_num(group['completion_tokens_mean'], 1)} tokens"
+            )
+        lines.append(line)
+    lines.append("per agent count:")
+    lines += [_group_line(f"{k} agents", group) for k, group in data["by_agents"].items()]
+    if len(data["by_agents_size"]) > 1:
+        lines.append("per agents x size:")
+        lines += [_group_line(key, group) for key, group in data["by_agents_size"].items()]
+    return lines
+
+
+def _failures_text(data: Mapping) -> list[str]:
+    lines = ["## failures: what went wrong (categories, per size, when, examples)"]
+    seen = {name: count for name, count in data["failures"].items() if count}
+    if not seen:
+        return lines + ["no failures"]
+    lines.append("failures: " + ", ".join(
+        f"{name} {count} ({_pct(data['failure_rates'].get(name, 0.0))})" for name, count in seen.items()
+    ))
+    lines.append("per map size:")
+    for side, counts in data["by_size"].items():
+        shown = ", ".join(f"{name} {count}" for name, count in counts.items() if count) or "none"
+        lines.append(f"  {side}x{side}: {shown}")
+    for name, steps in data["fail_steps"].items():
+        lines.append(f"{name} at steps (step:count): " + ", ".join(f"{step}:{n}" for step, n in steps.items()))
+    if data["exemplars"]:
+        lines.append("examples of failed episodes:")
+        for example in data["exemplars"]:
+            lines += [example["text"], ""]
+        lines.pop()
+    return lines
+
+
+def _env_stats_text(data: Mapping) -> list[str]:
+    lines = [
+        "## env_stats: the current config and what the generator achieved",
+        "current config: " + describe_config(data["config"]),
+    ]
+    sizes = data["config"].get("sizes", {})
+    for side, achieved in data["achieved"].items():
+        spec = sizes.get(side, {})
+        lines.append(
+            f"  {side}x{side}: {achieved['episodes']} episodes; holes {_num(achieved['hole_ratio_mean'], 3)} "
+            f"(config {_num(spec.get('hole_ratio'), 3)}), needs-wait share {_num(achieved['needs_wait_share'], 3)} "
+            f"(config {_num(spec.get('wait_ratio'), 3)}), optimal makespan mean "
+            f"{_num(achieved['optimal_makespan_mean'], 1)} (range {achieved['optimal_makespan_min']}.."
+            f"{achieved['optimal_makespan_max']})"
+        )
+    failed, succeeded = data["instance_stats"].get("failed"), data["instance_stats"].get("succeeded")
+    if failed and succeeded:
+        lines.append(
+            f"failed vs succeeded instances: holes {_num(failed.get('hole_ratio_mean'), 3)} vs "
+            f"{_num(succeeded.get('hole_ratio_mean'), 3)}, needs-wait share {_num(failed.get('needs_wait_share'))} vs "
+            f"{_num(succeeded.get('needs_wait_share'))}, optimal makespan {_num(failed.get('optimal_makespan_mean'), 1)}"
+            f" vs {_num(succeeded.get('optimal_makespan_mean'), 1)}, agents {_num(failed.get('agents_mean'), 1)} vs "
+            f"{_num(succeeded.get('agents_mean'), 1)}"
+        )
+    return lines
+
+
+def _history_text(data: Mapping) -> list[str]:
+    lines = ["## history: previous stages, their configs and the scores they led to"]
+    if not data["stages"]:
+        return lines + ["no previous stages"]
+    for entry in data["stages"]:
+        scores = ", ".join(
+            f"{key.replace('_', ' ')} {_pct(entry[key])}" for key in _HISTORY_SCORES if entry.get(key) is not None
+        )
+        lines.append(f"stage {entry['stage']}: {scores or 'no scores'}")
+        if isinstance(entry.get("config"), Mapping):
+            lines.append("  config: " + describe_config(entry["config"]))
+    return lines
+
+
+@dataclass(frozen=True)
+class _Section:
+    data: Callable[[Mapping, StageConfig, list, ContextOptions], dict]
+    text: Callable[[Mapping], list[str]]
+
+
+# The registry of sections: a new kind of evidence is one entry here (and a name in CONTEXT_SECTIONS).
+SECTIONS: dict[str, _Section] = {
+    "behavior": _Section(_behavior_data, _behavior_text),
+    "failures": _Section(_failures_data, _failures_text),
+    "env_stats": _Section(_env_stats_data, _env_stats_text),
+    "history": _Section(_history_data, _history_text),
+}
+
+
+def build_context(
+    summary: FailureSummary | Mapping,
+    config: StageConfig,
+    history: list[dict] | None = None,
+    sections: str | Iterable[str] | None = CONTEXT_SECTIONS,
+    *,
+    max_exemplars: int = DEFAULT_MAX_EXEMPLARS,
+    exemplar_chars: int = DEFAULT_EXEMPLAR_CHARS,
+    history_limit: int = DEFAULT_HISTORY_LIMIT,
+) -> EngineerContext:
+    """The engineer's context from a stage's failure summary, its config and the run's history.
+
+    ``summary``: a :class:`FailureSummary` or its ``to_dict()`` (optionally extended with ``size_stats``, see
+    :mod:`engineer.evidence`). ``history``: dicts like ``{"stage": 1, "config": StageConfig.to_dict(),
+    "valid_rate": .., "optimal_rate": .., "zero_variance_share": ..}``, oldest first. ``sections``: which
+    sections to include (names, a comma-separated string, or None for all; see :func:`parse_sections`).
+    """
+    if not isinstance(config, StageConfig):
+        raise ConfigError("config", config, "a StageConfig")
+    summary_data = summary.to_dict() if isinstance(summary, FailureSummary) else summary
+    if not isinstance(summary_data, Mapping):
+        raise ConfigError("summary", summary, "a FailureSummary or its to_dict()")
+    options = ContextOptions(max_exemplars, exemplar_chars, history_limit)
+    chosen = parse_sections(sections)
+    history_list = list(history or [])
+    data: dict[str, Any] = {"sections": list(chosen)}
+    blocks = []
+    for name in chosen:
+        section = SECTIONS[name]
+        data[name] = section.data(summary_data, config, history_list, options)
+        blocks.append("\n".join(section.text(data[name])))
+    text = "\n\n".join(blocks) if blocks else "(no evidence: every context section is switched off)"
+    return EngineerContext(sections=chosen, data=data, text=text + "\n")
+
+
+__all__ = [
+    "CONTEXT_SECTIONS",
+    "ContextOptions",
+    "EngineerContext",
+    "SECTIONS",
+    "build_context",
+    "describe_config",
+    "parse_sections",
+]

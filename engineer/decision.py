@@ -1,0 +1,152 @@
+"""The record of one engineer decision: what it was shown, what it answered, what was kept, and why.
+
+Every engineer returns an :class:`EngineerDecision`, accepted or not. A rejected decision carries the previous
+config as its ``config`` (the fallback: keep what works) and the reason in ``reason``; ``to_dict()`` is the
+JSON-able record the curriculum stores per stage.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from simulator.config import StageConfig, diff_configs
+
+_MAX_PLAIN_DEPTH = 32  # deeper structures in a recorded proposal are shown as a marker, not walked
+_MAX_PLAIN_ITEMS = 256  # entries per mapping or list kept in a recorded proposal
+_MAX_PLAIN_TEXT = 2000  # characters per string kept in a recorded proposal
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """``value`` as strict JSON data (what a record may hold), bounded in depth, breadth and string length.
+
+    A proposal parsed from YAML may hold dates, bytes, sets, NaN or infinite floats, or integers beyond any
+    float; they are written as strings (``"nan"``, ``"inf"``, ``repr`` of the rest) so the record stays valid
+    JSON and says what the engineer wrote.
+    """
+    if depth > _MAX_PLAIN_DEPTH:
+        return "<nested too deep>"
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if abs(value) < 2**63 else repr(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, str):
+        return value if len(value) <= _MAX_PLAIN_TEXT else value[:_MAX_PLAIN_TEXT] + "...(cut)"
+    if isinstance(value, Mapping):
+        items = list(value.items())[:_MAX_PLAIN_ITEMS]
+        return {str(key): plain(entry, depth + 1) for key, entry in items}
+    if isinstance(value, (list, tuple)):
+        return [plain(entry, depth + 1) for entry in list(value)[:_MAX_PLAIN_ITEMS]]
+    shown = repr(value)
+    return shown if len(shown) <= _MAX_PLAIN_TEXT else shown[:_MAX_PLAIN_TEXT] + "...(cut)"
+
+
+@dataclass
+class EngineerDecision:
+    """One engineer's decision on the next stage's config.
+
+    Invariant: ``config`` is always a valid StageConfig; when ``accepted`` is False it equals ``previous``.
+    """
+
+    engineer: str
+    """The engineer's name (its spec, e.g. ``"rule"`` or ``"llm:hf:runs/x/checkpoint"``)."""
+    accepted: bool
+    """True when the engineer's proposal (possibly repaired) became the config; False for the fallback."""
+    reason: str
+    """Why: ``"accepted"``, ``"accepted after repairs"``, or what made the proposal unusable."""
+    raw_answer: str | None
+    """The engineer's raw text (cut at the answer limit), or None for engineers that write no text."""
+    proposal: dict | None
+    """The document parsed from the answer (before repairs), or the config the engineer built; None if none."""
+    repairs: list[str]
+    """Each repair applied to the proposal, in words (e.g. ``"data ratios summed to 3; divided by 3"``)."""
+    config: StageConfig
+    """The next stage's config: the (repaired) proposal, or ``previous`` when rejected."""
+    previous: StageConfig
+    """The config of the stage the evidence came from."""
+    diff: list[str]
+    """``diff_configs(previous, config)``: one line per change; empty when nothing changed."""
+    rationale: str
+    """The engineer's stated reasons (the answer's prose, or the rule engineer's explanation)."""
+    context_text: str
+    """The context the engineer was shown, as text."""
+    seconds: float
+    """Wall time of the decision, backend call included."""
+    details: dict = field(default_factory=dict)
+    """Small extra facts, e.g. ``{"prompt_tokens": .., "completion_tokens": .., "answer_chars": ..}``."""
+
+    def to_dict(self) -> dict:
+        """The JSON-able record (strict JSON: no NaN; configs as canonical documents)."""
+        return {
+            "engineer": self.engineer,
+            "accepted": self.accepted,
+            "reason": self.reason,
+            "raw_answer": self.raw_answer,
+            "proposal": plain(self.proposal) if self.proposal is not None else None,
+            "repairs": list(self.repairs),
+            "config": self.config.to_dict(),
+            "previous": self.previous.to_dict(),
+            "diff": list(self.diff),
+            "rationale": self.rationale,
+            "context_text": self.context_text,
+            "seconds": self.seconds,
+            "details": plain(self.details),
+        }
+
+    def render(self, show_context: bool = False) -> str:
+        """Plain text for people: the proposal, the repairs, the diff and the decision."""
+        lines = [f"engineer: {self.engineer}"]
+        if show_context:
+            lines += ["context:", self.context_text.rstrip(), ""]
+        if self.raw_answer is not None:
+            answer = self.raw_answer.strip()
+            lines += ["answer:", answer if len(answer) <= 4000 else answer[:4000] + "\n... (cut for display)"]
+        if self.rationale:
+            lines += ["rationale:", self.rationale.strip()]
+        if self.repairs:
+            lines += ["repairs:"] + [f"  - {repair}" for repair in self.repairs]
+        lines += ["diff:"] + ([f"  {change}" for change in self.diff] or ["  (no change)"])
+        verdict = "accepted" if self.accepted else "rejected, kept the previous config"
+        lines.append(f"decision: {verdict} ({self.reason}) in {self.seconds:.2f} s")
+        return "\n".join(lines) + "\n"
+
+
+def make_decision(
+    engineer: str,
+    previous: StageConfig,
+    config: StageConfig | None,
+    reason: str,
+    *,
+    raw_answer: str | None = None,
+    proposal: dict | None = None,
+    repairs: list[str] | None = None,
+    rationale: str = "",
+    context_text: str = "",
+    seconds: float = 0.0,
+    details: dict | None = None,
+) -> EngineerDecision:
+    """A decision: accepted with ``config``, or (``config`` None) the fallback that keeps ``previous``."""
+    accepted = config is not None
+    final = config if config is not None else previous
+    return EngineerDecision(
+        engineer=engineer,
+        accepted=accepted,
+        reason=reason,
+        raw_answer=raw_answer,
+        proposal=proposal,
+        repairs=list(repairs or []),
+        config=final,
+        previous=previous,
+        diff=diff_configs(previous, final),
+        rationale=rationale,
+        context_text=context_text,
+        seconds=seconds,
+        details=dict(details or {}),
+    )
+
+
+__all__ = ["EngineerDecision", "make_decision", "plain"]

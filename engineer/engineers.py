@@ -1,0 +1,151 @@
+"""Engineers, looked up by name: ``fixed``, ``random``, ``rule``, ``llm:BACKEND_SPEC``.
+
+Every engineer has a ``name`` and ``propose(context, config, seed=0) -> EngineerDecision``; the decision's
+``config`` is always a valid StageConfig (the previous one when a proposal is rejected). ``make_engineer(spec,
+**options)`` builds one from a spec; options are the engineer's fields (e.g. ``make_engineer("rule", low=0.1)``,
+``make_engineer("llm:hf:PATH", timeout_s=60, temperature=0.0)``); an unknown spec or option raises ConfigError.
+
+* ``fixed``: never changes the config (the fixed-environment baseline).
+* ``random``: samples a valid config (the paper's "GRPO (random)" baseline); see :class:`RandomEngineer`.
+* ``rule``: the transparent rule-based engineer of :mod:`engineer.rule`.
+* ``llm:BACKEND_SPEC``: a language model through a policy backend (:mod:`engineer.llm`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from engineer.context import EngineerContext
+from engineer.decision import EngineerDecision, make_decision
+from engineer.llm import LLMEngineer
+from engineer.rule import RuleEngineer, hole_ratio_cap, rounded_shares
+from simulator.config import MAX_HOLE_RATIO, MAX_SIZE, MAX_STAGE_AGENTS, MIN_SIZE, SizeSpec, StageConfig
+from simulator.errors import ConfigError
+
+
+class Engineer(Protocol):
+    name: str
+
+    def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision: ...
+
+
+@dataclass
+class FixedEngineer:
+    """Never changes the config: every stage trains on the first stage's distribution."""
+
+    name: str = "fixed"
+
+    def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
+        return make_decision(
+            self.name, config, config, "fixed: the config never changes", proposal=config.to_dict(),
+            rationale="the fixed-environment baseline keeps the config", context_text=context.text,
+        )
+
+
+@dataclass
+class RandomEngineer:
+    """Samples a valid config, ignoring the evidence (the "GRPO (random)" baseline). Same seed, same config.
+
+    It draws 1..``max_sizes`` distinct sides from ``sides``, data ratios from a flat Dirichlet, each hole ratio
+    uniformly in [0, ``max_hole_ratio``] (capped so enough cells stay free for the agents) and each wait ratio
+    uniformly in [0, 1] (0 with a single agent). ``agents``: None keeps the previous agent range; ``(low, high)``
+    draws the count uniformly from ``low..high``. ``samples``, ``seed``, ``slip`` and ``horizon`` are kept.
+    Ratios are rounded to 4 decimals.
+    """
+
+    sides: tuple[int, ...] = (3, 4, 5, 6, 7, 8, 9, 10)
+    max_sizes: int = 4
+    max_hole_ratio: float = 0.5
+    agents: tuple[int, int] | None = None
+    name: str = "random"
+
+    def __post_init__(self) -> None:
+        self.sides = tuple(self.sides)
+        if not self.sides or any(isinstance(s, bool) or not isinstance(s, int) or not MIN_SIZE <= s <= MAX_SIZE
+                                 for s in self.sides):
+            raise ConfigError("random.sides", self.sides, f"a non-empty list of sides {MIN_SIZE}..{MAX_SIZE}")
+        if isinstance(self.max_sizes, bool) or not isinstance(self.max_sizes, int) or self.max_sizes < 1:
+            raise ConfigError("random.max_sizes", self.max_sizes, "an integer >= 1")
+        if not isinstance(self.max_hole_ratio, (int, float)) or not 0 <= self.max_hole_ratio <= MAX_HOLE_RATIO:
+            raise ConfigError("random.max_hole_ratio", self.max_hole_ratio, f"a number in [0, {MAX_HOLE_RATIO}]")
+        if self.agents is not None:
+            agents = tuple(self.agents)
+            if len(agents) != 2 or not all(isinstance(k, int) and 1 <= k <= MAX_STAGE_AGENTS for k in agents) or \
+                    agents[0] > agents[1]:
+                raise ConfigError("random.agents", self.agents, f"None or [low, high] with 1 <= low <= high <= "
+                                                                f"{MAX_STAGE_AGENTS}")
+            self.agents = agents
+
+    def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
+        started = time.perf_counter()
+        rng = np.random.default_rng([seed % (2**63), 0x5EED])
+        if self.agents is None:
+            agents_min, agents_max = config.agents_min, config.agents_max
+        else:
+            agents_min = agents_max = int(rng.integers(self.agents[0], self.agents[1] + 1))
+        usable = [side for side in self.sides if side * side >= agents_max]
+        if not usable:
+            return make_decision(
+                self.name, config, None, f"rejected: no side in {self.sides} fits {agents_max} agents",
+                context_text=context.text, seconds=time.perf_counter() - started,
+            )
+        count = int(rng.integers(1, min(self.max_sizes, len(usable)) + 1))
+        chosen = sorted(int(side) for side in rng.choice(usable, size=count, replace=False))
+        shares = rounded_shares(dict(zip(chosen, rng.dirichlet(np.ones(count)).tolist())))
+        sizes = {}
+        for side in chosen:
+            cap = min(self.max_hole_ratio, hole_ratio_cap(side, agents_max))
+            hole_ratio = math.floor(float(rng.uniform(0.0, cap)) * 10**4) / 10**4
+            wait_ratio = round(float(rng.uniform(0.0, 1.0)), 4) if agents_max >= 2 else 0.0
+            sizes[side] = SizeSpec(shares[side], hole_ratio, wait_ratio)
+        proposal = dataclasses.replace(config, agents_min=agents_min, agents_max=agents_max, sizes=sizes)
+        return make_decision(
+            self.name, config, proposal, "random: a sampled config", proposal=proposal.to_dict(),
+            rationale=f"sampled with seed {seed}, ignoring the evidence", context_text=context.text,
+            seconds=time.perf_counter() - started,
+        )
+
+
+@dataclass(frozen=True)
+class EngineerKind:
+    """A registry entry: how to build an engineer from the part of the spec after ``KIND:`` and options."""
+
+    build: Callable[..., Engineer]
+    takes_target: bool
+    form: str
+
+
+# The registry: a new engineer is one entry here.
+ENGINEERS: dict[str, EngineerKind] = {
+    "fixed": EngineerKind(FixedEngineer, False, "fixed"),
+    "random": EngineerKind(RandomEngineer, False, "random"),
+    "rule": EngineerKind(RuleEngineer, False, "rule"),
+    "llm": EngineerKind(LLMEngineer, True, "llm:BACKEND_SPEC (llm:hf:PATH, llm:vllm:PATH, llm:openai:MODEL)"),
+}
+ENGINEER_FORMS = ", ".join(kind.form for kind in ENGINEERS.values())
+
+
+def make_engineer(spec: str, **options: Any) -> Engineer:
+    """The engineer for ``spec`` (see the module docstring), with ``options`` as its fields."""
+    if not isinstance(spec, str):
+        raise ConfigError("engineer", spec, ENGINEER_FORMS)
+    kind_name, colon, target = spec.strip().partition(":")
+    kind = ENGINEERS.get(kind_name)
+    if kind is None or (kind.takes_target and not target.strip()) or (not kind.takes_target and colon):
+        raise ConfigError("engineer", spec, ENGINEER_FORMS)
+    allowed = [f.name for f in dataclasses.fields(kind.build) if f.init and f.name not in ("name", "backend_spec")]
+    for option in options:
+        if option not in allowed:
+            raise ConfigError(f"{kind_name}.{option}", options[option],
+                              f"an option of the {kind_name} engineer: {', '.join(allowed)}")
+    return kind.build(target.strip(), **options) if kind.takes_target else kind.build(**options)
+
+
+__all__ = ["ENGINEERS", "Engineer", "EngineerKind", "FixedEngineer", "RandomEngineer", "make_engineer"]

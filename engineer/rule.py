@@ -1,0 +1,174 @@
+"""The transparent rule-based engineer: every change it makes follows from a threshold you can read.
+
+Per map size in use, with at least ``min_episodes`` validation episodes, the size's success rate (``metric``:
+``valid_rate`` by default, or ``optimal_rate``) puts it in one class:
+
+* *hopeless*: rate < ``low``; *solved*: rate > ``high``; *mid-range*: ``low <= rate <= high``.
+
+Then, in this order:
+
+1. **Weights.** Each solved or hopeless size gives up ``shift`` of its ``data_ratio``; the pool is shared among
+   the mid-range sizes in proportion to their current weights. Mid-range sizes keep what they had and gain. When
+   no size is mid-range nothing moves (there is nowhere the signal is known to be good). Sizes without enough
+   episodes, and unused sizes, keep their weight.
+2. **Difficulty.** Where the policy copes (rate >= ``cope``), ``hole_ratio`` rises by ``hole_step`` (at most to
+   ``max_hole_ratio``, and never so far that fewer free cells than agents remain) and ``wait_ratio`` by
+   ``wait_step`` (at most 1; only with 2+ agents, since a lone agent never waits). Elsewhere they stay.
+
+Ratios are rounded to 4 decimals (the largest data ratio absorbs the rounding, so they still sum to 1).
+``agents``, ``samples``, ``seed``, ``slip`` and ``horizon`` never change. Without a ``behavior`` section in the
+context there is no evidence, and the config is kept.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from engineer.context import EngineerContext
+from engineer.decision import EngineerDecision, make_decision
+from simulator.config import MAX_HOLE_RATIO, SizeSpec, StageConfig
+from simulator.errors import ConfigError
+
+RULE_METRICS = ("valid_rate", "optimal_rate")
+_DIGITS = 4  # ratios written by the rule engineer: readable, and far finer than any sampling noise
+
+
+def rounded_shares(weights: dict[int, float], digits: int = _DIGITS) -> dict[int, float]:
+    """``weights`` scaled to sum to 1 and rounded to ``digits`` decimals; the largest absorbs the rounding."""
+    total = math.fsum(weights.values())
+    shares = {side: round(weight / total, digits) for side, weight in weights.items()}
+    largest = max(shares, key=lambda side: (shares[side], -side))
+    rest = math.fsum(share for side, share in shares.items() if side != largest)
+    shares[largest] = round(1.0 - rest, digits)
+    return shares
+
+
+def hole_ratio_cap(side: int, agents: int, digits: int = _DIGITS) -> float:
+    """The largest hole ratio (``digits`` decimals, rounded down, at most ``MAX_HOLE_RATIO``) that leaves at least
+    ``agents`` free cells."""
+    cells = side * side
+    ratio = math.floor(min(Fraction(cells - agents, cells), Fraction(MAX_HOLE_RATIO)) * 10**digits) / 10**digits
+    while ratio > 0 and SizeSpec(0.0, ratio, 0.0).free_cells(side) < agents:  # guard the half-up rounding
+        ratio = round(ratio - 10**-digits, digits)
+    return max(ratio, 0.0)
+
+
+@dataclass
+class RuleEngineer:
+    """See the module docstring. Thresholds are options (``make_engineer("rule", low=0.1, ...)``)."""
+
+    low: float = 0.2
+    """Rate below which a size is hopeless."""
+    high: float = 0.8
+    """Rate above which a size is solved."""
+    shift: float = 0.5
+    """Share of a solved or hopeless size's weight moved to mid-range sizes per stage."""
+    cope: float = 0.6
+    """Rate at or above which holes and waits are raised."""
+    hole_step: float = 0.05
+    wait_step: float = 0.1
+    max_hole_ratio: float = 0.5
+    """The rule never raises a hole ratio past this (the benchmark goes up to 0.5)."""
+    min_episodes: int = 4
+    """Fewer validation episodes of a size than this: no evidence, the size is left alone."""
+    metric: str = "valid_rate"
+    name: str = "rule"
+
+    def __post_init__(self) -> None:
+        for option in ("low", "high", "shift", "cope", "hole_step", "wait_step", "max_hole_ratio"):
+            value = getattr(self, option)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise ConfigError(f"rule.{option}", value, "a number in [0, 1]")
+        if self.low > self.high:
+            raise ConfigError("rule.low", self.low, f"at most rule.high ({self.high})")
+        if isinstance(self.min_episodes, bool) or not isinstance(self.min_episodes, int) or self.min_episodes < 0:
+            raise ConfigError("rule.min_episodes", self.min_episodes, "an integer >= 0")
+        if self.metric not in RULE_METRICS:
+            raise ConfigError("rule.metric", self.metric, f"one of {', '.join(RULE_METRICS)}")
+
+    def classify(self, rate: float) -> str:
+        """``"hopeless"``, ``"mid"`` or ``"solved"`` for a success rate."""
+        if rate < self.low:
+            return "hopeless"
+        if rate > self.high:
+            return "solved"
+        return "mid"
+
+    def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
+        """The next config by the rules above; ``seed`` is unused (the rules are deterministic)."""
+        started = time.perf_counter()
+        behavior = context.section("behavior")
+        if behavior is None:
+            return make_decision(
+                self.name, config, config, "rule: no behavior section in the context, nothing to act on",
+                proposal=config.to_dict(), rationale="kept the config: no evidence of behavior",
+                context_text=context.text, seconds=time.perf_counter() - started,
+            )
+        by_size = behavior.get("by_size", {})
+        notes: list[str] = []
+        classes: dict[int, str] = {}
+        rates: dict[int, float] = {}
+        for side in config.used_sizes():
+            group = by_size.get(str(side))
+            if not group or group.get("episodes", 0) < self.min_episodes:
+                episodes = group.get("episodes", 0) if group else 0
+                notes.append(f"size {side}: {episodes} episodes (< {self.min_episodes}), left alone")
+                continue
+            rates[side] = float(group[self.metric])
+            classes[side] = self.classify(rates[side])
+
+        weights = {side: spec.data_ratio for side, spec in config.sizes.items()}
+        mid = [side for side, kind in classes.items() if kind == "mid"]
+        movers = [side for side, kind in classes.items() if kind != "mid"]
+        if mid and movers and self.shift > 0:
+            pool = math.fsum(self.shift * weights[side] for side in movers)
+            mid_total = math.fsum(weights[side] for side in mid)
+            for side in movers:
+                weights[side] -= self.shift * weights[side]
+            for side in mid:
+                weights[side] += pool * weights[side] / mid_total
+        elif movers and not mid:
+            notes.append("no size is mid-range, so no weight moves")
+        shares = rounded_shares(weights) if weights != {s: p.data_ratio for s, p in config.sizes.items()} else None
+
+        sizes: dict[int, SizeSpec] = {}
+        for side, spec in config.sizes.items():
+            data_ratio = shares[side] if shares is not None else spec.data_ratio
+            hole_ratio, wait_ratio = spec.hole_ratio, spec.wait_ratio
+            if side in rates and rates[side] >= self.cope:
+                cap = min(self.max_hole_ratio, hole_ratio_cap(side, config.agents_max))
+                if hole_ratio < cap:
+                    hole_ratio = round(min(hole_ratio + self.hole_step, cap), _DIGITS)
+                if config.agents_max >= 2 and wait_ratio < 1.0:
+                    wait_ratio = round(min(wait_ratio + self.wait_step, 1.0), _DIGITS)
+            sizes[side] = SizeSpec(data_ratio, hole_ratio, wait_ratio)
+            if side in rates:
+                notes.append(self._explain(side, rates[side], classes[side], spec, sizes[side]))
+        try:
+            proposal = replace(config, sizes=sizes)
+        except ConfigError as error:  # not expected (every step keeps the rules); keep the config and say why
+            return make_decision(
+                self.name, config, None, f"rejected: the rule's own proposal was invalid: {error}",
+                rationale="\n".join(notes), context_text=context.text, seconds=time.perf_counter() - started,
+            )
+        return make_decision(
+            self.name, config, proposal, "rule: accepted", proposal=proposal.to_dict(),
+            rationale="\n".join(notes), context_text=context.text, seconds=time.perf_counter() - started,
+        )
+
+    def _explain(self, side: int, rate: float, kind: str, before: SizeSpec, after: SizeSpec) -> str:
+        what = {"hopeless": f"< {self.low} (hopeless)", "solved": f"> {self.high} (solved)",
+                "mid": f"in [{self.low}, {self.high}] (mid-range)"}[kind]
+        changes = [
+            f"{name} {getattr(before, name)!r} -> {getattr(after, name)!r}"
+            for name in ("data_ratio", "hole_ratio", "wait_ratio")
+            if getattr(before, name) != getattr(after, name)
+        ]
+        copes = f", copes (>= {self.cope})" if rate >= self.cope else ""
+        return f"size {side}: {self.metric} {rate:.3f} {what}{copes}: " + (", ".join(changes) or "unchanged")
+
+
+__all__ = ["RULE_METRICS", "RuleEngineer", "hole_ratio_cap", "rounded_shares"]
