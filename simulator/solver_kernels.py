@@ -46,8 +46,13 @@ LIMIT_TIME = 4  # time budget used up: no verdict
 MODE_MAKESPAN = 0  # (makespan, sum of costs): a makespan-optimal plan, ties broken by least sum of costs
 MODE_SOC = 1  # (sum of costs, makespan): a sum-of-costs-optimal plan
 
-_TIEBREAK_BITS = 20
-_TIEBREAK_MAX = (1 << _TIEBREAK_BITS) - 1
+ESCALATE_AFTER = 2000  # expansions a group of 3+ agents gets with the plain heuristic before pair tables are built
+REPLAN_BUDGET = 2000  # expansions one independence-detection re-plan attempt may use before the groups merge
+REPLAN_EFFORT_FACTOR_SOC = 2
+REPLAN_EFFORT_FACTOR_MAKESPAN = 0
+MAX_PAIR_TABLE_ENTRIES = 1 << 24  # per table kind: beyond that (64 MiB) groups search without pairwise tables
+
+_FIELD_MAX = (1 << 21) - 1  # one tie-break field of the second heap key
 
 
 @njit(cache=True)
@@ -101,7 +106,7 @@ def bfs_distances(nbr, source, dist_out, queue):
                 tail += 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _pos_at(plan, arrival, agent, t):
     """Cell of ``agent`` at time ``t``: its path, then its goal forever (goals are absorbing)."""
     if t >= arrival[agent]:
@@ -253,84 +258,357 @@ def _grow2(array, capacity):
     return grown
 
 
-@njit(cache=True, inline="always")
-def _row_hash(npos, node, n_group):
-    h = np.int64(-3750763034362895579)  # FNV-1a offset basis as a signed 64-bit integer
+@njit(cache=True)
+def _node_hash(npos, nextra, nnext, ntag, node, n_group):
+    h = np.int64(-3750763034362895579) ^ (ntag[node] * 64 + nnext[node])  # FNV-1a basis, signed 64-bit
     for i in range(n_group):
         h = (h ^ npos[node, i]) * np.int64(1099511628211)
+        h = (h ^ nextra[node, i]) * np.int64(1099511628211)
     return h ^ (h >> 29)
 
 
 @njit(cache=True)
-def _table_find(table, npos, node, n_group):
-    """Slot of the full state equal to row ``node`` of ``npos``: ``(slot, existing node or -1)``."""
+def _table_find(table, npos, nextra, nnext, ntag, node, n_group):
+    """Slot of the node with the same search state as ``node``: ``(slot, existing node or -1)``."""
     mask = table.shape[0] - 1
-    slot = _row_hash(npos, node, n_group) & mask
+    slot = _node_hash(npos, nextra, nnext, ntag, node, n_group) & mask
     while True:
         other = table[slot]
         if other < 0:
             return slot, -1
-        same = True
-        for i in range(n_group):
-            if npos[other, i] != npos[node, i]:
-                same = False
-                break
+        same = ntag[other] == ntag[node] and nnext[other] == nnext[node]
+        if same:
+            for i in range(n_group):
+                if npos[other, i] != npos[node, i] or nextra[other, i] != nextra[node, i]:
+                    same = False
+                    break
         if same:
             return slot, other
         slot = (slot + 1) & mask
 
 
 @njit(cache=True)
-def _table_rehash(table, npos, n_group):
+def _table_rehash(table, npos, nextra, nnext, ntag, n_group):
     grown = np.full(table.shape[0] * 2, -1, np.int32)
     mask = grown.shape[0] - 1
     for i in range(table.shape[0]):
         node = table[i]
         if node < 0:
             continue
-        slot = _row_hash(npos, node, n_group) & mask
+        slot = _node_hash(npos, nextra, nnext, ntag, node, n_group) & mask
         while grown[slot] >= 0:
             slot = (slot + 1) & mask
         grown[slot] = node
     return grown
 
 
-@njit(cache=True, inline="always")
-def _keys(mode, g1, g2, h1, h2):
-    tiebreak = h2 if h2 < _TIEBREAK_MAX else _TIEBREAK_MAX
+@njit(cache=True)
+def _keys(mode, g1, g2, g3, h1, h2):
+    """Heap keys: the objective's ``f``, then fewer avoidance-table conflicts, then the smaller remaining
+    heuristic (first the objective's own, then the other's), each field clipped to 21 bits."""
+    if g3 > _FIELD_MAX:
+        g3 = _FIELD_MAX
     if mode == MODE_MAKESPAN:
-        return g1 + h1, ((g2 + h2) << _TIEBREAK_BITS) | tiebreak
-    return g2 + h2, ((g1 + h1) << _TIEBREAK_BITS) | tiebreak
+        own = h1
+        other = h2
+        primary = g1 + h1
+    else:
+        own = h2
+        other = h1
+        primary = g2 + h2
+    if own > _FIELD_MAX:
+        own = _FIELD_MAX
+    if other > _FIELD_MAX:
+        other = _FIELD_MAX
+    return primary, (g3 << 42) | (own << 21) | other
+
+
+# ------------------------------------------------------------------------------ pairwise cost-to-go tables
+def _all_matchings(n_agents: int) -> list[list[int]]:
+    """Every maximal matching of ``n_agents`` agents as a partner list (-1 = unmatched; at most one when odd)."""
+    result = []
+
+    def extend(partner, singles_left):
+        free = [a for a in range(n_agents) if partner[a] == -2]
+        if not free:
+            result.append(list(partner))
+            return
+        first = free[0]
+        for other in free[1:]:
+            partner[first], partner[other] = other, first
+            extend(partner, singles_left)
+            partner[first] = partner[other] = -2
+        if singles_left > 0:
+            partner[first] = -1
+            extend(partner, singles_left - 1)
+            partner[first] = -2
+
+    extend([-2] * n_agents, n_agents % 2)
+    return result
+
+
+MAX_MATCHED_GROUP = 8  # groups up to this size maximise over all matchings (105 of them for 7 or 8 agents)
+
+
+def _matchings_table() -> tuple[np.ndarray, np.ndarray]:
+    lists = [_all_matchings(n) for n in range(MAX_MATCHED_GROUP + 1)]
+    most = max(len(m) for m in lists)
+    table = np.full((MAX_MATCHED_GROUP + 1, most, MAX_MATCHED_GROUP), -1, np.int64)
+    counts = np.zeros(MAX_MATCHED_GROUP + 1, np.int64)
+    for n, matchings in enumerate(lists):
+        counts[n] = len(matchings)
+        for m, partner in enumerate(matchings):
+            table[n, m, :n] = partner
+    return table, counts
+
+
+MATCHINGS, N_MATCHINGS = _matchings_table()  # (9, 105, 8) int64 partner lists, (9,) int64 counts
 
 
 @njit(cache=True)
-def group_astar(nbr, dist, starts, goals, mode, max_expand, deadline):
-    """Optimal joint plan of one group alone: A* with operator decomposition over joint states.
+def _predecessors(nbr, cell, goal, out):
+    """Cells an agent can have stood on one step before standing on ``cell`` (goals are absorbing).
+
+    Staying is always a predecessor (a wait, or an agent already arrived); a neighbour is one unless it is the
+    agent's goal, which it could not have left.
+    """
+    count = 1
+    out[0] = cell
+    for action in range(1, 5):
+        target = nbr[cell, action]
+        if target >= 0 and target != goal:
+            out[count] = target
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def pair_cost_to_go(nbr, free_index, free_cells, goal_a, goal_b, soc_out, makespan_out):
+    """Exact cost-to-go of agents a and b alone, for every pair of free cells, by backward search from the goals.
+
+    ``soc_out[ia * F + ib]`` is the least remaining sum of costs (a step costs the number of the two not yet
+    on goal) and ``makespan_out[...]`` the least remaining steps, from a at free cell ``ia`` and b at ``ib``;
+    ``INF`` where the two can never both arrive (a proof the joint state is dead). ``F = free_cells.shape[0]``.
+    The exact optimum of a relaxation (two agents of a group, the others removed) is a consistent heuristic.
+    """
+    n_free = free_cells.shape[0]
+    soc_out[:] = INF
+    makespan_out[:] = INF
+    goal_state = free_index[goal_a] * n_free + free_index[goal_b]
+    queue = np.empty(n_free * n_free, np.int64)
+    preds_a = np.empty(5, np.int64)
+    preds_b = np.empty(5, np.int64)
+    makespan_out[goal_state] = 0
+    queue[0] = goal_state
+    head = 0
+    tail = 1
+    while head < tail:
+        state = queue[head]
+        head += 1
+        cell_a = free_cells[state // n_free]
+        cell_b = free_cells[state % n_free]
+        count_a = _predecessors(nbr, cell_a, goal_a, preds_a)
+        count_b = _predecessors(nbr, cell_b, goal_b, preds_b)
+        for x in range(count_a):
+            before_a = preds_a[x]
+            for y in range(count_b):
+                before_b = preds_b[y]
+                if before_a == before_b or (before_a == cell_b and before_b == cell_a):
+                    continue
+                if before_a == goal_a and before_b == goal_b:
+                    continue  # the all-arrived state has no moves
+                previous = free_index[before_a] * n_free + free_index[before_b]
+                if makespan_out[previous] == INF:
+                    makespan_out[previous] = makespan_out[state] + 1
+                    queue[tail] = previous
+                    tail += 1
+    # Sum of costs: Dijkstra backwards; steps cost 1 or 2, so three FIFO buckets by cost modulo 3 suffice
+    # (Dial's algorithm): while bucket c is drained, pushes go to buckets c + 1 and c + 2 only.
+    buckets = np.empty((3, 2 * n_free * n_free + 2), np.int64)
+    bucket_size = np.zeros(3, np.int64)
+    soc_out[goal_state] = 0
+    buckets[0, 0] = goal_state
+    bucket_size[0] = 1
+    cost = 0
+    while bucket_size[0] + bucket_size[1] + bucket_size[2] > 0:
+        current = cost % 3
+        index = 0
+        while index < bucket_size[current]:
+            state = buckets[current, index]
+            index += 1
+            if soc_out[state] != cost:
+                continue  # improved since it was queued
+            cell_a = free_cells[state // n_free]
+            cell_b = free_cells[state % n_free]
+            count_a = _predecessors(nbr, cell_a, goal_a, preds_a)
+            count_b = _predecessors(nbr, cell_b, goal_b, preds_b)
+            for x in range(count_a):
+                before_a = preds_a[x]
+                for y in range(count_b):
+                    before_b = preds_b[y]
+                    if before_a == before_b or (before_a == cell_b and before_b == cell_a):
+                        continue
+                    if before_a == goal_a and before_b == goal_b:
+                        continue
+                    step = (1 if before_a != goal_a else 0) + (1 if before_b != goal_b else 0)
+                    previous = free_index[before_a] * n_free + free_index[before_b]
+                    if cost + step < soc_out[previous]:
+                        soc_out[previous] = cost + step
+                        target = (cost + step) % 3
+                        buckets[target, bucket_size[target]] = previous
+                        bucket_size[target] += 1
+        bucket_size[current] = 0
+        cost += 1
+
+
+@njit(cache=True)
+def _evaluate(npos, nextra, node, assigned, dist, goals, nbr, use_pairs, free_index, n_free, table_soc,
+              table_makespan, pair_row, matchings, n_matchings, single, pair_value):
+    """Heuristic ``(h1, h2)`` of a node: lower bounds on remaining makespan and sum of costs; ``(INF, INF)`` if dead.
+
+    Agents ``< assigned`` stand on their new cells (``npos[node]``, time t+1; their step is paid), the others on
+    their old cells (time t; step not yet paid). Without pairs: ``h1`` = the largest remaining
+    distance (``dist - 1`` for an unassigned agent, which may still close one step this turn), ``h2`` = the sum of
+    distances. With pairs (``pair_row[i, j]`` = row of the (i, j) tables, i < j): ``h1`` also covers each pair's
+    exact remaining makespan, and ``h2`` is the best sum over disjoint pairs (``matchings``) of exact pair costs
+    plus single distances. A pair with one agent placed and one not is valued at the best legal move of the
+    latter, which keeps every component consistent across operator-decomposition steps.
+    """
+    n_group = goals.shape[0]
+    h1 = 0
+    h2 = 0
+    for j in range(n_group):
+        d = dist[j, npos[node, j]]
+        single[j] = d
+        h2 += d
+        if j >= assigned:
+            d -= 1
+        if d > h1:
+            h1 = d
+    if not use_pairs:
+        return h1, h2
+    for i in range(n_group):
+        for j in range(i + 1, n_group):
+            row = pair_row[i, j]
+            if j < assigned or i >= assigned:
+                cell_i = free_index[npos[node, i]]
+                cell_j = free_index[npos[node, j]]
+                value_soc = table_soc[row, cell_i * n_free + cell_j]
+                value_makespan = table_makespan[row, cell_i * n_free + cell_j]
+                if i >= assigned and value_makespan > 0:
+                    value_makespan -= 1
+            else:
+                placed = npos[node, i]
+                placed_from = nextra[node, i]  # set whenever ``placed`` is an unplaced agent's cell
+                waiting = npos[node, j]
+                cell_i = free_index[placed] * n_free
+                value_soc = INF
+                value_makespan = INF
+                if waiting == goals[j]:
+                    value_soc = table_soc[row, cell_i + free_index[waiting]]
+                    value_makespan = table_makespan[row, cell_i + free_index[waiting]]
+                else:
+                    for action in range(5):
+                        target = nbr[waiting, action]
+                        if target < 0 or target == placed or (target == placed_from and placed == waiting):
+                            continue
+                        candidate = table_soc[row, cell_i + free_index[target]] + 1
+                        if candidate < value_soc:
+                            value_soc = candidate
+                        candidate = table_makespan[row, cell_i + free_index[target]]
+                        if candidate < value_makespan:
+                            value_makespan = candidate
+            if value_soc >= INF:
+                return INF, INF
+            pair_value[i, j] = value_soc
+            if value_makespan > h1:
+                h1 = value_makespan
+    for m in range(n_matchings):
+        total = 0
+        for a in range(n_group):
+            partner = matchings[m, a]
+            if partner < 0:
+                total += single[a]
+            elif a < partner:
+                total += pair_value[a, partner]
+        if total > h2:
+            h2 = total
+    return h1, h2
+
+
+@njit(cache=True)
+def group_astar(nbr, dist, starts, goals, order, max_expand, deadline, use_pairs, free_index, n_free, table_soc,
+                table_makespan, pair_row, bound_makespan, bound_soc, reserved, reserved_arrival, reserved_hard):
+    """Best joint plan of one group: A* with operator decomposition over joint states.
 
     Args:
         nbr: ``(N, 5)`` move table (cells of agents sitting on their goals from the start are blocked).
         dist: ``(G, N)`` distance maps of the group's agents; ``starts``/``goals``: ``(G,)`` cells.
-        mode: ``MODE_MAKESPAN`` or ``MODE_SOC`` (lexicographic objective, see the module constants).
+        order: ``MODE_MAKESPAN`` or ``MODE_SOC``: the objective proved optimal (see below).
         max_expand: most node expansions; ``deadline``: ``perf_counter`` value to stop at (<= 0: none).
+        use_pairs: use the pairwise tables (``table_soc``/``table_makespan`` rows ``pair_row[i, j]``, indexed
+            by ``free_index`` of the two cells over ``n_free`` free cells, see ``pair_cost_to_go``).
+        bound_makespan, bound_soc: drop nodes whose ``f`` exceeds these (``INF``: no bound).
+        reserved: ``(R, L)`` cells of other agents over time, each valid up to ``reserved_arrival[r]`` and on
+            its goal after that. ``reserved_hard``: the group must not conflict with them; else they only form
+            a conflict-avoidance table: among equally good nodes, fewer conflicts with them go first.
 
     Returns:
-        ``(status, path (T+1, G) int32, expanded)``; ``status`` is ``SOLVED``, ``UNSOLVABLE_GROUP`` (every
-        reachable joint state was closed without reaching the goals: a proof), ``LIMIT_NODES`` or ``LIMIT_TIME``.
+        ``(status, path (T+1, G) int32, expanded, root_bound)``. ``status`` is ``SOLVED``, ``UNSOLVABLE_GROUP``
+        (no plan within the bounds and around the reserved agents: with neither, a proof that the group, and so
+        the instance, is unsolvable), ``LIMIT_NODES`` or ``LIMIT_TIME``. ``root_bound`` is the heuristic's lower
+        bound on the group's sum of costs at the start.
 
     Costs are pairs: a full step costs ``(1, agents not yet on goal)`` (makespan, sum of costs). Operator
     decomposition assigns one agent's move per node; the time cost is charged with the first agent's move and
-    each moving agent's unit of sum of costs with its own move. Heuristic: ``h1`` = the largest remaining
-    distance (an unassigned agent may still gain one step this turn, hence ``dist - 1`` for it), ``h2`` = the sum
-    of remaining distances. Both components are consistent, so the lexicographic pair is, and the first goal
-    popped is optimal. Only full states are deduplicated (intermediate nodes hang off one full state each).
+    each moving agent's unit of sum of costs with its own move. The heuristic (``_evaluate``) is consistent in
+    both components, so the first goal popped is optimal for the ``order`` objective among plans within the
+    bounds. The heap orders by that objective's ``f``, then by fewer avoidance-table conflicts, then by the
+    smaller remaining heuristic (a dive to the goal); duplicates keep the lexicographically better
+    ``(primary, secondary, conflicts)`` cost, so the other objective and the table only steer ties.
+
+    Every node is deduplicated, intermediate ones included. An intermediate node's future depends only on the
+    placed agents' new cells, the unplaced agents' old cells, the next agent to place, and, for a placed agent
+    that moved into a cell an unplaced agent still stands on, the cell it came from (``nextra``; the swap rule
+    needs it); that is its key. With hard reservations the key also holds the time, clipped at the last
+    reserved arrival (after it the reserved agents stand still).
     """
     n_group = starts.shape[0]
+    n_reserved = reserved.shape[0]
+    horizon = 0  # time tags only matter when reservations are hard
+    if reserved_hard:
+        for r in range(n_reserved):
+            if reserved_arrival[r] > horizon:
+                horizon = reserved_arrival[r]
+    # An agent may arrive only once no reserved agent will stand on its goal again (it never leaves).
+    goal_free_from = np.zeros(n_group, np.int64)
+    for i in range(n_group):
+        for r in range(n_reserved):
+            for t in range(reserved_arrival[r] + 1):
+                if reserved[r, t] == goals[i] and t + 1 > goal_free_from[i]:
+                    goal_free_from[i] = t + 1
+    if use_pairs and n_group <= MAX_MATCHED_GROUP:
+        matchings = MATCHINGS[n_group].copy()
+        n_matchings = N_MATCHINGS[n_group]
+    else:
+        # Too many agents to enumerate matchings: one fixed matching is still a valid lower bound.
+        matchings = np.full((1, n_group), -1, np.int64)
+        for a in range(0, n_group - 1, 2):
+            matchings[0, a] = a + 1
+            matchings[0, a + 1] = a
+        n_matchings = 1
+    single = np.empty(n_group, np.int64)
+    pair_value = np.empty((n_group, n_group), np.int64)
+
     capacity = 1024
-    npos = np.empty((capacity, n_group), np.int32)
-    nprev = np.empty(capacity, np.int32)  # full node: the previous step's full node; intermediate: its base
-    nnext = np.empty(capacity, np.int32)  # 0 for a full node, else the next agent to assign
+    npos = np.empty((capacity, n_group), np.int32)  # placed agents: new cells; the others: old cells
+    nextra = np.empty((capacity, n_group), np.int32)  # see the docstring; -1 where not needed
+    ntag = np.zeros(capacity, np.int64)  # time clipped at ``horizon`` (0 without hard reservations)
+    nparent = np.empty(capacity, np.int32)  # best predecessor
+    nnext = np.empty(capacity, np.int32)  # 0 for a full node, else the next agent to place
     ng1 = np.empty(capacity, np.int64)
     ng2 = np.empty(capacity, np.int64)
+    ng3 = np.empty(capacity, np.int64)  # conflicts with soft reservations so far
     nh1 = np.empty(capacity, np.int64)
     nh2 = np.empty(capacity, np.int64)
     nclosed = np.zeros(capacity, np.bool_)
@@ -340,26 +618,32 @@ def group_astar(nbr, dist, starts, goals, mode, max_expand, deadline):
     keys2 = np.empty(heap_capacity, np.int64)
     heap_nodes = np.empty(heap_capacity, np.int32)
 
-    h1 = 0
-    h2 = 0
+    # Literal constants passed to jitted callees make numba compile one specialisation per value; np.int64 and
+    # np.bool_ keep one.
+    root = np.int64(0)
     for i in range(n_group):
         npos[0, i] = starts[i]
-        d = dist[i, starts[i]]
-        h2 += d
-        if d > h1:
-            h1 = d
-    nprev[0] = -1
+        nextra[0, i] = -1
+    h1, h2 = _evaluate(npos, nextra, root, n_group, dist, goals, nbr, use_pairs, free_index, n_free, table_soc,
+                       table_makespan, pair_row, matchings, n_matchings, single, pair_value)
+    empty_path = np.empty((0, n_group), np.int32)
+    if h2 >= INF:
+        return UNSOLVABLE_GROUP, empty_path, 0, h2
+    root_bound = h2
+    if h1 > bound_makespan or h2 > bound_soc:
+        return UNSOLVABLE_GROUP, empty_path, 0, root_bound
+    nparent[0] = -1
     nnext[0] = 0
     ng1[0] = 0
     ng2[0] = 0
+    ng3[0] = 0
     nh1[0] = h1
     nh2[0] = h2
-    slot, _ = _table_find(table, npos, 0, n_group)
+    slot, _ = _table_find(table, npos, nextra, nnext, ntag, root, n_group)
     table[slot] = 0
-    n_full = 1
-    n_nodes = 1
-    key1, key2 = _keys(mode, 0, 0, h1, h2)
-    heap_size = _heap_push(keys1, keys2, heap_nodes, 0, key1, key2, 0)
+    n_nodes = np.int64(1)
+    key1, key2 = _keys(order, root, root, root, h1, h2)
+    heap_size = _heap_push(keys1, keys2, heap_nodes, root, key1, key2, root)
     expanded = 0
     goal_node = -1
 
@@ -368,106 +652,136 @@ def group_astar(nbr, dist, starts, goals, mode, max_expand, deadline):
         key2 = keys2[0]
         node = heap_nodes[0]
         heap_size = _heap_pop(keys1, keys2, heap_nodes, heap_size)
+        if nclosed[node]:
+            continue
+        cur1, cur2 = _keys(order, ng1[node], ng2[node], ng3[node], nh1[node], nh2[node])
+        if cur1 != key1 or cur2 != key2:
+            continue  # a stale heap entry: the node was reached again more cheaply
+        nclosed[node] = True
         is_full = nnext[node] == 0
-        if is_full:
-            if nclosed[node]:
-                continue
-            cur1, cur2 = _keys(mode, ng1[node], ng2[node], nh1[node], nh2[node])
-            if cur1 != key1 or cur2 != key2:
-                continue  # a stale heap entry: the node was reached again more cheaply
-            nclosed[node] = True
-            if nh2[node] == 0:
-                goal_node = node
-                break
+        if is_full and nh2[node] == 0:
+            goal_node = node
+            break
         if expanded >= max_expand:
-            return LIMIT_NODES, np.empty((0, n_group), np.int32), expanded
+            return LIMIT_NODES, empty_path, expanded, root_bound
         expanded += 1
         if deadline > 0.0 and (expanded & 255) == 0 and now() > deadline:
-            return LIMIT_TIME, np.empty((0, n_group), np.int32), expanded
+            return LIMIT_TIME, empty_path, expanded, root_bound
 
-        base = node if is_full else nprev[node]
         agent = nnext[node]
         if is_full:
             while npos[node, agent] == goals[agent]:
                 agent += 1  # arrived agents stay; the goal test above guarantees someone still moves
         step_cost = 1 if is_full else 0
-        old = npos[base, agent]
+        t_next = ng1[node] + step_cost  # the time this step leads to
+        old = npos[node, agent]
         for action in range(5):
             target = nbr[old, action]
             if target < 0:
                 continue
+            conflicts = 0
+            if target == goals[agent] and t_next < goal_free_from[agent]:
+                if reserved_hard:
+                    continue
+                conflicts += 1
             legal = True
             for j in range(agent):
                 placed = npos[node, j]
-                if placed == target or (target != old and placed == old and npos[base, j] == target):
+                if placed == target or (target != old and placed == old and nextra[node, j] == target):
                     legal = False
                     break
             if legal:
                 for j in range(agent + 1, n_group):
-                    waiting = npos[base, j]
+                    waiting = npos[node, j]
                     if waiting == target and waiting == goals[j]:
                         legal = False  # an arrived agent will never leave that cell
                         break
+            if legal:
+                for r in range(n_reserved):
+                    last = reserved_arrival[r]
+                    other_next = reserved[r, t_next if t_next < last else last]
+                    if other_next == target or (
+                        target != old
+                        and other_next == old
+                        and reserved[r, t_next - 1 if t_next - 1 < last else last] == target
+                    ):
+                        if reserved_hard:
+                            legal = False
+                            break
+                        conflicts += 1
             if not legal:
                 continue
             if n_nodes >= capacity:
                 capacity *= 2
                 npos = _grow2(npos, capacity)
-                nprev = _grow1(nprev, capacity)
+                nextra = _grow2(nextra, capacity)
+                ntag = _grow1(ntag, capacity)
+                nparent = _grow1(nparent, capacity)
                 nnext = _grow1(nnext, capacity)
                 ng1 = _grow1(ng1, capacity)
                 ng2 = _grow1(ng2, capacity)
+                ng3 = _grow1(ng3, capacity)
                 nh1 = _grow1(nh1, capacity)
                 nh2 = _grow1(nh2, capacity)
                 grown_closed = np.zeros(capacity, np.bool_)
                 grown_closed[: nclosed.shape[0]] = nclosed
                 nclosed = grown_closed
             child = n_nodes
-            for j in range(agent):
+            for j in range(n_group):
                 npos[child, j] = npos[node, j]
             npos[child, agent] = target
-            for j in range(agent + 1, n_group):
-                npos[child, j] = npos[base, j]
             following = agent + 1
-            while following < n_group and npos[base, following] == goals[following]:
-                following += 1  # arrived agents are assigned at once: they only stay
-            h1 = 0
-            h2 = 0
-            for j in range(n_group):
-                d = dist[j, npos[child, j]]
-                h2 += d
-                if j >= following:
-                    d -= 1
-                if d > h1:
-                    h1 = d
+            while following < n_group and npos[node, following] == goals[following]:
+                following += 1  # arrived agents are placed at once: they only stay
+            # Keep the cell a placed agent came from only while an unplaced agent still stands where it went.
+            for j in range(following):
+                came_from = nextra[node, j] if j < agent else (old if j == agent and target != old else -1)
+                if came_from >= 0:
+                    needed = False
+                    for k in range(following, n_group):
+                        if npos[node, k] == npos[child, j]:
+                            needed = True
+                            break
+                    if not needed:
+                        came_from = -1
+                nextra[child, j] = came_from
+            for j in range(following, n_group):
+                nextra[child, j] = -1
+            h1, h2 = _evaluate(npos, nextra, child, following, dist, goals, nbr, use_pairs, free_index, n_free,
+                               table_soc, table_makespan, pair_row, matchings, n_matchings, single, pair_value)
+            if h2 >= INF:
+                continue  # two agents of this node can never both arrive
             g1 = ng1[node] + step_cost
             g2 = ng2[node] + 1
-            if following == n_group:
-                slot, existing = _table_find(table, npos, child, n_group)
-                if existing >= 0:
-                    if nclosed[existing]:
-                        continue
-                    if mode == MODE_MAKESPAN:
-                        better = g1 < ng1[existing] or (g1 == ng1[existing] and g2 < ng2[existing])
-                    else:
-                        better = g2 < ng2[existing] or (g2 == ng2[existing] and g1 < ng1[existing])
-                    if not better:
-                        continue
-                    child = existing
+            g3 = ng3[node] + conflicts
+            if g1 + h1 > bound_makespan or g2 + h2 > bound_soc:
+                continue
+            nnext[child] = following if following < n_group else 0
+            ntag[child] = g1 if g1 < horizon else horizon
+            slot, existing = _table_find(table, npos, nextra, nnext, ntag, child, n_group)
+            if existing >= 0:
+                if nclosed[existing]:
+                    continue
+                if order == MODE_MAKESPAN:
+                    first, second, first_old, second_old = g1, g2, ng1[existing], ng2[existing]
                 else:
-                    table[slot] = child
-                    n_full += 1
-                    n_nodes += 1
-                    if 2 * n_full > table.shape[0]:
-                        table = _table_rehash(table, npos, n_group)
-                nnext[child] = 0
-                nclosed[child] = False
+                    first, second, first_old, second_old = g2, g1, ng2[existing], ng1[existing]
+                better = first < first_old or (
+                    first == first_old and (second < second_old or (second == second_old and g3 < ng3[existing]))
+                )
+                if not better:
+                    continue
+                child = existing
             else:
+                table[slot] = child
                 n_nodes += 1
-                nnext[child] = following
-            nprev[child] = base
+                nclosed[child] = False
+                if 2 * n_nodes > table.shape[0]:
+                    table = _table_rehash(table, npos, nextra, nnext, ntag, n_group)
+            nparent[child] = node
             ng1[child] = g1
             ng2[child] = g2
+            ng3[child] = g3
             nh1[child] = h1
             nh2[child] = h2
             if heap_size >= heap_capacity:
@@ -475,41 +789,137 @@ def group_astar(nbr, dist, starts, goals, mode, max_expand, deadline):
                 keys1 = _grow1(keys1, heap_capacity)
                 keys2 = _grow1(keys2, heap_capacity)
                 heap_nodes = _grow1(heap_nodes, heap_capacity)
-            key1, key2 = _keys(mode, g1, g2, h1, h2)
+            key1, key2 = _keys(order, g1, g2, g3, h1, h2)
             heap_size = _heap_push(keys1, keys2, heap_nodes, heap_size, key1, key2, child)
 
     if goal_node < 0:
-        return UNSOLVABLE_GROUP, np.empty((0, n_group), np.int32), expanded
+        return UNSOLVABLE_GROUP, empty_path, expanded, root_bound
+    # Walk back through the predecessors; each full node on the way is one time step.
     length = 0
-    node = goal_node
-    while nprev[node] >= 0:
-        length += 1
-        node = nprev[node]
+    node = nparent[goal_node]
+    while node >= 0:
+        if nnext[node] == 0:
+            length += 1
+        node = nparent[node]
     path = np.empty((length + 1, n_group), np.int32)
     node = goal_node
-    for t in range(length, -1, -1):
-        for i in range(n_group):
-            path[t, i] = npos[node, i]
-        node = nprev[node]
-    return SOLVED, path, expanded
+    t = length
+    while node >= 0:
+        if nnext[node] == 0:
+            for i in range(n_group):
+                path[t, i] = npos[node, i]
+            t -= 1
+        node = nparent[node]
+    return SOLVED, path, expanded, root_bound
 
 
 # ------------------------------------------------------------------------------- independence detection
 @njit(cache=True)
-def solve_independent(nbr, dist, starts, goals, active, mode, max_expand, deadline):
-    """Independence detection (simple ID) around ``group_astar``.
+def _members_of(group_of, group):
+    count = 0
+    for k in range(group_of.shape[0]):
+        if group_of[k] == group:
+            count += 1
+    members = np.empty(count, np.int64)
+    i = 0
+    for k in range(group_of.shape[0]):
+        if group_of[k] == group:
+            members[i] = k
+            i += 1
+    return members
 
-    Every active agent starts alone on a shortest path (chosen to dodge the agents planned before it). While
-    two groups' plans conflict, the two groups merge and the merged group is re-planned optimally alone. When
-    no conflict is left, the union of group-optimal plans is valid and its cost (max or sum over groups) meets
-    the lower bound given by the groups' own optima, so it is optimal for the objective. A group that has no
-    plan alone proves the whole instance unsolvable (more agents only add constraints).
 
-    Returns ``(status, plan (K, L), arrival (K,), group_of (K,), expanded)``; on failure ``group_of`` marks the
-    group at fault with the value ``-1``.
+@njit(cache=True)
+def _others_of(group_of, group, active):
+    count = 0
+    for k in range(group_of.shape[0]):
+        if active[k] and group_of[k] != group:
+            count += 1
+    others = np.empty(count, np.int64)
+    i = 0
+    for k in range(group_of.shape[0]):
+        if active[k] and group_of[k] != group:
+            others[i] = k
+            i += 1
+    return others
+
+
+@njit(cache=True)
+def _install(plan, arrival, members, goals, path):
+    """Copy a group's path into the plan (widening it if needed); returns the plan."""
+    length = path.shape[0] - 1
+    if length + 1 > plan.shape[1]:
+        wider = np.empty((plan.shape[0], length + 1), np.int32)
+        for k in range(plan.shape[0]):
+            for t in range(arrival[k] + 1):
+                wider[k, t] = plan[k, t]
+        plan = wider
+    for i in range(members.shape[0]):
+        k = members[i]
+        t_arrive = 0
+        while path[t_arrive, i] != goals[k]:
+            t_arrive += 1
+        for t in range(t_arrive + 1):
+            plan[k, t] = path[t, i]
+        arrival[k] = t_arrive
+    return plan
+
+
+@njit(cache=True)
+def _pair_rows(members, pair_row_global, compute, nbr, free_index, free_cells, goals, table_soc, table_makespan):
+    """Local ``(G, G)`` rows of the group's pair tables; fills missing tables when ``compute``, else -1 if any is
+    missing (then the caller searches without pairs)."""
+    n_members = members.shape[0]
+    n_agents = pair_row_global.shape[0]
+    pair_row = np.full((n_members, n_members), -1, np.int64)
+    for i in range(n_members):
+        for j in range(i + 1, n_members):
+            ka = members[i]
+            kb = members[j]
+            if pair_row_global[ka, kb] < 0:
+                if not compute:
+                    pair_row[0, 0] = -2
+                    return pair_row
+                row = 0
+                for x in range(n_agents):
+                    for y in range(n_agents):
+                        if pair_row_global[x, y] >= row:
+                            row = pair_row_global[x, y] + 1
+                pair_cost_to_go(nbr, free_index, free_cells, goals[ka], goals[kb], table_soc[row], table_makespan[row])
+                pair_row_global[ka, kb] = row
+            pair_row[i, j] = pair_row_global[ka, kb]
+    return pair_row
+
+
+@njit(cache=True)
+def solve_independent(nbr, dist, starts, goals, active, mode, max_expand, deadline, free_index, free_cells,
+                      table_soc, table_makespan, pair_row_global, upper_arrival, escalate_after, replan_budget):
+    """Independence detection (Standley's ID) around ``group_astar``, for one objective (``mode``).
+
+    Every active agent starts alone on a shortest path (chosen to dodge the agents planned before it). When two
+    groups' plans conflict for the first time, each in turn (smaller first) tries a new plan around all other
+    agents' current plans that is still optimal for it: in ``MODE_SOC`` one with its own optimal sum of costs,
+    in ``MODE_MAKESPAN`` any plan with makespan at most ``L``, the largest optimal makespan among the groups
+    (``L`` is a lower bound of the instance's optimum, so such plans cost nothing). Failing that (or within
+    ``replan_budget`` expansions, or twice what the group's own solve took), the two groups merge and the merged group is planned optimally alone. When no
+    conflict is left, the union of the group plans is valid and meets the lower bound (sum of the groups' optimal
+    sums of costs, or ``L``), so it is optimal. A group with no plan alone proves the instance unsolvable (more
+    agents only add constraints).
+
+    Groups of three or more agents search first with the plain heuristic for ``escalate_after`` expansions, then
+    with pairwise tables (``table_soc`` rows, filled on first use and indexed by ``pair_row_global (K, K)``, -1
+    = not yet computed; an empty table means no pairs). ``upper_arrival (K,)``, when not empty, holds the
+    arrivals of a known valid plan: its restriction to a group is a valid plan of that group alone, so its sum
+    of costs bounds the group's search.
+
+    Returns ``(status, plan (K, L), arrival (K,), group_of (K,), expanded, soc_bound)``; on failure ``group_of``
+    marks the group at fault with the value ``-1``. ``soc_bound`` sums the final groups' root lower bounds on the
+    sum of costs (a lower bound on the instance's optimal sum of costs, as the groups are disjoint).
     """
     n_agents = starts.shape[0]
     n_cells = nbr.shape[0]
+    n_free = free_cells.shape[0]
+    pairs_available = table_soc.shape[0] > 0
     horizon = 0
     for k in range(n_agents):
         if active[k] and dist[k, starts[k]] > horizon:
@@ -526,50 +936,142 @@ def solve_independent(nbr, dist, starts, goals, active, mode, max_expand, deadli
         if active[k]:
             shortest_path_avoiding(nbr, dist[k], starts[k], goals[k], plan, arrival, planned, k, best, prev, queue)
             planned[k] = True
+    # By group id (the id is one member's index): optimal cost of the group alone in this mode's objective,
+    # and the root lower bound on its sum of costs.
+    optimum = np.zeros(n_agents, np.int64)
+    group_bound = np.zeros(n_agents, np.int64)
+    makespan_bound = 0
+    for k in range(n_agents):
+        if active[k]:
+            optimum[k] = dist[k, starts[k]]
+            group_bound[k] = dist[k, starts[k]]
+            if optimum[k] > makespan_bound:
+                makespan_bound = optimum[k]
+    effort = np.zeros(n_agents, np.int64)  # by group id: expansions its last solve alone took
+    tried = np.zeros((n_agents, n_agents), np.bool_)
+    unbounded = np.int64(INF)
+    no_pairs = np.full((1, 1), -1, np.int64)
     expanded = 0
     while True:
         a, b = first_conflict(plan, arrival, active, group_of)
         if a < 0:
             break
-        merged = group_of[a]
-        absorbed = group_of[b]
-        n_members = 0
+        group_a = group_of[a]
+        group_b = group_of[b]
+        if not tried[group_a, group_b]:
+            tried[group_a, group_b] = True
+            tried[group_b, group_a] = True
+            size_a = _members_of(group_of, group_a).shape[0]
+            size_b = _members_of(group_of, group_b).shape[0]
+            replanned = False
+            for attempt in range(2):
+                group = group_a if (size_a <= size_b) == (attempt == 0) else group_b
+                # A re-plan is worth about what solving the group alone took: merging costs far more.
+                budget = min(max(replan_budget, (REPLAN_EFFORT_FACTOR_SOC if mode == MODE_SOC else REPLAN_EFFORT_FACTOR_MAKESPAN) * effort[group]), max_expand - expanded)
+                if budget <= 0:
+                    break
+                members = _members_of(group_of, group)
+                others = _others_of(group_of, group, active)
+                pair_row = no_pairs
+                use_pairs = False
+                if pairs_available and members.shape[0] >= 3:
+                    pair_row = _pair_rows(members, pair_row_global, np.bool_(False), nbr, free_index, free_cells, goals,
+                                          table_soc, table_makespan)
+                    use_pairs = pair_row[0, 0] != -2
+                if mode == MODE_MAKESPAN:
+                    bound_makespan = makespan_bound
+                    bound_soc = INF
+                else:
+                    bound_makespan = INF
+                    bound_soc = optimum[group]
+                status, path, used, _ = group_astar(
+                    nbr, dist[members], starts[members], goals[members], mode, budget, deadline, use_pairs,
+                    free_index, n_free, table_soc, table_makespan, pair_row, bound_makespan, bound_soc,
+                    plan[others], arrival[others], np.bool_(True),
+                )
+                expanded += used
+                if status == LIMIT_TIME:
+                    return status, plan, arrival, group_of, expanded, 0
+                if status == SOLVED:
+                    plan = _install(plan, arrival, members, goals, path)
+                    replanned = True
+                    break
+            if replanned:
+                continue
+        # Merge b's group into a's and plan the merged group optimally alone.
         for k in range(n_agents):
-            if group_of[k] == absorbed:
-                group_of[k] = merged
-            if group_of[k] == merged:
-                n_members += 1
-        members = np.empty(n_members, np.int64)
-        i = 0
-        for k in range(n_agents):
-            if group_of[k] == merged:
-                members[i] = k
-                i += 1
-        status, path, used = group_astar(
-            nbr, dist[members], starts[members], goals[members], mode, max_expand - expanded, deadline
-        )
-        expanded += used
+            if group_of[k] == group_b:
+                group_of[k] = group_a
+        tried[group_a, :] = False
+        tried[:, group_a] = False
+        members = _members_of(group_of, group_a)
+        n_members = members.shape[0]
+        bound_soc = INF
+        if upper_arrival.shape[0] > 0:
+            bound_soc = 0
+            for i in range(n_members):
+                bound_soc += upper_arrival[members[i]]
+        group_dist = dist[members]
+        group_starts = starts[members]
+        group_goals = goals[members]
+        # The other groups' plans as a conflict-avoidance table, in the sum-of-costs pass only: under the
+        # makespan objective the plateau of equal makespans is so wide that steering ties through it costs more
+        # than the re-plans with slack that settle conflicts there anyway.
+        if mode == MODE_SOC:
+            others = _others_of(group_of, group_a, active)
+        else:
+            others = np.empty(0, np.int64)
+        soft = plan[others]
+        soft_arrival = arrival[others]
+        use_pairs = pairs_available and n_members >= 3
+        budget = max_expand - expanded
+        spent_before = expanded
+        status = -1
+        if use_pairs and budget > escalate_after:
+            # Most groups are easy: try the cheap heuristic first and pay for the pair tables only when needed.
+            status, path, used, root_bound = group_astar(
+                nbr, group_dist, group_starts, group_goals, mode, escalate_after, deadline, np.bool_(False),
+                free_index, n_free, table_soc, table_makespan, no_pairs, unbounded, bound_soc, soft, soft_arrival,
+                np.bool_(False),
+            )
+            expanded += used
+            budget -= used
+            if status == LIMIT_NODES:
+                status = -1
+        if status == -1:
+            pair_row = no_pairs
+            if use_pairs:
+                pair_row = _pair_rows(members, pair_row_global, np.bool_(True), nbr, free_index, free_cells, goals,
+                                      table_soc, table_makespan)
+            status, path, used, root_bound = group_astar(
+                nbr, group_dist, group_starts, group_goals, mode, budget, deadline, use_pairs, free_index, n_free,
+                table_soc, table_makespan, pair_row, unbounded, bound_soc, soft, soft_arrival, np.bool_(False),
+            )
+            expanded += used
         if status != SOLVED:
             for k in range(n_agents):
-                if group_of[k] == merged:
+                if group_of[k] == group_a:
                     group_of[k] = -1
-            return status, plan, arrival, group_of, expanded
-        length = path.shape[0] - 1
-        if length + 1 > plan.shape[1]:
-            wider = np.empty((n_agents, length + 1), np.int32)
-            for k in range(n_agents):
-                for t in range(arrival[k] + 1):
-                    wider[k, t] = plan[k, t]
-            plan = wider
+            return status, plan, arrival, group_of, expanded, 0
+        plan = _install(plan, arrival, members, goals, path)
+        effort[group_a] = expanded - spent_before
+        group_bound[group_a] = root_bound
+        group_bound[group_b] = 0
+        cost = 0
         for i in range(n_members):
             k = members[i]
-            t_arrive = 0
-            while path[t_arrive, i] != goals[k]:
-                t_arrive += 1
-            for t in range(t_arrive + 1):
-                plan[k, t] = path[t, i]
-            arrival[k] = t_arrive
-    return SOLVED, plan, arrival, group_of, expanded
+            if mode == MODE_MAKESPAN:
+                if arrival[k] > cost:
+                    cost = arrival[k]
+            else:
+                cost += arrival[k]
+        optimum[group_a] = cost
+        if cost > makespan_bound:
+            makespan_bound = cost
+    soc_bound = 0
+    for k in range(n_agents):
+        soc_bound += group_bound[k]
+    return SOLVED, plan, arrival, group_of, expanded, soc_bound
 
 
 @njit(cache=True)
@@ -596,12 +1098,13 @@ def _plan_actions(plan, arrival, width, makespan):
 
 
 @njit(cache=True)
-def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline):
+def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline, escalate_after, replan_budget):
     """The whole solver: distance maps, unsolvability checks, ID in both objectives, the plan as actions.
 
     Args:
         grid: ``(H, W) int8`` tiles; ``starts_rc``/``goals_rc``: ``(K, 2) int32``.
         max_expand: node budget over all joint searches; ``deadline``: ``perf_counter`` value (<= 0: none).
+        escalate_after, replan_budget: tuning of ``solve_independent`` (they change effort, never results).
 
     Returns:
         ``(status, makespan, sum_of_costs, expanded, actions (K, M) int8, lengths (K,) int32, culprits (K,) bool,
@@ -634,6 +1137,16 @@ def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline):
         else:
             blocked[starts[k]] = True  # on its goal from time 0, and there forever
     nbr = neighbor_table(blocked, height, width)
+    free_index = np.full(n_cells, -1, np.int64)
+    n_free = 0
+    for cell in range(n_cells):
+        if not blocked[cell]:
+            free_index[cell] = n_free
+            n_free += 1
+    free_cells = np.empty(n_free, np.int64)
+    for cell in range(n_cells):
+        if free_index[cell] >= 0:
+            free_cells[free_index[cell]] = cell
     dist = np.full((n_agents, n_cells), INF, np.int32)
     queue = np.empty(n_cells, np.int32)
     culprits = np.zeros(n_agents, np.bool_)
@@ -649,9 +1162,19 @@ def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline):
         lower_bound_soc += dist[k, starts[k]]
     if n_active == 0:
         return SOLVED, 0, 0, 0, np.zeros((n_agents, 0), np.int8), np.zeros(n_agents, np.int32), culprits, 0
+    # Pairwise tables (filled lazily, for groups of three or more) when they fit in memory.
+    n_pairs = n_active * (n_active - 1) // 2
+    if n_active >= 3 and n_pairs * n_free * n_free <= MAX_PAIR_TABLE_ENTRIES:
+        table_soc = np.empty((n_pairs, n_free * n_free), np.int32)
+        table_makespan = np.empty((n_pairs, n_free * n_free), np.int32)
+    else:
+        table_soc = np.empty((0, 0), np.int32)
+        table_makespan = np.empty((0, 0), np.int32)
+    pair_row_global = np.full((n_agents, n_agents), -1, np.int64)
 
-    status, plan, arrival, group_of, expanded = solve_independent(
-        nbr, dist, starts, goals, active, MODE_MAKESPAN, max_expand, deadline
+    status, plan, arrival, group_of, expanded, soc_bound = solve_independent(
+        nbr, dist, starts, goals, active, np.int64(MODE_MAKESPAN), max_expand, deadline, free_index, free_cells, table_soc,
+        table_makespan, pair_row_global, np.empty(0, np.int64), escalate_after, replan_budget,
     )
     if status != SOLVED:
         for k in range(n_agents):
@@ -663,9 +1186,12 @@ def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline):
         sum_of_costs += arrival[k]
         if arrival[k] > makespan:
             makespan = arrival[k]
+    if soc_bound > lower_bound_soc:
+        lower_bound_soc = soc_bound
     if sum_of_costs > lower_bound_soc:
-        status, plan_soc, arrival_soc, group_of, used = solve_independent(
-            nbr, dist, starts, goals, active, MODE_SOC, max_expand - expanded, deadline
+        status, plan_soc, arrival_soc, group_of, used, _ = solve_independent(
+            nbr, dist, starts, goals, active, np.int64(MODE_SOC), max_expand - expanded, deadline, free_index, free_cells,
+            table_soc, table_makespan, pair_row_global, arrival, escalate_after, replan_budget,
         )
         expanded += used
         if status != SOLVED:
@@ -819,3 +1345,37 @@ def no_wait_plan_exists(nbr, dist, starts, goals, max_states):
         for k in range(n_agents):
             pos[level, k] = candidate[k]
         fresh = True
+
+
+@njit(cache=True)
+def needs_wait_kernel(grid, starts_rc, goals_rc, max_states):
+    """``(verdict, sum of bare-map distances)``: verdict 1 = a wait is needed, 0 = not, -1 = state limit hit.
+
+    Distances are over the bare map (ice, 4-connected), ignoring every agent; an agent that cannot reach its
+    goal at all has no shortest path, so the verdict is 1 (and the sum is -1).
+    """
+    height, width = grid.shape
+    n_cells = height * width
+    n_agents = starts_rc.shape[0]
+    starts = np.empty(n_agents, np.int64)
+    goals = np.empty(n_agents, np.int64)
+    for k in range(n_agents):
+        starts[k] = starts_rc[k, 0] * width + starts_rc[k, 1]
+        goals[k] = goals_rc[k, 0] * width + goals_rc[k, 1]
+    blocked = np.empty(n_cells, np.bool_)
+    for r in range(height):
+        for c in range(width):
+            blocked[r * width + c] = grid[r, c] != _ICE
+    nbr = neighbor_table(blocked, height, width)
+    dist = np.empty((n_agents, n_cells), np.int32)
+    queue = np.empty(n_cells, np.int32)
+    total = 0
+    for k in range(n_agents):
+        bfs_distances(nbr, goals[k], dist[k], queue)
+        if dist[k, starts[k]] >= INF:
+            return 1, -1
+        total += dist[k, starts[k]]
+    found = no_wait_plan_exists(nbr, dist, starts, goals, max_states)
+    if found < 0:
+        return -1, total
+    return 1 - found, total

@@ -1,0 +1,121 @@
+"""Does an instance need a wait? The label behind the stage config's ``wait_ratio``.
+
+Definition (exact): ``needs_wait(instance)`` is ``False`` when a conflict-free joint plan exists in which every
+agent follows one of its own shortest paths and never waits, and ``True`` otherwise. An agent's *shortest paths*
+are those of a lone agent on the bare map: 4-connected moves over ice, ignoring every other agent (including
+agents that sit on their goals). Following one without waiting means the agent steps one cell closer to its goal
+at every time step until it arrives at time ``d_k`` (its bare-map distance); a shortest path never touches the
+goal before its end, so "never passing its own goal early" holds by construction. Arrived agents stand on their
+goals for good (goals are absorbing), so a later agent whose every shortest path crosses an arrived agent's goal
+at a later time is blocked. Conflicts are those of the rules (vertex and swap; following is fine). An agent that
+cannot reach its goal at all has no shortest path, so such an instance needs a wait (``True``).
+
+Equivalently, since every valid plan has arrival ``>= d_k`` for each agent: ``needs_wait`` is ``False`` exactly
+when the optimal sum of costs equals ``sum_k d_k``. The tests check the kernel against that characterisation and
+against ``needs_wait_reference``, a plain-Python breadth-first twin.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from simulator import constants as C
+from simulator import solver_kernels as K
+from simulator.errors import ConfigError
+from simulator.types import Instance
+
+__all__ = ["needs_wait", "needs_wait_reference", "MAX_STATES_LIMIT"]
+
+MAX_STATES_LIMIT = 1_000_000_000
+
+
+def needs_wait(instance: Instance, *, max_states: int = 2_000_000) -> bool:
+    """True when no joint plan lets every agent walk one of its shortest paths without waiting (module docstring).
+
+    Depth-first search over joint states that remembers dead states (``solver_kernels.no_wait_plan_exists``).
+    If more than ``max_states`` dead states pile up, the answer comes from the optimal solver instead
+    (``solve``'s sum of costs against the sum of bare-map distances).
+
+    Raises:
+        ConfigError: ``instance`` is not an ``Instance`` or ``max_states`` is out of range.
+        RuntimeError: both the search and the solver ran out of budget (no exact answer).
+    """
+    if not isinstance(instance, Instance):
+        raise ConfigError("needs_wait.instance", type(instance).__name__, "a simulator.types.Instance")
+    if isinstance(max_states, bool) or not isinstance(max_states, int) or not 1 <= max_states <= MAX_STATES_LIMIT:
+        raise ConfigError("needs_wait.max_states", max_states, f"an integer with 1 <= max_states <= {MAX_STATES_LIMIT}")
+    verdict, bare_sum = K.needs_wait_kernel(instance.grid, instance.starts, instance.goals, max_states)
+    if verdict >= 0:
+        return bool(verdict)
+    from simulator.solver import solve  # late import: solver re-exports this module's function
+
+    solution = solve(instance, max_nodes=max(200_000, max_states))
+    if solution.status == "unsolvable":
+        return True
+    if solution.status != "solved":
+        raise RuntimeError(
+            f"needs_wait: no verdict within max_states = {max_states} dead states, and the solver hit its limit "
+            f"({solution.reason})"
+        )
+    return solution.sum_of_costs > int(bare_sum)
+
+
+def _bare_distances(instance: Instance, goal: tuple[int, int]) -> dict[tuple[int, int], int]:
+    dist = {goal: 0}
+    frontier = deque([goal])
+    while frontier:
+        r, c = frontier.popleft()
+        for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)):
+            cell = (r + dr, c + dc)
+            if (
+                0 <= cell[0] < instance.height
+                and 0 <= cell[1] < instance.width
+                and instance.grid[cell] == C.ICE
+                and cell not in dist
+            ):
+                dist[cell] = dist[(r, c)] + 1
+                frontier.append(cell)
+    return dist
+
+
+def needs_wait_reference(instance: Instance) -> bool:
+    """Plain-Python twin of ``needs_wait``: breadth-first over time layers of no-wait shortest-path states."""
+    starts = [(int(r), int(c)) for r, c in instance.starts]
+    goals = [(int(r), int(c)) for r, c in instance.goals]
+    dists = [_bare_distances(instance, goal) for goal in goals]
+    if any(start not in dist for start, dist in zip(starts, dists)):
+        return True
+    lengths = [dist[start] for start, dist in zip(starts, dists)]
+    layer = {tuple(starts)}
+    for t in range(max(lengths, default=0)):
+        following = set()
+        for state in layer:
+            choices = []
+            for k, cell in enumerate(state):
+                if t >= lengths[k]:
+                    choices.append([cell])
+                    continue
+                r, c = cell
+                steps = [
+                    (r + dr, c + dc)
+                    for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1))
+                    if dists[k].get((r + dr, c + dc), -1) == dists[k][cell] - 1
+                ]
+                choices.append(steps)
+            partial = [()]
+            for k, options in enumerate(choices):
+                partial = [prefix + (cell,) for prefix in partial for cell in options]
+            for nxt in partial:
+                if len(set(nxt)) < len(nxt):
+                    continue
+                if any(
+                    nxt[a] == state[b] and nxt[b] == state[a] and nxt[a] != state[a]
+                    for a in range(len(nxt))
+                    for b in range(a + 1, len(nxt))
+                ):
+                    continue
+                following.add(nxt)
+        layer = following
+        if not layer:
+            return True
+    return False

@@ -1,0 +1,245 @@
+"""The built-in optimal MAPF solver: certifies instances and labels them with optimal makespan and sum of costs.
+
+Contract:
+    ``solve(instance)`` returns a :class:`Solution` whose status is
+    - ``"solved"``: ``plan`` is a valid joint plan (``simulator.rules.judge`` accepts it) whose makespan is the
+      instance's optimal makespan; ``sum_of_costs`` is the optimal sum of costs over *all* valid plans (it may
+      belong to another plan than ``plan``); ``plan`` itself has the least sum of costs among makespan-optimal
+      plans whenever that came for free (see ``solver_kernels.solve_kernel``), else some makespan-optimal one;
+    - ``"unsolvable"``: a proof exists and ``reason`` states it: an agent cannot reach its goal even alone, or
+      a group of agents exhausted its whole joint state space (adding agents only adds constraints);
+    - ``"limit"``: the node or time budget ran out first; no claim either way.
+
+Rules modelled (rules v1, ``simulator.rules``): simultaneous moves on 4-connected ice; vertex and swap conflicts
+fail, following and rotations are fine; goals are absorbing (an agent that steps on its goal stays there and
+blocks the cell from then on, so it can never pass through its own goal early; an agent starting on its goal
+never moves). Arrival time = first step on the goal; makespan = max arrival; sum of costs = sum of arrivals.
+
+Method: joint-state A* with operator decomposition inside independence detection, in numba
+(``simulator.solver_kernels``). ``brute_force_optimum`` is the plain-Python reference the tests compare with.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections import deque
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from simulator import constants as C
+from simulator import solver_kernels as K
+from simulator.errors import ConfigError
+from simulator.needs_wait import needs_wait
+from simulator.types import Instance, JointPlan
+
+__all__ = ["Solution", "solve", "needs_wait", "brute_force_optimum", "MAX_NODES_LIMIT"]
+
+SOLVED = "solved"
+UNSOLVABLE = "unsolvable"
+LIMIT = "limit"
+MAX_NODES_LIMIT = 1_000_000_000  # most node expansions one call may be allowed (keeps counters in int64 range)
+
+
+@dataclass(frozen=True)
+class Solution:
+    """What ``solve`` found.
+
+    Fields:
+        status: ``"solved"``, ``"unsolvable"`` or ``"limit"``.
+        plan: a makespan-optimal valid joint plan (``(K, makespan)`` actions, lengths = arrival steps); ``None``
+            unless solved.
+        makespan: the optimal makespan; -1 unless solved.
+        sum_of_costs: the optimal sum of costs over all valid plans; -1 unless solved.
+        reason: for ``"unsolvable"`` the proof in words; for ``"limit"`` the limit that was hit; else ``""``.
+        expanded: joint-search nodes expanded (0 when every agent could keep its own shortest path).
+    """
+
+    status: str
+    plan: JointPlan | None
+    makespan: int
+    sum_of_costs: int
+    reason: str
+    expanded: int
+
+    @property
+    def solved(self) -> bool:
+        return self.status == SOLVED
+
+
+def _cell(point) -> tuple[int, int]:
+    return int(point[0]), int(point[1])
+
+
+def _check_limits(max_nodes, time_limit) -> None:
+    if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) or not (
+        1 <= max_nodes <= MAX_NODES_LIMIT
+    ):
+        raise ConfigError("solve.max_nodes", max_nodes, f"an integer with 1 <= max_nodes <= {MAX_NODES_LIMIT}")
+    if time_limit is not None:
+        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.integer, np.floating)) or not (
+            math.isfinite(time_limit) and time_limit > 0
+        ):
+            raise ConfigError("solve.time_limit", time_limit, "None or a finite number of seconds > 0")
+
+
+def _unsolvable_agent_reason(instance: Instance, agent: int) -> str:
+    start, goal = _cell(instance.starts[agent]), _cell(instance.goals[agent])
+    # Say whether holes alone cut the agent off, or agents standing on their goals from the start do.
+    seen = {start}
+    frontier = deque([start])
+    grid = instance.grid
+    while frontier:
+        r, c = frontier.popleft()
+        for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)):
+            nr, nc = r + dr, c + dc
+            if 0 <= nr < instance.height and 0 <= nc < instance.width and grid[nr, nc] == C.ICE and (nr, nc) not in seen:
+                seen.add((nr, nc))
+                frontier.append((nr, nc))
+    if goal not in seen:
+        return f"agent {agent} cannot reach its goal {goal} from {start}: holes cut it off"
+    sitting = [
+        k
+        for k in range(instance.n_agents)
+        if k != agent and np.array_equal(instance.starts[k], instance.goals[k])
+    ]
+    cells = ", ".join(f"agent {k} at {_cell(instance.goals[k])}" for k in sitting)
+    return (
+        f"agent {agent} cannot reach its goal {goal} from {start}: every path crosses an agent that starts on its "
+        f"goal and never leaves it ({cells})"
+    )
+
+
+def solve(instance: Instance, *, max_nodes: int = 200_000, time_limit: float | None = None) -> Solution:
+    """Solve ``instance`` optimally (see the module docstring for the contract).
+
+    Args:
+        instance: a validated :class:`Instance`.
+        max_nodes: budget of joint-search node expansions over the whole call (``1..MAX_NODES_LIMIT``).
+        time_limit: wall-clock budget in seconds, or ``None`` for none.
+
+    Raises:
+        ConfigError: ``instance`` is not an ``Instance``, or a limit is out of range.
+    """
+    if not isinstance(instance, Instance):
+        raise ConfigError("solve.instance", type(instance).__name__, "a simulator.types.Instance")
+    _check_limits(max_nodes, time_limit)
+    deadline = time.perf_counter() + float(time_limit) if time_limit is not None else 0.0
+    # The tuning knobs are read at call time so tests can force every code path (they never change results).
+    status, makespan, sum_of_costs, expanded, actions, lengths, culprits, _ = K.solve_kernel(
+        instance.grid, instance.starts, instance.goals, int(max_nodes), deadline, K.ESCALATE_AFTER, K.REPLAN_BUDGET
+    )
+    expanded = int(expanded)
+    if status == K.SOLVED:
+        if makespan > C.MAX_PLAN_LENGTH:
+            return Solution(
+                LIMIT, None, -1, -1, f"the optimal plan has {makespan} steps, more than {C.MAX_PLAN_LENGTH}", expanded
+            )
+        # The kernel emits only legal codes and consistent lengths; the constructor re-checks them anyway.
+        plan = JointPlan(actions=actions, lengths=lengths)
+        return Solution(SOLVED, plan, int(makespan), int(sum_of_costs), "", expanded)
+    if status == K.UNSOLVABLE_AGENT:
+        agent = int(np.argmax(culprits))
+        return Solution(UNSOLVABLE, None, -1, -1, _unsolvable_agent_reason(instance, agent), expanded)
+    if status == K.UNSOLVABLE_GROUP:
+        members = [int(k) for k in np.flatnonzero(culprits)]
+        names = ", ".join(str(k) for k in members)
+        moving = int(np.any(instance.starts != instance.goals, axis=1).sum())
+        # A group that fails alone proves the whole instance unsolvable: more agents only add constraints.
+        alone = "" if len(members) == moving else " even without the other agents"
+        reason = (
+            f"joint state space exhausted: agents {names} have no joint plan{alone} "
+            f"({expanded} nodes expanded), so no joint plan exists"
+        )
+        return Solution(UNSOLVABLE, None, -1, -1, reason, expanded)
+    if status == K.LIMIT_NODES:
+        return Solution(LIMIT, None, -1, -1, f"node limit reached: max_nodes = {max_nodes} expansions", expanded)
+    return Solution(LIMIT, None, -1, -1, f"time limit reached: time_limit = {time_limit} s", expanded)
+
+
+# ------------------------------------------------------------------------------------ plain-Python reference
+def _joint_successors(instance: Instance, state: tuple) -> list[tuple]:
+    """Every joint state reachable in one failure-free step from ``state`` (a tuple of (row, col) per agent).
+
+    Written straight from the rules, independently of the kernels: arrived agents (on their goal) stay; others
+    wait or move to an in-grid ice neighbour; no two agents may end in one cell or swap cells.
+    """
+    goals = [_cell(g) for g in instance.goals]
+    per_agent = []
+    for k, (r, c) in enumerate(state):
+        if (r, c) == goals[k]:
+            per_agent.append([(r, c)])
+            continue
+        moves = [(r, c)]
+        for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)):
+            nr, nc = r + dr, c + dc
+            if 0 <= nr < instance.height and 0 <= nc < instance.width and instance.grid[nr, nc] == C.ICE:
+                moves.append((nr, nc))
+        per_agent.append(moves)
+    result = []
+    for combo in itertools.product(*per_agent):
+        if len(set(combo)) < len(combo):
+            continue
+        swap = False
+        for i in range(len(combo)):
+            for j in range(i + 1, len(combo)):
+                if combo[i] == state[j] and combo[j] == state[i] and combo[i] != state[i]:
+                    swap = True
+        if not swap:
+            result.append(combo)
+    return result
+
+
+def brute_force_optimum(instance: Instance, max_horizon: int = 10_000) -> tuple[int, int] | None:
+    """Reference optimum by exhaustive search over joint states (plain Python; for tests, small instances only).
+
+    The optimal makespan is the breadth-first depth of the all-on-goal state; the optimal sum of costs is its
+    Dijkstra distance with a step costing the number of agents not yet on their goal (a joint state's future
+    depends only on the cells, since arrival is absorbing). Returns ``(makespan, sum_of_costs)``, or ``None``
+    when the breadth-first search exhausts every reachable joint state without reaching the goals.
+
+    Raises:
+        RuntimeError: the breadth-first search passed ``max_horizon`` steps without a verdict.
+    """
+    start = tuple(_cell(s) for s in instance.starts)
+    goal = tuple(_cell(g) for g in instance.goals)
+    successors: dict[tuple, list[tuple]] = {}
+
+    def next_states(state):
+        if state not in successors:
+            successors[state] = _joint_successors(instance, state)
+        return successors[state]
+
+    depth = {start: 0}
+    frontier = deque([start])
+    makespan = None
+    while frontier:
+        state = frontier.popleft()
+        if state == goal:
+            makespan = depth[state]
+            break
+        if depth[state] >= max_horizon:
+            raise RuntimeError(f"brute force passed max_horizon = {max_horizon} steps without a verdict")
+        for nxt in next_states(state):
+            if nxt not in depth:
+                depth[nxt] = depth[state] + 1
+                frontier.append(nxt)
+    if makespan is None:
+        return None
+    best = {start: 0}
+    heap = [(0, start)]
+    while heap:
+        cost, state = heapq.heappop(heap)
+        if cost > best[state]:
+            continue
+        if state == goal:
+            return makespan, cost
+        step_cost = sum(1 for k in range(len(state)) if state[k] != goal[k])
+        for nxt in next_states(state):
+            if cost + step_cost < best.get(nxt, math.inf):
+                best[nxt] = cost + step_cost
+                heapq.heappush(heap, (cost + step_cost, nxt))
+    raise AssertionError("the goal was reached by breadth-first search but not by Dijkstra")  # pragma: no cover
