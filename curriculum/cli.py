@@ -18,7 +18,7 @@ from simulator.errors import ConfigError
 USER_ERRORS = (ConfigError, ReplayError)
 
 # Packages whose cli modules register subcommands, in help order (a registry, not an if/elif chain).
-COMMAND_PACKAGES = ("simulator", "replays", "policy", "engineer")
+COMMAND_PACKAGES = ("simulator", "replays", "policy", "engineer", "curriculum")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
     for package in COMMAND_PACKAGES:
         importlib.import_module(f"{package}.cli").register(commands, bench)
     return parser
+
+
+def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+    """The curriculum's own subcommands (this module is also the command's entry point)."""
+    from curriculum.commands import register as register_curriculum
+
+    register_curriculum(commands, bench)
 
 
 def main(argv: list[str] | None = None) -> int:

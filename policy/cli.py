@@ -88,7 +88,10 @@ def add_stage_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+    from policy.model_cli import register_model_commands
     from policy.scripted import SCRIPTED_POLICIES
+
+    register_model_commands(commands, bench)
 
     rollout = commands.add_parser(
         "rollout",

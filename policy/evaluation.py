@@ -110,16 +110,8 @@ def evaluate(policy, suite: str, out_dir: str | Path, seed: int = 0, run_id: str
         else:
             items = generate_cell(cell).instances
             answers = policy.answer(items, seed=seed)
-            columns = [reward_columns(it.instance, it.optimal_makespan, default_horizon(it.instance)) for it in items]
-            rewards = reward_breakdown(answers.completions, [c["instance"] for c in columns],
-                                       [c["optimal_makespan"] for c in columns], [c["horizon"] for c in columns])
             episodes = judge_episodes(items, answers.plans, answers.parse_errors, answers.completions, answers.prompts)
-            for i, episode in enumerate(episodes):
-                episode.reward = float(rewards["default"][i])
-                episode.reward_components = {name: float(rewards[name][i]) for name in ("format", "valid", "optimal", "progress")}
-                episode.prompt_tokens = answers.prompt_tokens[i]
-                episode.completion_tokens = answers.completion_tokens[i]
-                episode.timings = {**episode.timings, "answer_s": answers.seconds_per_answer}
+            attach_rewards(episodes, items, answers)
             header = ReplayHeader.new(run_id=run_id, stage=0, split="eval", policy=policy.descriptor,
                                       stage_config=cell.config().to_dict(),
                                       extra={"suite": suite, "agents": cell.agents, "size": cell.size})
@@ -135,3 +127,16 @@ def evaluate(policy, suite: str, out_dir: str | Path, seed: int = 0, run_id: str
             progress(done, total)
     table.failures = failures
     return table
+
+
+def attach_rewards(episodes, items, answers) -> None:
+    """Fill each episode's reward, components, token counts and answer time from ``answers``."""
+    columns = [reward_columns(it.instance, it.optimal_makespan, default_horizon(it.instance)) for it in items]
+    rewards = reward_breakdown(answers.completions, [c["instance"] for c in columns],
+                               [c["optimal_makespan"] for c in columns], [c["horizon"] for c in columns])
+    for i, episode in enumerate(episodes):
+        episode.reward = float(rewards["default"][i])
+        episode.reward_components = {name: float(rewards[name][i]) for name in ("format", "valid", "optimal", "progress")}
+        episode.prompt_tokens = answers.prompt_tokens[i]
+        episode.completion_tokens = answers.completion_tokens[i]
+        episode.timings = {**episode.timings, "answer_s": answers.seconds_per_answer}

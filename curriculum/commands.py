@@ -1,0 +1,123 @@
+"""Subcommands owned by the curriculum: ``train``, ``report`` and ``compare``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+# The comparison set of ``train --compare``: same budget and seeds, only the engineer differs.
+COMPARE_ENGINEERS = ("rule", "fixed", "random", "llm:self")
+
+
+def _parse_overrides(pairs: list[str]) -> dict:
+    import yaml
+
+    from simulator.errors import ConfigError
+
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError("--set", pair, "KEY=VALUE with a dotted key, e.g. training.steps=10")
+        out[key] = yaml.safe_load(value)
+    return out
+
+
+def _train(args: argparse.Namespace) -> int:
+    import yaml
+
+    from curriculum.config import load_run_config, preset
+    from curriculum.report import compare_table, load_run, render_report, write_plots
+    from curriculum.run import Run, resume, share_warm_start
+
+    if args.resume:
+        resume(args.resume)
+        print(render_report(load_run(args.resume)))
+        return 0
+    config = load_run_config(args.config) if args.config else preset(args.preset)
+    overrides = _parse_overrides(args.set)
+    if args.name:
+        overrides["name"] = args.name
+    if args.output_dir:
+        overrides["output_dir"] = args.output_dir
+    if overrides:
+        config = config.with_overrides(**overrides)
+    if args.print_config:
+        print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
+        return 0
+    if not args.compare:
+        Run(config).execute()
+        run = load_run(config.run_dir)
+        print(render_report(run))
+        write_plots(run, config.run_dir)
+        return 0
+    runs = []
+    first_dir = None
+    for spec in COMPARE_ENGINEERS:
+        name = f"{config.name}-{spec.replace(':', '-')}"
+        variant = config.with_overrides(name=name, **{"engineer.spec": spec})
+        if first_dir is not None:
+            share_warm_start(first_dir, variant.run_dir)
+        print(f"== {name}", file=sys.stderr)
+        Run(variant).execute()
+        first_dir = first_dir or variant.run_dir
+        runs.append(load_run(variant.run_dir))
+        write_plots(runs[-1], variant.run_dir)
+    for run in runs:
+        print(render_report(run))
+        print()
+    print(compare_table(runs))
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from curriculum.report import load_run, render_report, write_plots
+
+    run = load_run(args.run)
+    print(render_report(run))
+    for path in write_plots(run, args.plots or args.run):
+        print(f"plot: {path}", file=sys.stderr)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from curriculum.report import compare_table, load_run
+
+    print(compare_table([load_run(path) for path in args.runs]))
+    return 0
+
+
+def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+    train = commands.add_parser(
+        "train",
+        help="a curriculum run: warm start, then GRPO stages with the environment engineer in the loop",
+        description=(
+            "Run (or resume) a curriculum: generate the stage's instances from its config, train with TRL GRPO "
+            "(reward = the plan judge), validate on held-out instances, write replays, summarise failures, let the "
+            "engineer write the next stage's config; finally evaluate on a benchmark suite. --compare runs the "
+            f"comparison set ({', '.join(COMPARE_ENGINEERS)}) with the same budget and seeds."
+        ),
+    )
+    source = train.add_mutually_exclusive_group()
+    source.add_argument("--preset", default="tiny", help="tiny (CPU, embedded model) or qwen3-4b (GPU); default tiny")
+    source.add_argument("--config", help="run config YAML (start from --print-config)")
+    source.add_argument("--resume", metavar="RUN", help="continue the run in this folder after a crash or kill")
+    train.add_argument("--compare", action="store_true", help="run the engineers' comparison set and print the table")
+    train.add_argument("--name", help="run name (folder under output_dir)")
+    train.add_argument("--output-dir", help="parent folder of runs (default runs)")
+    train.add_argument("--set", nargs="*", metavar="KEY=VALUE", help="override fields, e.g. training.steps=10 stages=2")
+    train.add_argument("--print-config", action="store_true", help="print the run config as YAML and exit")
+    train.set_defaults(handler=_train)
+
+    report = commands.add_parser("report", help="per-stage metrics, config trajectory and PNG plots of a run",
+                                 description="Prints per-stage metrics and the config trajectory; writes rates.png "
+                                             "and mix.png into the run folder (or --plots DIR).")
+    report.add_argument("run", help="run folder")
+    report.add_argument("--plots", help="folder for the PNG plots (default: the run folder)")
+    report.set_defaults(handler=_report)
+
+    compare = commands.add_parser("compare", help="paper-style table across runs (final evaluation)",
+                                  description="Rows = runs, columns = map sizes (valid/optimal %), mean column.")
+    compare.add_argument("runs", nargs="+", help="run folders")
+    compare.set_defaults(handler=_compare)

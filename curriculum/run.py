@@ -1,0 +1,313 @@
+"""The stage loop: generate -> train (TRL GRPO) -> validate -> replays -> failure summary -> engineer -> next config.
+
+Run folder (``RunConfig.run_dir``)::
+
+    manifest.json            run config, package versions, seeds, git commit, created
+    run.yaml                 the run config
+    model-init/              the embedded tiny model (model: tiny), created at start
+    warm_start/model/        supervised warm start checkpoint (model + tokenizer)
+    warm_start/validation.mlr, warm_start/summary.json   the warm-started model on the validation set
+    stage-01/config.yaml     the stage config trained on
+    stage-01/model/          the stage's checkpoint (model + tokenizer); stage-01/trainer/ TRL's own checkpoints
+    stage-01/validation.mlr  validation replays;  stage-01/summary.json  their failure summary
+    stage-01/decision.json   the engineer's decision record (raw answer, proposal, repairs, final config, diff)
+    stage-01/stage.json      the stage record, written last: a stage is complete exactly when this file exists
+    metrics.jsonl            one line per completed stage (rewritten atomically)
+    final/                   evaluation replays of the last checkpoint;  final/table.json
+
+Resume (``mapf-lake train --resume RUN``): completed stages are read back; within an unfinished stage every
+step that left its file (checkpoint marker, replays, decision) is skipped; a killed GRPO stage continues from
+TRL's last checkpoint. What is bit-identical after a resume: instances (seeded generation), validation and
+evaluation sets, the rule/fixed/random engineers' decisions given the same summaries, and the files of every
+stage finished before the kill. What may differ: the weights of a stage resumed from a mid-stage TRL checkpoint
+(CPU float sums and the data order replayed by the Trainer are equal in practice, but not promised by PyTorch),
+and with them that stage's metrics, and timings everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from curriculum.config import RunConfig, load_run_config, save_run_config
+from policy.prompts import get_style
+from replays.format import ReplayHeader
+from replays.mining import summarize
+from replays.reader import read_replay
+from replays.writer import ReplayWriter
+from simulator.atomic import atomic_write
+from simulator.config import StageConfig, save_config
+from simulator.errors import ConfigError
+from simulator.generator import generate
+
+Log = Callable[[str], None]
+
+
+def _log_to_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _write_json(path: Path, data) -> None:
+    atomic_write(path, json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _versions() -> dict:
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for name in ("mapf-frozenlake", "numpy", "numba", "torch", "transformers", "trl", "accelerate", "peft", "datasets"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def stage_seed(run_seed: int, stage: int) -> int:
+    """Seed of stage ``stage``'s instances and trainer: fixed by the run seed, distinct per stage."""
+    return run_seed * 1000 + stage
+
+
+class Run:
+    """One run folder; :meth:`execute` runs (or resumes) it to the end."""
+
+    def __init__(self, config: RunConfig, log: Log = _log_to_stderr) -> None:
+        self.config = config
+        self.dir = config.run_dir
+        self.style = get_style(config.prompt_style)
+        self.log = log
+
+    # --- folders and records -------------------------------------------------------------------------------
+    def stage_dir(self, stage: int) -> Path:
+        return self.dir / f"stage-{stage:02d}"
+
+    def completed_stages(self) -> list[dict]:
+        records = []
+        for stage in range(1, self.config.stages + 1):
+            path = self.stage_dir(stage) / "stage.json"
+            if not path.exists():
+                break
+            records.append(json.loads(path.read_text()))
+        return records
+
+    def _start(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        manifest = self.dir / "manifest.json"
+        if manifest.exists():
+            recorded = json.loads(manifest.read_text())["run_config"]
+            if recorded != json.loads(json.dumps(self.config.to_dict(), default=str)):
+                raise ConfigError("run", str(self.dir), "the same run config as the run folder's manifest "
+                                  "(use --resume RUN, or a new name / output_dir)")
+            return
+        save_run_config(self.config, self.dir / "run.yaml")
+        _write_json(manifest, {"run_config": self.config.to_dict(), "versions": _versions(), "seed": self.config.seed,
+                               "git_commit": _git_commit(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+
+    # --- the model -----------------------------------------------------------------------------------------
+    def initial_model(self) -> str:
+        """Folder (or hub name) of the model before any training."""
+        if self.config.model == "tiny":
+            from policy.models import init_tiny_model
+
+            folder = self.dir / "model-init"
+            if not (folder / "config.json").exists() or not (folder / "tokenizer.json").exists():
+                init_tiny_model(folder, seed=self.config.seed)
+            return str(folder)
+        kind, _, target = self.config.model.partition(":")
+        if kind != "hf":
+            raise ConfigError("model", self.config.model, "tiny or hf:PATH_OR_NAME (training needs transformers weights)")
+        return target
+
+    # --- validation ----------------------------------------------------------------------------------------
+    def validation_items(self):
+        spec = self.config.validation
+        stage_config = StageConfig.from_dict({**spec.config, "samples": spec.samples})
+        return generate(stage_config).instances
+
+    def validate(self, model_dir: str, folder: Path, stage: int, items) -> dict:
+        """Greedy answers of ``model_dir`` on the validation set -> replays + summary (skipped when present)."""
+        from policy.backends import Sampling
+        from policy.evaluation import attach_rewards
+        from policy.policies import ModelPolicy
+        from policy.rollout import judge_episodes
+
+        replay = folder / "validation.mlr"
+        summary_path = folder / "summary.json"
+        if replay.exists() and summary_path.exists():
+            return json.loads(summary_path.read_text())
+        policy = ModelPolicy(f"hf:{model_dir}", self.style,
+                             Sampling(max_new_tokens=self.config.validation.max_new_tokens, temperature=0.0,
+                                      seed=self.config.seed, batch_size=64))
+        answers = policy.answer(items, seed=self.config.seed)
+        episodes = judge_episodes(items, answers.plans, answers.parse_errors, answers.completions, answers.prompts)
+        attach_rewards(episodes, items, answers)
+        header = ReplayHeader.new(run_id=self.config.name, stage=stage, split="validation", policy=policy.descriptor,
+                                  stage_config=self.config.validation.config)
+        with ReplayWriter(replay, header) as writer:
+            writer.write_all(episodes)
+        summary = summarize(episodes).to_dict()
+        _write_json(summary_path, summary)
+        return summary
+
+    # --- the loop ------------------------------------------------------------------------------------------
+    def execute(self) -> dict:
+        self._start()
+        cfg = self.config
+        t0 = time.perf_counter()
+        model = self.initial_model()
+        base_model = model
+        validation_items = self.validation_items()
+        history: list[dict] = []
+        untrained = self.dir / "untrained"
+        untrained.mkdir(exist_ok=True)
+        baseline = self.validate(model, untrained, 0, validation_items)
+        self.log(f"untrained model: valid {100 * baseline['valid_rate']:.1f}%")
+        if cfg.warm_start.enabled:
+            model = self._warm_start(model, validation_items)
+            history.append({"stage": 0, "config": None, **self._scores(json.loads((self.dir / "warm_start" / "summary.json").read_text()))})
+        current = StageConfig.from_dict(cfg.initial_config)
+        for record in self.completed_stages():
+            history.append({"stage": record["stage"], "config": record["config"], **record["scores"]})
+            current = StageConfig.from_dict(record["next_config"])
+            model = record["model"]
+        for stage in range(len(self.completed_stages()) + 1, cfg.stages + 1):
+            record = self._stage(stage, model, base_model, current, validation_items, history)
+            history.append({"stage": stage, "config": record["config"], **record["scores"]})
+            current = StageConfig.from_dict(record["next_config"])
+            model = record["model"]
+            self._write_metrics()
+        table = self._final_evaluation(model)
+        self.log(f"run {cfg.name} finished in {time.perf_counter() - t0:.0f} s")
+        return table
+
+    def _scores(self, summary: dict) -> dict:
+        return {"valid_rate": summary["valid_rate"], "optimal_rate": summary["optimal_rate"],
+                "reward_mean": summary["reward"]["mean"]}
+
+    def _warm_start(self, model: str, validation_items) -> str:
+        from curriculum.trainers import warm_start
+
+        ws = self.config.warm_start
+        folder = self.dir / "warm_start"
+        folder.mkdir(parents=True, exist_ok=True)
+        base = ws.config or self.config.initial_config
+        items = generate(StageConfig.from_dict({**base, "samples": ws.samples, "seed": stage_seed(self.config.seed, 0)})).instances
+        self.log(f"warm start: supervised fine-tuning on {len(items)} optimal plans, {ws.steps} steps")
+        info = warm_start(model, items, self.style, folder, steps=ws.steps, batch_size=ws.batch_size,
+                          learning_rate=ws.learning_rate, max_length=ws.max_length, seed=self.config.seed)
+        summary = self.validate(str(folder / "model"), folder, 0, validation_items)
+        self.log(f"warm start: {info.get('seconds', 0):.0f} s, validation valid {100 * summary['valid_rate']:.1f}% "
+                 f"optimal {100 * summary['optimal_rate']:.1f}%")
+        return str(folder / "model")
+
+    def _stage(self, stage: int, model: str, base_model: str, config: StageConfig, validation_items, history) -> dict:
+        from curriculum.trainers import grpo_stage
+        from engineer import build_context, make_engineer
+
+        cfg = self.config
+        folder = self.stage_dir(stage)
+        folder.mkdir(parents=True, exist_ok=True)
+        config = replace(config, seed=stage_seed(cfg.seed, stage))
+        save_config(config, folder / "config.yaml")
+        items = generate(config).instances
+        tr = cfg.training
+        self.log(f"stage {stage}: GRPO on {len(items)} instances, {tr.steps} steps")
+        train_info = grpo_stage(
+            model, items, self.style, folder, steps=tr.steps, prompts_per_step=tr.prompts_per_step,
+            generations=tr.generations, max_completion_length=tr.max_completion_length,
+            learning_rate=tr.learning_rate, temperature=tr.temperature, beta=tr.beta, lora=tr.lora,
+            lora_rank=tr.lora_rank, use_vllm=tr.use_vllm, vllm_mode=tr.vllm_mode, enable_thinking=tr.enable_thinking,
+            seed=stage_seed(cfg.seed, stage),
+        )
+        checkpoint = str(folder / "model")
+        summary = self.validate(checkpoint, folder, stage, validation_items)
+        self.log(f"stage {stage}: valid {100 * summary['valid_rate']:.1f}%, optimal {100 * summary['optimal_rate']:.1f}%,"
+                 f" zero-variance groups {train_info.get('zero_variance_share')}")
+        decision_path = folder / "decision.json"
+        if decision_path.exists():
+            decision = json.loads(decision_path.read_text())
+        else:
+            spec = cfg.engineer.spec
+            if spec == "llm:self":
+                spec = f"llm:hf:{checkpoint}"
+            elif spec == "llm:base":
+                spec = f"llm:hf:{base_model}"
+            engineer = make_engineer(spec)
+            history_for_engineer = history + [{"stage": stage, "config": config.to_dict(), **self._scores(summary),
+                                               "zero_variance_share": train_info.get("zero_variance_share")}]
+            context = build_context(summary, config, history_for_engineer, sections=tuple(cfg.engineer.context))
+            decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage)).to_dict()
+            _write_json(decision_path, decision)
+        next_config = decision["config"]
+        self.log(f"stage {stage}: engineer {decision.get('engineer')} {'accepted' if decision.get('accepted') else 'kept the config'}"
+                 f" ({decision.get('reason', '')}); changes: {', '.join(decision.get('diff') or []) or 'none'}")
+        record = {
+            "stage": stage,
+            "config": config.to_dict(),
+            "next_config": next_config,
+            "model": checkpoint,
+            "train": train_info,
+            "scores": {**self._scores(summary), "zero_variance_share": train_info.get("zero_variance_share")},
+            "decision": {key: decision.get(key) for key in ("engineer", "accepted", "reason", "diff", "repairs")},
+        }
+        _write_json(folder / "stage.json", record)
+        return record
+
+    def _write_metrics(self) -> None:
+        lines = []
+        for record in self.completed_stages():
+            lines.append(json.dumps({"stage": record["stage"], **record["scores"],
+                                     "step_seconds": record["train"].get("step_seconds"),
+                                     "reward_mean_train": record["train"].get("reward_mean"),
+                                     "completion_tokens_mean": record["train"].get("completion_tokens_mean")}))
+        atomic_write(self.dir / "metrics.jsonl", "\n".join(lines) + "\n")
+
+    def _final_evaluation(self, model: str) -> dict:
+        from policy.backends import Sampling
+        from policy.evaluation import evaluate
+        from policy.policies import ModelPolicy
+
+        table_path = self.dir / "final" / "table.json"
+        policy = ModelPolicy(f"hf:{model}", self.style, Sampling(max_new_tokens=self.config.validation.max_new_tokens,
+                                                                 temperature=0.0, seed=self.config.seed, batch_size=64))
+        table = evaluate(policy, self.config.evaluation_suite, self.dir / "final", seed=self.config.seed,
+                         run_id=self.config.name)
+        _write_json(table_path, table.to_dict())
+        self.log(table.render())
+        return table.to_dict()
+
+
+def resume(run_dir: str | Path, log: Log = _log_to_stderr) -> dict:
+    """Continue the run in ``run_dir`` (its ``run.yaml``) after a crash or kill."""
+    path = Path(run_dir) / "run.yaml"
+    if not path.exists():
+        raise ConfigError("--resume", str(run_dir), "a run folder with run.yaml (made by mapf-lake train)")
+    config = load_run_config(path)
+    config = replace(config, output_dir=str(Path(run_dir).parent), name=Path(run_dir).name)
+    return Run(config, log).execute()
+
+
+def share_warm_start(source: Path, target: Path) -> None:
+    """Copy a finished warm start (and the untrained baseline) into another run folder of the same settings, so
+    compared runs start from the same checkpoint and the budget goes to the stages."""
+    for part in ("model-init", "untrained", "warm_start"):
+        src = source / part
+        dst = target / part
+        if src.exists() and not dst.exists():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("trainer"))

@@ -1,0 +1,235 @@
+"""The two trainers of a run, both TRL: the supervised warm start (``SFTTrainer``) on the solver's optimal plans,
+and one GRPO stage (``GRPOTrainer``) whose reward is ``policy.rewards.mapf_reward`` (the batched plan judge).
+
+Nothing here decides a curriculum: the stage loop (``curriculum.run``) passes instances in and gets a checkpoint
+folder (model + tokenizer, always saved together) and metrics out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Sequence
+
+from policy.prompts import PromptStyle
+from policy.rewards import mapf_reward, reward_columns
+from simulator.env import default_horizon
+from simulator.generator import LabelledInstance
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+def _quiet(trainer) -> None:
+    """The stage loop prints its own one-line status; drop the Trainer's per-step dict printing."""
+    from transformers import PrinterCallback
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    trainer.remove_callback(PrinterCallback)
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _checkpoint_done(path: Path) -> bool:
+    return (path / "checkpoint_done.json").exists()
+
+
+def _mark_checkpoint(path: Path, info: dict) -> None:
+    from simulator.atomic import atomic_write
+
+    atomic_write(path / "checkpoint_done.json", json.dumps(info, indent=2))
+
+
+def _latest_trainer_checkpoint(folder: Path) -> str | None:
+    """The newest ``checkpoint-N`` folder TRL saved (to resume a killed stage), if any."""
+    if not folder.exists():
+        return None
+    found = sorted((p for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()),
+                   key=lambda p: int(p.name.split("-")[-1]))
+    return str(found[-1]) if found else None
+
+
+def sft_dataset(items: Sequence[LabelledInstance], style: PromptStyle):
+    """Prompt-completion rows: the instance's prompt and the solver's optimal plan written in the style."""
+    from datasets import Dataset
+
+    rows = []
+    for item in items:
+        prompt = style.prompt(item.instance)
+        answer = style.answer(item.plan)
+        if style.chat:
+            rows.append({"prompt": prompt, "completion": [{"role": "assistant", "content": answer}]})
+        else:
+            rows.append({"prompt": prompt, "completion": answer})
+    return Dataset.from_list(rows)
+
+
+def grpo_dataset(items: Sequence[LabelledInstance], style: PromptStyle):
+    """Prompt rows with the columns the reward reads (``policy.rewards.reward_columns``)."""
+    from datasets import Dataset
+
+    rows = []
+    for item in items:
+        row = {"prompt": style.prompt(item.instance)}
+        row.update(reward_columns(item.instance, item.optimal_makespan, default_horizon(item.instance)))
+        rows.append(row)
+    return Dataset.from_list(rows)
+
+
+class _Budget:
+    """Records wall time per optimizer step (a TrainerCallback made lazily so transformers loads on demand)."""
+
+    @staticmethod
+    def make():
+        from transformers import TrainerCallback
+
+        class StepTimer(TrainerCallback):
+            def __init__(self) -> None:
+                self.times: list[float] = []
+                self._start = 0.0
+
+            def on_step_begin(self, args, state, control, **kwargs):
+                self._start = time.perf_counter()
+
+            def on_step_end(self, args, state, control, **kwargs):
+                self.times.append(time.perf_counter() - self._start)
+
+        return StepTimer()
+
+
+def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *, steps: int,
+               batch_size: int, learning_rate: float, max_length: int, seed: int) -> dict:
+    """Supervised fine-tuning on optimal plans; saves model + tokenizer to ``out_dir/model``. Resumable."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    final = out_dir / "model"
+    if _checkpoint_done(final):
+        return json.loads((final / "checkpoint_done.json").read_text())
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    cuda = _cuda()
+    args = SFTConfig(
+        output_dir=str(out_dir / "trainer"),
+        max_steps=steps,
+        per_device_train_batch_size=batch_size,
+        learning_rate=learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=0,
+        logging_steps=max(steps // 20, 1),
+        save_strategy="steps",
+        save_steps=max(steps // 4, 1),
+        save_total_limit=1,
+        report_to=[],
+        use_cpu=not cuda,
+        bf16=cuda,
+        seed=seed,
+        data_seed=seed,
+        max_length=max_length,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    timer = _Budget.make()
+    trainer = SFTTrainer(model=model, args=args, train_dataset=sft_dataset(items, style), processing_class=tokenizer,
+                         callbacks=[timer])
+    _quiet(trainer)
+    start = time.perf_counter()
+    trainer.train(resume_from_checkpoint=_latest_trainer_checkpoint(out_dir / "trainer"))
+    seconds = time.perf_counter() - start
+    trainer.save_model(str(final))
+    tokenizer.save_pretrained(str(final))  # a checkpoint without its tokenizer.json fails to load later
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    info = {"steps": steps, "seconds": seconds, "step_seconds": (sum(timer.times) / len(timer.times)) if timer.times else None,
+            "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None}
+    _mark_checkpoint(final, info)
+    return info
+
+
+def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *, steps: int,
+               prompts_per_step: int, generations: int, max_completion_length: int, learning_rate: float,
+               temperature: float, beta: float, lora: bool, lora_rank: int, use_vllm: bool, vllm_mode: str,
+               enable_thinking: bool, seed: int) -> dict:
+    """One GRPO stage from ``model_dir`` on ``items``; saves model + tokenizer to ``out_dir/model``. Resumable
+    from the last TRL checkpoint of a killed stage. Returns metrics: reward mean/std, share of groups with zero
+    reward variance, tokens per completion, seconds per step."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    final = out_dir / "model"
+    if _checkpoint_done(final):
+        return json.loads((final / "checkpoint_done.json").read_text())
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    cuda = _cuda()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="auto" if cuda else None)
+    peft_config = None
+    if lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, target_modules="all-linear", task_type="CAUSAL_LM")
+    options = dict(
+        output_dir=str(out_dir / "trainer"),
+        max_steps=steps,
+        per_device_train_batch_size=prompts_per_step * generations,
+        num_generations=generations,
+        max_completion_length=max_completion_length,
+        learning_rate=learning_rate,
+        temperature=temperature,
+        beta=beta,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=max(steps // 3, 1),
+        save_total_limit=1,
+        report_to=[],
+        use_cpu=not cuda,
+        bf16=cuda,
+        seed=seed,
+        data_seed=seed,
+        use_vllm=use_vllm,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    if use_vllm:
+        options["vllm_mode"] = vllm_mode
+    if style.chat:
+        options["chat_template_kwargs"] = {"enable_thinking": enable_thinking}
+    timer = _Budget.make()
+    trainer = GRPOTrainer(model=model, reward_funcs=[mapf_reward], args=GRPOConfig(**options),
+                          train_dataset=grpo_dataset(items, style), processing_class=tokenizer,
+                          peft_config=peft_config, callbacks=[timer])
+    _quiet(trainer)
+    start = time.perf_counter()
+    trainer.train(resume_from_checkpoint=_latest_trainer_checkpoint(out_dir / "trainer"))
+    seconds = time.perf_counter() - start
+    if lora:
+        trainer.model = trainer.model.merge_and_unload()  # a merged model loads like any other checkpoint
+    trainer.model.save_pretrained(str(final)) if lora else trainer.save_model(str(final))
+    tokenizer.save_pretrained(str(final))
+    logs = [entry for entry in trainer.state.log_history if "reward" in entry]
+
+    def mean_of(key: str):
+        values = [entry[key] for entry in logs if key in entry]
+        return sum(values) / len(values) if values else None
+
+    info = {
+        "steps": steps,
+        "seconds": seconds,
+        "step_seconds": (sum(timer.times) / len(timer.times)) if timer.times else None,
+        "reward_mean": mean_of("reward"),
+        "reward_std": mean_of("reward_std"),
+        "zero_variance_share": mean_of("frac_reward_zero_std"),
+        "completion_tokens_mean": mean_of("completions/mean_length"),
+        "reward_first": logs[0]["reward"] if logs else None,
+        "reward_last": logs[-1]["reward"] if logs else None,
+    }
+    _mark_checkpoint(final, info)
+    return info
