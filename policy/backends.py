@@ -37,17 +37,18 @@ import re
 import socket
 import threading
 import time
+import unicodedata
 import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence, Union
+from typing import Any, Callable, Protocol, Sequence
 
 from simulator.errors import ConfigError
 
-Prompt = Union[str, list[dict]]  # raw text, or chat messages [{"role": ..., "content": ...}]
+Prompt = str | list[dict]  # raw text, or chat messages [{"role": ..., "content": ...}]
 
 VLLM_INSTALL_HINT = "pip install 'mapf-frozenlake[vllm]' on a GPU machine"
 
@@ -144,7 +145,8 @@ def _mixed_seed(seed: int, chunk: int) -> int:
 
 def _hub_downloads_off() -> bool:
     truthy = {"1", "true", "yes", "on"}
-    return any(os.environ.get(name, "").strip().lower() in truthy for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    names = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    return any(os.environ.get(name, "").strip().lower() in truthy for name in names)
 
 
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -159,9 +161,10 @@ class HFBackend:
     name neither cached nor downloadable, raises ConfigError at once.
 
     ``cpu_threads``: torch intra-op threads while generating on a CPU (restored afterwards). The default is 1 for
-    models under :data:`SMALL_MODEL_PARAMETERS` and torch's own setting otherwise: on matrices 128 wide, thread
-    synchronisation costs more than it saves, and on a busy 2-core machine the tiny model ran 6-10x faster on one
-    thread than on two (bench generation, batch 32 x 64 tokens).
+    models under :data:`SMALL_MODEL_PARAMETERS` and torch's own setting otherwise. Measured with the tiny model
+    (batch 32 x 64 tokens, 2-core machine): two threads gain about 1.3x while the other core is idle, but lose
+    6-20x while another process keeps it busy (the intra-op workers wait for a core every layer), so one thread
+    is the predictable default; a run that owns its machine can pass ``cpu_threads``.
     """
 
     SMALL_MODEL_PARAMETERS = 100_000_000
@@ -170,13 +173,13 @@ class HFBackend:
         import torch
 
         self.spec = f"hf:{target}"
+        if cpu_threads is not None and (not isinstance(cpu_threads, int) or cpu_threads < 1):
+            raise ConfigError("hf.cpu_threads", cpu_threads, "an integer >= 1, or None for the default")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.tokenizer, self.model = self._load(target)
         parameters = sum(parameter.numel() for parameter in self.model.parameters())
         if cpu_threads is None and parameters < self.SMALL_MODEL_PARAMETERS:
             cpu_threads = 1
-        if cpu_threads is not None and (not isinstance(cpu_threads, int) or cpu_threads < 1):
-            raise ConfigError("hf.cpu_threads", cpu_threads, "an integer >= 1, or None for the default")
         self.cpu_threads = cpu_threads
         self.tokenizer.padding_side = "left"  # decoder-only: new tokens must follow the prompt directly
         if self.tokenizer.pad_token_id is None:
@@ -186,7 +189,7 @@ class HFBackend:
             eos = self.tokenizer.eos_token_id
         self.eos_ids: list[int] = [eos] if isinstance(eos, int) else list(eos or [])
         if not self.eos_ids:
-            raise ConfigError(self.spec, target, "a model whose tokenizer or generation config names an eos token")
+            raise ConfigError("backend", self.spec, "a model whose tokenizer or generation config names an eos token")
         self.max_positions = getattr(self.model.config, "max_position_embeddings", None)
 
     def __repr__(self) -> str:
@@ -215,7 +218,7 @@ class HFBackend:
 
         try:
             tokenizer, model = load(offline=True)
-        except (OSError, ValueError) as offline_error:
+        except (OSError, ValueError, KeyError) as offline_error:
             if local.exists() or _hub_downloads_off():
                 raise ConfigError(
                     "backend", self.spec, "a folder (or cached hub model) with a causal LM and its tokenizer",
@@ -223,7 +226,7 @@ class HFBackend:
                 ) from None
             try:  # a hub name not cached yet: the one place a download may happen, by design (Qwen/Qwen3-4B)
                 tokenizer, model = load(offline=False)
-            except (OSError, ValueError) as online_error:
+            except (OSError, ValueError, KeyError) as online_error:
                 raise ConfigError(
                     "backend", self.spec, "a hub model this machine can download, or a local folder",
                     detail=_first_line(online_error),
@@ -259,6 +262,14 @@ class HFBackend:
         for index, ids in enumerate(encoded):  # all checks before the first generate call
             if not ids:
                 raise ConfigError(f"prompts[{index}]", texts[index], "a prompt with at least one token")
+            # A tokenizer without an unknown token (the tiny model's 27-token one) drops characters it lacks;
+            # a prompt the model would see only in part is refused rather than silently rewritten.
+            lost = set(unicodedata.normalize("NFC", texts[index])) - set(self.tokenizer.decode(ids))
+            if lost:
+                raise ConfigError(
+                    f"prompts[{index}]", texts[index], f"characters {self.spec}'s tokenizer can encode",
+                    detail=f"it has no token for {''.join(sorted(lost))!r}",
+                )
             if self.max_positions and len(ids) + sampling.max_new_tokens > self.max_positions:
                 raise ConfigError(
                     f"prompts[{index}]", f"{len(ids)} tokens + max_new_tokens {sampling.max_new_tokens}",
@@ -279,16 +290,24 @@ class HFBackend:
         batch = self.tokenizer.pad({"input_ids": encoded}, padding=True, return_tensors="pt")
         input_ids = batch["input_ids"].to(self.model.device)
         attention_mask = batch["attention_mask"].to(self.model.device)
+        # transformers fills every knob left unset from the model's own generation_config (Qwen3 ships do_sample,
+        # temperature 0.6, top_k 20, top_p 0.95), so each knob that changes the result is set here: what the
+        # caller's Sampling says, and neutral values for the rest.
         options: dict[str, Any] = {
             "max_new_tokens": sampling.max_new_tokens,
             "do_sample": not sampling.greedy,
+            "num_beams": 1,
+            "num_return_sequences": 1,
+            "repetition_penalty": 1.0,
+            "no_repeat_ngram_size": 0,
             "eos_token_id": self.eos_ids,
             "pad_token_id": self.tokenizer.pad_token_id,
         }
         if not sampling.greedy:
-            # Set every sampling knob explicitly: a model's own generation_config (Qwen3: top_k 20, top_p 0.95)
-            # must not leak into a run that asked for something else.
-            options.update(temperature=float(sampling.temperature), top_p=float(sampling.top_p), top_k=sampling.top_k)
+            options.update(
+                temperature=float(sampling.temperature), top_p=float(sampling.top_p), top_k=sampling.top_k,
+                typical_p=1.0,
+            )
         if ignore_eos:
             options["min_new_tokens"] = sampling.max_new_tokens
         generation_config = GenerationConfig(**options)
@@ -465,7 +484,8 @@ class OpenAIBackend:
         self.model = model
         parsed = urllib.parse.urlparse(base_url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ConfigError(ENV_BASE_URL, self._scrub(base_url), "an http:// or https:// URL such as " + DEFAULT_BASE_URL)
+            allowed = f"an http:// or https:// URL such as {DEFAULT_BASE_URL}"
+            raise ConfigError(ENV_BASE_URL, self._scrub(base_url), allowed)
         if not api_key:
             raise ConfigError(
                 ENV_API_KEY, "<unset>",

@@ -56,7 +56,9 @@ class ModelInit:
 
 
 MODEL_INITS: dict[str, ModelInit] = {
-    "tiny": ModelInit("the embedded tiny model: 27-token compact tokenizer + random Qwen3 (~0.8 M parameters)", _init_tiny),
+    "tiny": ModelInit(
+        "the embedded tiny model: 27-token compact tokenizer + random Qwen3 (~0.8 M parameters)", _init_tiny
+    ),
     "qwen3-tokenizer": ModelInit("the real Qwen3 tokenizer and chat template, built offline", _init_qwen3_tokenizer),
     "tiny-qwen3": ModelInit("a tiny random Qwen3 on the real tokenizer (needs --tokenizer)", _init_tiny_qwen3),
     "qwen3-4b-random": ModelInit(

@@ -96,6 +96,9 @@ QWEN3_ADDED_TOKENS: tuple[tuple[str, bool], ...] = (
     ("</think>", False),  # 151668
 )
 QWEN3_VOCAB_ROWS = 151_936  # Qwen3's embedding rows (padded past the 151,669 real ids)
+# Qwen/Qwen3-4B's generation_config.json sampling defaults; the random Qwen3 models carry them too, so code that
+# must override a model's defaults (policy.backends.HFBackend does) is tested against the real thing.
+QWEN3_GENERATION_DEFAULTS: dict[str, Any] = {"do_sample": True, "temperature": 0.6, "top_k": 20, "top_p": 0.95}
 QWEN3_EOS = "<|im_end|>"
 QWEN3_PAD = "<|endoftext|>"
 
@@ -153,11 +156,14 @@ def tiny_config(vocab_size: int, pad_id: int, eos_id: int | list[int], bos_id: i
     )
 
 
-def _save_random_model(config: "Qwen3Config", out_dir: Path, seed: int, device: str | None = None) -> int:
+def _save_random_model(
+    config: "Qwen3Config", out_dir: Path, seed: int, device: str | None = None, **generation: Any
+) -> int:
     """Create a randomly initialised Qwen3ForCausalLM from ``config`` under ``seed``, save it, return its size.
 
     On a GPU ``device`` the weights are created there in bf16 (a 4B model in fp32 on a CPU is slow and big);
-    otherwise in fp32. The generation config carries the config's eos and pad ids so ``generate`` stops right.
+    otherwise in fp32. The generation config carries the config's eos and pad ids so ``generate`` stops right,
+    plus the ``generation`` defaults given.
     """
     import torch
     from transformers import GenerationConfig, Qwen3ForCausalLM
@@ -168,14 +174,17 @@ def _save_random_model(config: "Qwen3Config", out_dir: Path, seed: int, device: 
         with torch.device(device or "cpu"):
             model = Qwen3ForCausalLM(config).to(dtype)
     model.generation_config = GenerationConfig(
-        eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id, bos_token_id=config.bos_token_id
+        eos_token_id=config.eos_token_id,
+        pad_token_id=config.pad_token_id,
+        bos_token_id=config.bos_token_id,
+        **generation,
     )
     model.save_pretrained(str(out_dir))
     return sum(parameter.numel() for parameter in model.parameters())
 
 
 def init_tiny_model(out_dir: str | Path, seed: int = 0) -> Path:
-    """Create the embedded tiny model in ``out_dir``: compact tokenizer + random Qwen3 (~0.7 M parameters).
+    """Create the embedded tiny model in ``out_dir``: compact tokenizer + random Qwen3 (~0.8 M parameters).
 
     The folder loads with ``hf:out_dir``; its tokenizer has no chat template, so it takes raw compact prompts
     only (``"n=4\\n..H.\\n...?\\n"``) and answers lines such as ``"A0 UUL\\nA1 DR\\n"`` followed by ``<eos>``.
@@ -323,13 +332,14 @@ def init_qwen3_tokenizer(out_dir: str | Path) -> Path:
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    specials = [content for content, special in QWEN3_ADDED_TOKENS if special]
+    # The added tokens carry their "special" flags in tokenizer.json, which is what decoding with
+    # skip_special_tokens reads; listing them again in tokenizer_config.json is left out because transformers 4
+    # and 5 disagree on that key's shape.
     _save_tokenizer(
         build_qwen3_tokenizer(),
         out,
         eos_token=QWEN3_EOS,
         pad_token=QWEN3_PAD,
-        additional_special_tokens=[token for token in specials if token not in (QWEN3_EOS, QWEN3_PAD)],
         chat_template=qwen3_chat_template(),
         model_max_length=40_960,
     )
@@ -341,7 +351,8 @@ def _copy_tokenizer(tokenizer_dir: str | Path, out: Path) -> Any:
 
     source = Path(tokenizer_dir)
     if not (source / "tokenizer.json").is_file():
-        raise ConfigError("tokenizer_dir", str(source), "a folder written by init_qwen3_tokenizer (with tokenizer.json)")
+        allowed = "a folder written by init_qwen3_tokenizer (with tokenizer.json)"
+        raise ConfigError("tokenizer_dir", str(source), allowed)
     tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
     tokenizer.save_pretrained(str(out))
     return tokenizer
@@ -389,7 +400,7 @@ def init_random_qwen3(
     tokenizer = _copy_tokenizer(tokenizer_dir, out)
     if len(tokenizer) > config.vocab_size:
         raise ConfigError("config.vocab_size", config.vocab_size, f">= the tokenizer's {len(tokenizer)} ids")
-    _save_random_model(config, out, seed, device)
+    _save_random_model(config, out, seed, device, **QWEN3_GENERATION_DEFAULTS)
     return out
 
 
@@ -397,7 +408,8 @@ def init_tiny_qwen3(out_dir: str | Path, tokenizer_dir: str | Path, seed: int = 
     """A tiny random Qwen3 (:data:`TINY_SHAPE`, ~20 M parameters, almost all embeddings) on the real tokenizer.
 
     ``tokenizer_dir`` is a folder from :func:`init_qwen3_tokenizer`. The model stops on ``<|im_end|>`` or
-    ``<|endoftext|>`` like Qwen3 does; it exists to test the chat prompt path end to end, not to answer well.
+    ``<|endoftext|>`` and carries Qwen3's sampling defaults (:data:`QWEN3_GENERATION_DEFAULTS`) like the real
+    one; it exists to test the chat prompt path end to end, not to answer well.
     """
     eos = [QWEN3_BPE_SIZE + 2, QWEN3_BPE_SIZE]  # <|im_end|>, <|endoftext|>: Qwen3's generation_config stops on both
     config = tiny_config(QWEN3_VOCAB_ROWS, pad_id=QWEN3_BPE_SIZE, eos_id=eos, bos_id=QWEN3_BPE_SIZE)
