@@ -200,18 +200,20 @@ def extract_proposal(text: Any) -> ParsedAnswer:
     if not text.strip():
         return ParsedAnswer(None, notes=notes, problem="the answer holds only thinking")
 
-    spans: list[tuple[str, int, int]] = []
+    # (what, start, end, outer_start, outer_end): the document's span, and the span the prose excludes (a
+    # fence's markers and language tag are not prose)
+    spans: list[tuple[str, int, int, int, int]] = []
     fences = list(_FENCE.finditer(text))
     for match in reversed(fences):
-        spans.append(("a fenced block", match.start(1), match.end(1)))
-    spans += [("a JSON object in the text", start, end) for start, end in _json_objects(text)]
+        spans.append(("a fenced block", match.start(1), match.end(1), match.start(), match.end()))
+    spans += [("a JSON object in the text", start, end, start, end) for start, end in _json_objects(text)]
     block = _yaml_block(text)
     if block:
-        spans.append(("YAML lines in the text", *block))
-    spans.append(("the whole answer", 0, len(text)))
+        spans.append(("YAML lines in the text", *block, *block))
+    spans.append(("the whole answer", 0, len(text), 0, len(text)))
 
     seen: set[tuple[int, int]] = set()
-    for what, start, end in spans:
+    for what, start, end, outer_start, outer_end in spans:
         if (start, end) in seen:
             continue
         seen.add((start, end))
@@ -224,7 +226,7 @@ def extract_proposal(text: Any) -> ParsedAnswer:
         if what != "the whole answer":
             notes.append(f"read the config from {what}")
         if not rationale:
-            prose = (text[:start] + " " + text[end:]).replace("```", " ")
+            prose = text[:outer_start] + " " + text[outer_end:]
             rationale = " ".join(prose.split())
         rationale = rationale.strip()
         if len(rationale) > MAX_RATIONALE_CHARS:

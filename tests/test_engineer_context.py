@@ -1,0 +1,164 @@
+"""Engineer context: counts from a known replay set, recomputed here from the episodes; sections switch off."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from engineer.context import CONTEXT_SECTIONS, build_context, parse_sections
+from engineer.evidence import collect_evidence, summarize_episodes
+from policy.rollout import judge_episodes
+from policy.scripted import make_scripted
+from replays.errors import ReplayError
+from replays.format import ReplayHeader
+from replays.mining import summarize
+from replays.writer import write_replay
+from simulator import constants as C
+from simulator.config import StageConfig
+from simulator.errors import ConfigError
+from simulator.generator import generate
+
+STAGE = {
+    "agents": [2, 3],
+    "samples": 48,
+    "seed": 5,
+    "sizes": {
+        3: {"data_ratio": 0.25, "hole_ratio": 0.2, "wait_ratio": 0.5},
+        5: {"data_ratio": 0.75, "hole_ratio": 0.3, "wait_ratio": 0.5},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def stage_config():
+    return StageConfig.from_dict(STAGE)
+
+
+@pytest.fixture(scope="module")
+def episodes(stage_config):
+    items = generate(stage_config).instances
+    out = []
+    for name in ("greedy", "random"):
+        for episode in judge_episodes(items, make_scripted(name).plans(items, seed=2)):
+            episode.reward = 1.0 if episode.outcome.valid else -0.5  # known rewards, so their stats can be checked
+            episode.completion_tokens = 10 + episode.instance.n_agents
+            out.append(episode)
+    return out
+
+
+@pytest.fixture(scope="module")
+def replay_dir(tmp_path_factory, episodes, stage_config):
+    folder = tmp_path_factory.mktemp("stage-replays")
+    half = len(episodes) // 2
+    for index, chunk in enumerate((episodes[:half], episodes[half:])):
+        header = ReplayHeader.new("run", 1, "validation", {"name": "scripted"}, stage_config.to_dict())
+        write_replay(folder / f"part{index}.mlr", header, chunk)
+    train = ReplayHeader.new("run", 1, "train", {"name": "scripted"}, stage_config.to_dict())
+    write_replay(folder / "train.mlr", train, episodes[:3])
+    return folder
+
+
+def _size(episode) -> int:
+    return episode.labels.size
+
+
+def test_context__counts_from_replays_equal_counts_recomputed_from_episodes(replay_dir, episodes, stage_config):
+    evidence = collect_evidence(replay_dir, split="validation")
+    assert evidence.stage_config == stage_config.to_dict()
+    assert any("train.mlr" in note for note in evidence.notes)
+    context = build_context(evidence.summary, stage_config, [])
+    behavior, failures, env = context.data["behavior"], context.data["failures"], context.data["env_stats"]
+
+    assert behavior["episodes"] == len(episodes)
+    assert behavior["valid"] == sum(ep.outcome.valid for ep in episodes)
+    for side in (3, 5):
+        members = [ep for ep in episodes if _size(ep) == side]
+        group = behavior["by_size"][str(side)]
+        assert group["episodes"] == len(members)
+        assert group["valid"] == sum(ep.outcome.valid for ep in members)
+        assert group["optimal"] == sum(ep.outcome.optimal for ep in members)
+        assert group["valid_rate"] == pytest.approx(group["valid"] / len(members))
+        assert group["reward_mean"] == pytest.approx(np.mean([ep.reward for ep in members]))
+        assert group["reward_std"] == pytest.approx(np.std([ep.reward for ep in members]))
+        assert group["completion_tokens_mean"] == pytest.approx(np.mean([ep.completion_tokens for ep in members]))
+        counts = Counter(C.FAILURE_NAMES[ep.outcome.failure] for ep in members if not ep.outcome.valid)
+        assert failures["by_size"][str(side)] == {name: counts.get(name, 0) for name in failures["by_size"][str(side)]}
+        achieved = env["achieved"][str(side)]
+        assert achieved["hole_ratio_mean"] == pytest.approx(
+            np.mean([np.count_nonzero(ep.instance.grid) / ep.instance.grid.size for ep in members])
+        )
+        assert achieved["needs_wait_share"] == pytest.approx(np.mean([ep.labels.needs_wait for ep in members]))
+        assert achieved["optimal_makespan_max"] == max(ep.labels.optimal_makespan for ep in members)
+        # the text shows the same numbers
+        assert f"{side}x{side}: {len(members)} episodes, valid {100 * group['valid_rate']:.1f}%" in context.text
+    for agents in (2, 3):
+        members = [ep for ep in episodes if ep.instance.n_agents == agents]
+        assert behavior["by_agents"][str(agents)]["episodes"] == len(members)
+    overall = Counter(C.FAILURE_NAMES[ep.outcome.failure] for ep in episodes if not ep.outcome.valid)
+    assert {name: n for name, n in failures["failures"].items() if n} == dict(overall)
+    assert env["config"] == stage_config.to_dict()
+    assert 0 < len(failures["exemplars"]) <= 3
+    assert all(example["text"] in context.text for example in failures["exemplars"])
+
+
+def test_context__data_is_json_and_every_section_renders(episodes, stage_config):
+    history = [{"stage": 0, "config": stage_config.to_dict(), "valid_rate": 0.25, "optimal_rate": 0.125,
+                "zero_variance_share": 0.5}]
+    context = build_context(summarize_episodes(episodes), stage_config, history)
+    assert context.sections == CONTEXT_SECTIONS
+    assert json.loads(json.dumps(context.data, allow_nan=False)) == context.data
+    for name in CONTEXT_SECTIONS:
+        assert f"## {name}" in context.text
+    assert "stage 0: valid rate 25.0%, optimal rate 12.5%, zero variance share 50.0%" in context.text
+
+
+@pytest.mark.parametrize("chosen", [("failures",), ("behavior", "history"), ()])
+def test_context__switched_off_sections_are_absent_from_text_and_data(episodes, stage_config, chosen):
+    context = build_context(summarize(episodes), stage_config, [], sections=chosen)
+    assert context.sections == chosen
+    for name in CONTEXT_SECTIONS:
+        assert (name in context.data) == (name in chosen)
+        assert (f"## {name}" in context.text) == (name in chosen)
+    if not chosen:
+        assert "no evidence" in context.text
+
+
+def test_context__plain_failure_summary_without_size_stats_still_builds(episodes, stage_config):
+    context = build_context(summarize(episodes), stage_config, [])
+    assert "reward_mean" not in context.data["behavior"]["by_size"]["3"]
+    assert context.data["env_stats"]["achieved"] == {}
+
+
+def test_context__history_keeps_the_last_entries_only(episodes, stage_config):
+    history = [{"stage": stage, "config": stage_config.to_dict(), "valid_rate": stage / 10} for stage in range(8)]
+    context = build_context(summarize(episodes), stage_config, history + ["not a dict"], history_limit=3)
+    assert [entry["stage"] for entry in context.data["history"]["stages"]] == [5, 6, 7]
+    assert "stage 4:" not in context.text and "stage 7:" in context.text
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (None, CONTEXT_SECTIONS),
+        ("all", CONTEXT_SECTIONS),
+        ("none", ()),
+        ("failures,behavior", ("behavior", "failures")),
+        (" history , failures ,", ("failures", "history")),
+        (["env_stats"], ("env_stats",)),
+    ],
+)
+def test_parse_sections__names_in_canonical_order(given, expected):
+    assert parse_sections(given) == expected
+
+
+def test_parse_sections__unknown_name_is_a_config_error():
+    with pytest.raises(ConfigError, match="behaviour"):
+        parse_sections("behaviour")
+
+
+def test_collect_evidence__no_file_of_the_split_is_a_replay_error(replay_dir):
+    with pytest.raises(ReplayError, match="eval"):
+        collect_evidence(replay_dir, split="eval")
