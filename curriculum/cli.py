@@ -18,7 +18,7 @@ from simulator.errors import ConfigError
 USER_ERRORS = (ConfigError, ReplayError)
 
 # Packages whose cli modules register subcommands, in help order (a registry, not an if/elif chain).
-COMMAND_PACKAGES = ("simulator", "replays", "policy", "engineer", "curriculum")
+COMMAND_PACKAGES = ("simulator", "replays", "policy", "engineer", "curriculum", "render")
 
 
 def build_parser() -> argparse.ArgumentParser:

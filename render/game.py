@@ -119,6 +119,17 @@ class PlayGame:
         before, after = self._states[-2], self._states[-1]
         return markers_for_step(before.pos, after.pos, after.events, self._actions[-1])
 
+    def log(self) -> list[str]:
+        """One line per event of the steps taken so far: arrivals, slips and failures, oldest first."""
+        lines = []
+        for t in range(1, self.steps + 1):
+            before, after = self._states[t - 1], self._states[t]
+            for k in np.flatnonzero(after.events & C.EV_GOAL).tolist():
+                lines.append(f"step {t}: agent {k} reached its goal")
+            for marker in markers_for_step(before.pos, after.pos, after.events, self._actions[t - 1]):
+                lines.append(f"step {t}: {marker.describe()}")
+        return lines
+
     def verdict(self) -> str:
         """One line on how the game stands."""
         optimum = "?" if self.optimal_makespan is None else str(self.optimal_makespan)

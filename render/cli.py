@@ -1,0 +1,169 @@
+"""Subcommands owned by the render package: ``watch``, ``play`` and ``bench render``.
+
+Registration imports nothing heavy (no pygame, no Textual): the handlers import what they use. Every handler
+opens and checks its input (replay files, instance files, ranges) before any window or terminal app starts, so
+a bad file is one line on stderr (``ReplayError``/``ConfigError``, exit status 2), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+
+def _resolution(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: WIDTHxHEIGHT in pixels, e.g. 1200x760") from None
+    if not (200 <= width <= 8192 and 150 <= height <= 8192):
+        raise argparse.ArgumentTypeError(f"{text!r}: width 200..8192 and height 150..8192 pixels")
+    return width, height
+
+
+def _headless() -> None:
+    # Image export draws off-screen; the dummy drivers keep SDL from looking for a display or a sound card.
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from render.source import ReplaySource
+    from simulator.errors import ConfigError
+
+    if args.png or args.gif:
+        _headless()
+    source = ReplaySource(args.path)
+    try:
+        total = len(source)
+        if not 0 <= args.episode < total:
+            raise ConfigError("--episode", args.episode, f"0..{total - 1} ({total} episodes in {args.path})")
+        if args.step is not None:
+            n_steps = source.load(args.episode).n_steps
+            if not -(n_steps + 1) <= args.step <= n_steps:
+                raise ConfigError("--step", args.step, f"0..{n_steps} (or -1 for the last step)")
+        if args.png or args.gif:
+            from render.draw import DEFAULT_SIZE
+            from render.export import GIF_SIZE, export_gif, export_png
+
+            if args.png:
+                step = -1 if args.step is None else args.step
+                path = export_png(source, args.episode, step, args.png, args.resolution or DEFAULT_SIZE)
+                print(f"wrote {path} (episode {args.episode}, step {step})")
+            if args.gif:
+                count = export_gif(source, args.episode, args.gif, args.resolution or GIF_SIZE, args.fps, args.tween)
+                print(f"wrote {args.gif} ({count} frames, episode {args.episode})")
+            return 0
+        from render.watch_state import WatchState
+
+        state = WatchState(source, args.episode, args.step, playing=not args.paused and args.step is None)
+        if args.terminal:
+            from render.watch_app import WatchApp
+
+            WatchApp(state).run()
+        else:
+            from render.draw import DEFAULT_SIZE
+            from render.viewer import run_viewer
+
+            run_viewer(state, args.resolution or DEFAULT_SIZE)
+        return 0
+    finally:
+        source.close()
+
+
+def _play(args: argparse.Namespace) -> int:
+    from render.game import PlayGame, generate_instance, load_instance
+    from render.play_app import PlayApp
+
+    defaults = {
+        name: value
+        for name, value in (("size", args.size), ("agents", args.agents), ("holes", args.holes),
+                            ("wait_ratio", args.wait_ratio), ("seed", args.seed))
+        if value is not None
+    }
+    game, stage_config = None, None
+    if args.load:
+        instance, labels = load_instance(args.load, args.episode)
+        game = PlayGame(instance, labels, origin=args.load)
+        defaults.update(load=args.load, episode=args.episode)
+    elif defaults:  # map flags given: generate now and start playing
+        settings = {"size": 6, "agents": 2, "holes": 0.2, "wait_ratio": 0.3, "seed": 0, **defaults}
+        instance, labels, stage_config = generate_instance(
+            settings["size"], settings["agents"], settings["holes"], settings["wait_ratio"], settings["seed"]
+        )
+        game = PlayGame(instance, labels, origin=f"generated seed {settings['seed']}")
+    PlayApp(game, save_path=args.save, defaults=defaults, stage_config=stage_config).run()
+    return 0
+
+
+def _bench_render(args: argparse.Namespace) -> int:
+    from render.bench import format_render_bench, run_render_bench
+
+    results = run_render_bench(quick=args.quick)
+    print(json.dumps(results, indent=2) if args.json else format_render_bench(results))
+    return 0
+
+
+def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+    watch = commands.add_parser(
+        "watch",
+        help="watch replays: a pygame window, the terminal (--terminal), or images (--png/--gif)",
+        description=(
+            "Show the episodes of a replay file, or of a folder of them, step by step: the lake, the agents, each "
+            "failure where it happens, the episode's metadata and the model's completion. Keys in the window: "
+            "space play/pause, left/right step, up/down speed, n/p next/previous episode, f failures only, "
+            "s save a PNG, h help, q quit. With --png or --gif nothing opens: the frame or the whole episode is "
+            "written as an image (no display needed)."
+        ),
+    )
+    watch.add_argument("path", help="a replay file (.mlr) or a folder of them")
+    watch.add_argument("--episode", type=int, default=0, help="episode to show first, 0-based across the files (default 0)")
+    watch.add_argument("--step", type=int, default=None,
+                       help="step to show (negative: from the end; --png default: the last step)")
+    watch.add_argument("--png", metavar="OUT", help="write the frame of --episode at --step as a PNG and exit")
+    watch.add_argument("--gif", metavar="OUT", help="write the whole of --episode as an animated GIF and exit")
+    watch.add_argument("--fps", type=float, default=3.0, help="GIF frames per second (default 3)")
+    watch.add_argument("--tween", type=int, default=0,
+                       help="GIF in-between frames per step for smooth moves (default 0: one frame per step)")
+    watch.add_argument("--resolution", type=_resolution, default=None,
+                       help="window or image size WIDTHxHEIGHT (default 1200x760; GIF 960x600)")
+    watch.add_argument("--terminal", action="store_true", help="show the replays in the terminal (Textual)")
+    watch.add_argument("--paused", action="store_true", help="start paused")
+    watch.set_defaults(handler=_watch)
+
+    play = commands.add_parser(
+        "play",
+        help="play an instance by hand in the terminal (Textual) and save the game as a replay",
+        description=(
+            "Play MAPF-FrozenLake in the terminal. With map flags a certified instance is generated and the game "
+            "starts; with --load the instance comes from a file; with neither a setup screen asks. Keys: tab or a "
+            "digit select an agent, arrows or WASD move it, space waits, enter commits the joint step, u undo, "
+            "r restart, h hint (the optimal plan from here), ctrl+s save, n new game, q quit."
+        ),
+    )
+    play.add_argument("--size", type=int, default=None, help="map side, 3..32 (default 6)")
+    play.add_argument("--agents", type=int, default=None, help="agents, 1..16 (default 2)")
+    play.add_argument("--holes", type=float, default=None, help="hole ratio, 0..0.9 (default 0.2)")
+    play.add_argument("--wait-ratio", type=float, default=None,
+                      help="chance that the instance needs a wait, 0..1 (default 0.3)")
+    play.add_argument("--seed", type=int, default=None, help="generator seed (default 0)")
+    play.add_argument("--load", metavar="FILE",
+                      help="instance file: a replay (.mlr), `gen --out` JSON lines, instance JSON, or map text")
+    play.add_argument("--episode", type=int, default=0, help="with --load: the episode or line to take (default 0)")
+    play.add_argument("--save", metavar="OUT", default=None,
+                      help="replay file that ctrl+s writes (default play-<date>-<time>.mlr here)")
+    play.set_defaults(handler=_play)
+
+    render = bench.add_parser(
+        "render",
+        help="viewer drawing speed and time to the first frame of a 10,000-episode replay",
+        description=(
+            "Measures pygame frame drawing (10x10 with 5 agents, target 120 frames/s; 32x32 with 32 agents, target "
+            "60 frames/s; drawing time only, dummy video driver) and the time from opening a replay of 10,000 "
+            "episodes to its first frame (target under 1 s)."
+        ),
+    )
+    render.add_argument("--json", action="store_true", help="print the figures as JSON")
+    render.add_argument("--quick", action="store_true", help="fewer frames and 1,000 episodes, for smoke tests")
+    render.set_defaults(handler=_bench_render)

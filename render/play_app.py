@@ -1,0 +1,307 @@
+"""``mapf-lake play``: play MAPF-FrozenLake by hand in the terminal (Textual).
+
+Two screens. The setup screen chooses a map (size, agents, holes, wait ratio, seed: a certified instance from
+the generator) or loads one (a replay's episode, ``gen --out`` JSON lines, instance JSON or map text). The game
+screen shows the board and, beside it, the agents with their pending actions, the step count against the
+optimal makespan, the log of arrivals and failures, and the hint.
+
+Keys on the game screen: tab / shift+tab or a digit select an agent; arrows or WASD give it a move and space a
+wait (the selection then moves on to the next agent); enter commits the joint step; u undo, r restart, h hint
+(an optimal way to finish from here, its first joint action filled in), ctrl+s save the game to the replay file,
+n new game, q quit.
+
+The game lives in :class:`render.game.PlayGame` (a ``MapfEnv`` and its history); the widgets only show it.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Input, Label, Static
+
+from replays.errors import ReplayError
+from render.game import Hint, PlayGame, generate_instance, load_instance, save_games
+from render.term import LEGEND, agent_chip, board_text
+from simulator import constants as C
+from simulator.errors import ConfigError
+from simulator.text import format_plan
+
+ARROWS = {C.WAIT: "·", C.UP: "↑", C.DOWN: "↓", C.LEFT: "←", C.RIGHT: "→"}
+
+
+def default_save_path() -> str:
+    return f"play-{datetime.now().strftime('%Y%m%d-%H%M%S')}.mlr"
+
+
+class SetupScreen(Screen):
+    """Choose a generated map, or load one from a file."""
+
+    BINDINGS = [Binding("escape", "app.quit", "Quit")]
+
+    def __init__(self, defaults: dict) -> None:
+        super().__init__()
+        self.defaults = defaults
+
+    def compose(self) -> ComposeResult:
+        d = self.defaults
+        with Vertical(id="setup"):
+            yield Label("MAPF-FrozenLake: a new game", id="setup-title")
+            with Horizontal(classes="row"):
+                yield Label("map size (3..32)", classes="name")
+                yield Input(str(d["size"]), id="size", type="integer")
+            with Horizontal(classes="row"):
+                yield Label("agents (1..16)", classes="name")
+                yield Input(str(d["agents"]), id="agents", type="integer")
+            with Horizontal(classes="row"):
+                yield Label("hole ratio (0..0.9)", classes="name")
+                yield Input(str(d["holes"]), id="holes", type="number")
+            with Horizontal(classes="row"):
+                yield Label("wait ratio (0..1)", classes="name")
+                yield Input(str(d["wait_ratio"]), id="wait_ratio", type="number")
+            with Horizontal(classes="row"):
+                yield Label("seed", classes="name")
+                yield Input(str(d["seed"]), id="seed", type="integer")
+            yield Button("Generate", id="generate", variant="primary")
+            yield Label("or load an instance (replay .mlr, gen JSON lines, instance JSON, map text):")
+            with Horizontal(classes="row"):
+                yield Input(d.get("load") or "", id="path", placeholder="path")
+                yield Input(str(d.get("episode", 0)), id="episode", type="integer", placeholder="episode")
+            yield Button("Load", id="load")
+            yield Static("", id="setup-error")
+
+    def _number(self, field: str, kind):
+        raw = self.query_one(f"#{field}", Input).value.strip()
+        try:
+            return kind(raw)
+        except ValueError:
+            raise ConfigError(field, raw, f"a {'whole number' if kind is int else 'number'}") from None
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        try:
+            if event.button.id == "generate":
+                instance, labels, config = generate_instance(
+                    self._number("size", int), self._number("agents", int), self._number("holes", float),
+                    self._number("wait_ratio", float), self._number("seed", int),
+                )
+                game = PlayGame(instance, labels, origin=f"generated seed {self._number('seed', int)}")
+                self.app.start_game(game, config)
+            else:
+                path = self.query_one("#path", Input).value.strip()
+                if not path:
+                    raise ConfigError("path", path, "a file to load the instance from")
+                instance, labels = load_instance(path, self._number("episode", int))
+                self.app.start_game(PlayGame(instance, labels, origin=path), None)
+        except (ConfigError, ReplayError) as exc:
+            self.query_one("#setup-error", Static).update(Text(str(exc), style="bold red"))
+
+
+class GameScreen(Screen):
+    """The board and the game's panel."""
+
+    BINDINGS = [
+        Binding("tab", "next_agent(1)", "Next agent", priority=True),
+        Binding("shift+tab", "next_agent(-1)", "Previous agent", show=False, priority=True),
+        Binding("up,w", f"act({C.UP})", "Up", show=False, priority=True),
+        Binding("down,s", f"act({C.DOWN})", "Down", show=False, priority=True),
+        Binding("left,a", f"act({C.LEFT})", "Left", show=False, priority=True),
+        Binding("right,d", f"act({C.RIGHT})", "Right", show=False, priority=True),
+        Binding("space", f"act({C.WAIT})", "Wait", show=False, priority=True),
+        Binding("enter", "commit", "Step", priority=True),
+        Binding("u", "undo", "Undo", priority=True),
+        Binding("r", "restart", "Restart", priority=True),
+        Binding("h", "hint", "Hint", priority=True),
+        Binding("ctrl+s", "save", "Save", priority=True),
+        Binding("n", "new_game", "New", priority=True),
+        Binding("q", "app.quit", "Quit", priority=True),
+        *[Binding(str(k), f"select({k})", show=False, priority=True) for k in range(10)],
+    ]
+
+    def __init__(self, game: PlayGame) -> None:
+        super().__init__()
+        self.game = game
+        self.hint_text: str = ""
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            with Vertical(id="board-pane"):
+                yield Static(id="board")
+                yield Static(Text(LEGEND, style="dim"), id="legend")
+                yield Static(id="keys")
+            with VerticalScroll(id="side"):
+                yield Static(id="status")
+                yield Static(id="agents")
+                yield Static(id="hint")
+                yield Static(id="log")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#keys", Static).update(Text(
+            "tab/0-9 select · arrows/WASD move · space wait · enter step · u undo · r restart · h hint · ctrl+s save",
+            style="dim"))
+        self.refresh_view()
+
+    def refresh_view(self) -> None:
+        game = self.game
+        self.query_one("#board", Static).update(board_text(game.scene(), None if game.over else game.selected))
+        optimum = "?" if game.optimal_makespan is None else str(game.optimal_makespan)
+        status = Text()
+        status.append(f"steps {game.steps} / optimal {optimum}\n", style="bold")
+        tone = "bold green" if game.won else ("bold red" if game.over else "")
+        status.append(game.verdict() + "\n", style=tone)
+        status.append(f"{game.instance.height}x{game.instance.width} map, {game.n_agents} agents")
+        self.query_one("#status", Static).update(status)
+        agents = Text("agents  (pending action)\n", style="bold")
+        for k in range(game.n_agents):
+            pointer = "▶ " if k == game.selected and not game.over else "  "
+            agents.append(pointer)
+            agents.append_text(agent_chip(k))
+            state = int(game.status[k])
+            if state == C.ON_GOAL:
+                agents.append("  home ✓", style="green")
+            elif state == C.FALLEN:
+                agents.append("  fell in ✗", style="red")
+            else:
+                action = int(game.pending[k])
+                agents.append(f"  {ARROWS[action]} {C.ACTION_NAMES[action]}")
+            agents.append("\n")
+        self.query_one("#agents", Static).update(agents)
+        self.query_one("#hint", Static).update(Text(self.hint_text, style="cyan") if self.hint_text else "")
+        lines = game.log()
+        log = Text("log\n", style="bold")
+        for line in lines[-200:]:
+            log.append(line + "\n", style="red" if "(" in line or "fell" in line else "")
+        self.query_one("#log", Static).update(log)
+
+    # --- actions (each one calls the game, then redraws) ----------------------------------------------------
+    def action_next_agent(self, direction: int) -> None:
+        self.game.select_next(direction)
+        self.refresh_view()
+
+    def action_select(self, agent: int) -> None:
+        if agent < self.game.n_agents:
+            self.game.select(agent)
+            self.refresh_view()
+
+    def action_act(self, action: int) -> None:
+        if not self.game.over:
+            self.game.set_action(action)
+            self.refresh_view()
+
+    def action_commit(self) -> None:
+        if self.game.over:
+            self.app.notify("the game is over: undo (u), restart (r) or a new game (n)", severity="warning")
+            return
+        markers = self.game.commit()
+        self.hint_text = ""
+        failures = [marker for marker in markers if marker.is_failure]
+        if failures:
+            self.app.notify(failures[0].describe(), title="failure", severity="error")
+        elif self.game.won:
+            self.app.notify(self.game.verdict(), title="solved")
+        self.refresh_view()
+
+    def action_undo(self) -> None:
+        if not self.game.undo():
+            self.app.notify("nothing to undo")
+        self.hint_text = ""
+        self.refresh_view()
+
+    def action_restart(self) -> None:
+        self.game.restart()
+        self.hint_text = ""
+        self.refresh_view()
+
+    def action_hint(self) -> None:
+        hint = self.game.hint()
+        if isinstance(hint, Hint):
+            self.hint_text = (f"hint: {hint.makespan} more steps, e.g.\n{format_plan(hint.sequences)}\n"
+                              "(its first step is filled in: press enter)")
+        else:
+            self.hint_text = f"hint: {hint}"
+        self.refresh_view()
+
+    def action_save(self) -> None:
+        self.app.save_game(self.game)
+
+    def action_new_game(self) -> None:
+        self.app.switch_screen(SetupScreen(self.app.defaults))
+
+
+class PlayApp(App):
+    """The play app. ``game`` starts straight on the game screen; without it the setup screen opens.
+
+    Args:
+        game: a game to start with, or None.
+        save_path: the replay file that ctrl+s writes (every game saved in this session, one episode each).
+        defaults: the setup screen's initial values (size, agents, holes, wait_ratio, seed, load, episode).
+        stage_config: the config the first game came from, recorded in the replay header.
+    """
+
+    TITLE = "mapf-lake play"
+    CSS = """
+    #setup { width: 80; height: auto; padding: 1 2; }
+    #setup-title { text-style: bold; margin-bottom: 1; }
+    .row { height: 3; }
+    .name { width: 22; padding: 1 0; }
+    #setup Input { width: 24; }
+    #setup Button { margin: 1 0; }
+    #setup-error { height: auto; }
+    #board-pane { width: auto; min-width: 30; padding: 1 2; }
+    #board { width: auto; height: auto; }
+    #legend, #keys { width: auto; max-width: 70; margin-top: 1; }
+    #side { width: 1fr; padding: 1 2; border-left: solid $primary; }
+    #status, #agents, #hint { margin-bottom: 1; }
+    """
+
+    def __init__(
+        self,
+        game: PlayGame | None = None,
+        save_path: str | os.PathLike | None = None,
+        defaults: dict | None = None,
+        stage_config: dict | None = None,
+    ) -> None:
+        super().__init__()
+        self.first_game = game
+        self.save_path = os.fspath(save_path) if save_path is not None else default_save_path()
+        self.defaults = {"size": 6, "agents": 2, "holes": 0.2, "wait_ratio": 0.3, "seed": 0, **(defaults or {})}
+        self.stage_config = stage_config
+        self.saved: list = []  # episodes saved this session, in order
+        self._saved_games: list[PlayGame] = []  # the game behind each saved episode
+
+    def on_mount(self) -> None:
+        if self.first_game is not None:
+            self.push_screen(GameScreen(self.first_game))
+        else:
+            self.push_screen(SetupScreen(self.defaults))
+
+    @property
+    def game(self) -> PlayGame | None:
+        screen = self.screen
+        return screen.game if isinstance(screen, GameScreen) else None
+
+    def start_game(self, game: PlayGame, stage_config: dict | None) -> None:
+        if stage_config is not None and self.stage_config is None:
+            self.stage_config = stage_config
+        self.switch_screen(GameScreen(game))
+
+    def save_game(self, game: PlayGame) -> None:
+        """Add ``game`` (as it stands) to this session's saved games and rewrite the replay file with all of
+        them; saving the same game again replaces its earlier snapshot."""
+        episode = game.to_episode()
+        if self._saved_games and self._saved_games[-1] is game:
+            self.saved[-1] = episode
+        else:
+            self.saved.append(episode)
+            self._saved_games.append(game)
+        try:
+            save_games(self.save_path, self.saved, self.stage_config)
+        except (ReplayError, OSError) as exc:
+            self.notify(str(exc), title="not saved", severity="error")
+            return
+        self.notify(f"{len(self.saved)} game(s) in {self.save_path}: mapf-lake watch {self.save_path}", title="saved")
