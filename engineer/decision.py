@@ -7,6 +7,7 @@ JSON-able record the curriculum stores per stage.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -105,6 +106,9 @@ class EngineerDecision:
         if self.raw_answer is not None:
             answer = self.raw_answer.strip()
             lines += ["answer:", answer if len(answer) <= 4000 else answer[:4000] + "\n... (cut for display)"]
+        if self.proposal is not None:
+            shown = json.dumps(plain(self.proposal))
+            lines += ["proposal:", shown if len(shown) <= 4000 else shown[:4000] + " ... (cut for display)"]
         if self.rationale:
             lines += ["rationale:", self.rationale.strip()]
         if self.repairs:

@@ -5,6 +5,14 @@ model) or ``"llm:openai:gpt-4o"`` (an external model). The backend is loaded on 
 at construction, so that a backend that cannot load is a recorded fallback, not a crashed run; a ready backend
 (e.g. the curriculum's model already in memory) can be passed as ``backend=``.
 
+Small models: with ``fit_prompt`` (the default) and a backend that exposes its ``tokenizer`` (``hf:``), the
+characters that tokenizer cannot encode are removed from the prompt; when the model's window (``max_positions``)
+cannot hold ``max_new_tokens`` plus a prompt, the answer gets at most half the window; and a text prompt longer
+than what is left keeps its tail (the current config and the request are at the end). Each step that acts is
+recorded in ``details["prompt_fit"]``. Real models (Qwen3's byte-level tokenizer, 40k
+positions) are never touched by this; it lets the tiny CPU model (a 25-character alphabet, 1024 positions)
+answer at all, instead of every stage falling back on a refused prompt.
+
 Failure handling: loading and generation run in a worker thread bounded by ``timeout_s``. A backend that
 raises, or does not answer in time, gives the fallback decision (previous config kept) with the reason
 recorded; a timed-out worker cannot be killed from Python, so it is left to finish in the background (a daemon
@@ -15,6 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -71,6 +80,8 @@ class LLMEngineer:
     """Show the config's JSON Schema in the prompt (off only for models with a tiny context window)."""
     prompt_form: str = "auto"
     """``chat`` messages, raw ``text``, or ``auto``: text for a backend whose tokenizer has no chat template."""
+    fit_prompt: bool = True
+    """Fit the prompt to a small model's tokenizer and window (module docstring); recorded when it acts."""
     backend: Any = None
     """A ready backend to use instead of loading ``backend_spec``."""
     name: str = field(init=False)
@@ -88,10 +99,10 @@ class LLMEngineer:
         self.sampling(0)  # validates max_new_tokens, temperature, top_p, enable_thinking now
         self._lock = threading.Lock()
 
-    def sampling(self, seed: int) -> Any:
-        """The backend ``Sampling`` of a call seeded ``seed``."""
+    def sampling(self, seed: int, max_new_tokens: int | None = None) -> Any:
+        """The backend ``Sampling`` of a call seeded ``seed`` (``max_new_tokens`` overrides the option)."""
         return self._sampling_class(
-            max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=self.top_p,
+            max_new_tokens=max_new_tokens or self.max_new_tokens, temperature=self.temperature, top_p=self.top_p,
             seed=seed % (2**63), enable_thinking=self.enable_thinking, batch_size=1,
         )
 
@@ -113,6 +124,37 @@ class LLMEngineer:
             return build_text_prompt(context, config, self.show_schema)
         return build_messages(context, config, self.show_schema)
 
+    def fit(self, backend: Any, prompt: str | list[dict]) -> tuple[str | list[dict], int, dict]:
+        """``prompt`` and ``max_new_tokens`` fitted to ``backend``'s tokenizer and window (module docstring), and
+        a record of what was done (empty when nothing was)."""
+        tokenizer = getattr(backend, "tokenizer", None)
+        max_new_tokens = self.max_new_tokens
+        if not self.fit_prompt or tokenizer is None:
+            return prompt, max_new_tokens, {}
+        texts = [prompt] if isinstance(prompt, str) else [message["content"] for message in prompt]
+        texts = [unicodedata.normalize("NFC", text) for text in texts]
+        alphabet = "".join(sorted(set("".join(texts))))
+        encodable = set(tokenizer.decode(tokenizer(alphabet, add_special_tokens=False)["input_ids"]))
+        lost = "".join(char for char in alphabet if char not in encodable)
+        done: dict[str, Any] = {}
+        if lost:
+            dropped = sum(text.count(char) for text in texts for char in lost)
+            texts = [text.translate({ord(char): None for char in lost}) for text in texts]
+            done.update(dropped_chars=lost, dropped_count=dropped)
+        window = getattr(backend, "max_positions", None)
+        if isinstance(window, int) and window > 1 and max_new_tokens > window // 2:
+            max_new_tokens = window // 2
+            done.update(max_new_tokens=max_new_tokens)
+        if isinstance(prompt, str):
+            ids = tokenizer(texts[0], add_special_tokens=False)["input_ids"]
+            # A few tokens of margin: re-encoding a decoded slice of a BPE text may merge differently.
+            budget = window - max_new_tokens - 8 if isinstance(window, int) else None
+            if budget is not None and 0 < budget < len(ids):
+                texts[0] = tokenizer.decode(ids[-budget:])
+                done.update(cut_tokens=len(ids) - budget)
+            return texts[0], max_new_tokens, done
+        return [{**message, "content": text} for message, text in zip(prompt, texts)], max_new_tokens, done
+
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Ask the model; parse, repair and validate its answer; fall back on any failure (reason recorded)."""
         started = time.perf_counter()
@@ -120,9 +162,11 @@ class LLMEngineer:
 
         def work() -> Any:
             backend = self._load()
-            prompt = self.prompt(backend, context, config)
+            prompt, max_new_tokens, fitted = self.fit(backend, self.prompt(backend, context, config))
             details["prompt_form"] = "text" if isinstance(prompt, str) else "chat"
-            return backend.generate([prompt], self.sampling(seed))
+            if fitted:
+                details["prompt_fit"] = fitted
+            return backend.generate([prompt], self.sampling(seed, max_new_tokens))
 
         try:
             generations = call_with_timeout(work, self.timeout_s)

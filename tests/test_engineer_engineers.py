@@ -1,0 +1,330 @@
+"""Engineers by name: rule moves weight the documented way, random/fixed baselines, the LLM engineer's fallbacks
+(backend errors, timeouts, the tiny local model end to end), and the ``mapf-lake engineer`` command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engineer import build_context, make_engineer
+from engineer.engineers import ENGINEERS
+from engineer.llm import LLMEngineer
+from engineer.rule import hole_ratio_cap
+from policy.backends import Generation
+from simulator.config import SizeSpec, StageConfig, load_config
+from simulator.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = StageConfig.from_dict({
+    "agents": 2,
+    "samples": 400,
+    "seed": 3,
+    "sizes": {side: {"data_ratio": 0.25, "hole_ratio": 0.2, "wait_ratio": 0.3} for side in (3, 4, 5, 6)},
+})
+
+
+def summary_with(rates: dict[int, float], episodes: int = 20) -> dict:
+    """A hand-made failure summary whose sizes have the given valid (and optimal) rates."""
+
+    def group(rate: float, n: int) -> dict:
+        valid = round(rate * n)
+        return {"episodes": n, "valid": valid, "optimal": valid, "valid_rate": rate, "optimal_rate": rate,
+                "failures": {"hole": n - valid}}
+
+    total = episodes * len(rates)
+    mean = sum(rates.values()) / len(rates)
+    return {
+        **group(mean, total),
+        "failures": {"hole": total - round(mean * total)},
+        "by_size": {str(side): group(rate, episodes) for side, rate in rates.items()},
+        "by_agents": {"2": group(mean, total)},
+        "by_agents_size": {f"2x{side}": group(rate, episodes) for side, rate in rates.items()},
+        "reward": {"mean": 0.0, "std": 0.0},
+        "completion_tokens_mean": 0.0,
+        "exemplars": [],
+    }
+
+
+def _propose(spec: str, rates: dict[int, float], config: StageConfig = CONFIG, sections=None, **options):
+    context = build_context(summary_with(rates), config, [], sections=sections)
+    return make_engineer(spec, **options).propose(context, config, seed=1)
+
+
+# --- rule ----------------------------------------------------------------------------------------------------
+def test_rule__weight_moves_from_solved_and_hopeless_sizes_to_mid_range_ones():
+    decision = _propose("rule", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05})
+    sizes = decision.config.sizes
+    assert decision.accepted
+    assert sizes[3].data_ratio == sizes[6].data_ratio == 0.125  # solved and hopeless each give up half
+    assert sizes[4].data_ratio == sizes[5].data_ratio == 0.375  # mid-range sizes share the pool by weight
+    assert sizes[3].hole_ratio == 0.25 and sizes[3].wait_ratio == 0.4  # copes (0.95 >= 0.6): harder
+    assert sizes[4].hole_ratio == 0.2 and sizes[4].wait_ratio == 0.3  # 0.5 < 0.6: unchanged
+    assert sizes[6].hole_ratio == 0.2 and sizes[6].wait_ratio == 0.3  # hopeless: never harder
+    assert (decision.config.samples, decision.config.seed, decision.config.agents) == (400, 3, 2)
+    assert "size 6: valid_rate 0.050 < 0.2 (hopeless)" in decision.rationale
+
+
+def test_rule__mid_range_weights_are_shared_in_proportion_to_their_weights():
+    config = StageConfig.from_dict({"agents": 2, "samples": 100, "sizes": {
+        3: {"data_ratio": 0.5, "hole_ratio": 0.1, "wait_ratio": 0.2},
+        4: {"data_ratio": 0.3, "hole_ratio": 0.1, "wait_ratio": 0.2},
+        5: {"data_ratio": 0.1, "hole_ratio": 0.1, "wait_ratio": 0.2},
+        6: {"data_ratio": 0.1, "hole_ratio": 0.1, "wait_ratio": 0.2}}})
+    sizes = _propose("rule", {3: 1.0, 4: 0.5, 5: 0.5, 6: 0.5}, config).config.sizes
+    # size 3 gives 0.25; sizes 4, 5, 6 gain 0.25 * 3/5, 1/5, 1/5
+    assert [sizes[side].data_ratio for side in (3, 4, 5, 6)] == [0.25, 0.45, 0.15, 0.15]
+
+
+def test_rule__thresholds_are_parameters():
+    default = _propose("rule", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05}).config.sizes
+    stricter = _propose("rule", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05}, low=0.45, shift=1.0).config.sizes
+    assert default[5].data_ratio > 0.25  # mid-range by default
+    assert stricter[5].data_ratio == 0.0 and stricter[6].data_ratio == 0.0 and stricter[3].data_ratio == 0.0
+    assert stricter[4].data_ratio == 1.0  # the only mid-range size takes everything
+
+
+def test_rule__nothing_moves_without_a_mid_range_size_or_without_evidence():
+    assert _propose("rule", {3: 1.0, 4: 1.0, 5: 0.0, 6: 0.0}, hole_step=0.0, wait_step=0.0).diff == []
+    assert _propose("rule", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05}, min_episodes=50).diff == []
+    no_behavior = _propose("rule", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05}, sections=("failures",))
+    assert no_behavior.diff == [] and "no behavior" in no_behavior.reason
+
+
+def test_rule__holes_never_exceed_what_the_agents_need_and_lone_agents_never_wait():
+    config = StageConfig.from_dict({"agents": 7, "samples": 10, "sizes": {
+        3: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.3}}})
+    sizes = _propose("rule", {3: 1.0}, config, hole_step=0.5, max_hole_ratio=0.9).config.sizes
+    assert sizes[3].free_cells(3) >= 7 and sizes[3].hole_ratio == hole_ratio_cap(3, 7)
+    lone = StageConfig.from_dict({"agents": 1, "samples": 10, "sizes": {
+        4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})
+    assert _propose("rule", {4: 1.0}, lone).config.sizes[4].wait_ratio == 0.0
+
+
+def test_rule__bad_thresholds_are_config_errors():
+    with pytest.raises(ConfigError, match="rule.low"):
+        make_engineer("rule", low=0.9, high=0.5)
+    with pytest.raises(ConfigError, match="rule.metric"):
+        make_engineer("rule", metric="reward")
+
+
+# --- random and fixed ----------------------------------------------------------------------------------------
+def test_random__valid_configs_same_seed_same_config():
+    context = build_context(summary_with({3: 0.5}), CONFIG, [])
+    engineer = make_engineer("random")
+    configs = [engineer.propose(context, CONFIG, seed=seed).config for seed in range(30)]
+    assert all(StageConfig.from_dict(config.to_dict()) == config for config in configs)
+    assert engineer.propose(context, CONFIG, seed=4).config == configs[4]
+    assert len({config for config in configs}) > 20
+    assert all(set(config.sizes) <= set(range(3, 11)) and config.samples == 400 for config in configs)
+    crowded = make_engineer("random", agents=[6, 9])
+    for seed in range(30):
+        config = crowded.propose(context, CONFIG, seed=seed).config
+        assert 6 <= config.agents_max <= 9 and min(config.sizes) >= 3
+
+
+def test_fixed__never_changes_the_config():
+    decision = _propose("fixed", {3: 0.0, 4: 1.0, 5: 1.0, 6: 1.0})
+    assert decision.accepted and decision.config == CONFIG and decision.diff == []
+
+
+@pytest.mark.parametrize("spec", ["", "rules", "rule:fast", "llm", "llm:", "llm:nope:x", "fixed:1", 3])
+def test_make_engineer__bad_specs_are_config_errors(spec):
+    with pytest.raises(ConfigError):
+        make_engineer(spec)
+
+
+def test_make_engineer__unknown_option_names_the_allowed_ones():
+    with pytest.raises(ConfigError, match="low, high"):
+        make_engineer("rule", lo=0.1)
+    assert set(ENGINEERS) == {"fixed", "random", "rule", "llm"}
+
+
+# --- llm with stand-in backends ------------------------------------------------------------------------------
+GOOD_ANSWER = """<think>size 6 is hard</think>
+Sizes 4 and 5 are mid-range; give them more weight.
+```yaml
+agents: 2
+samples: 400
+seed: 3
+sizes:
+  3: {data_ratio: 0.1, hole_ratio: 0.2, wait_ratio: 0.3}
+  4: {data_ratio: 0.4, hole_ratio: 0.2, wait_ratio: 0.3}
+  5: {data_ratio: 0.4, hole_ratio: 0.2, wait_ratio: 0.3}
+  6: {data_ratio: 0.1, hole_ratio: 0.2, wait_ratio: 0.3}
+```"""
+
+
+class ScriptedBackend:
+    """Answers with fixed text, or raises, or sleeps; remembers the prompts it was given."""
+
+    spec = "scripted"
+
+    def __init__(self, answer: str = GOOD_ANSWER, error: Exception | None = None, sleep_s: float = 0.0) -> None:
+        self.answer, self.error, self.sleep_s = answer, error, sleep_s
+        self.prompts: list = []
+
+    def generate(self, prompts, sampling):
+        self.prompts.extend(prompts)
+        if self.sleep_s:
+            time.sleep(self.sleep_s)
+        if self.error is not None:
+            raise self.error
+        return [Generation(self.answer, 100, 50) for _ in prompts]
+
+
+def test_llm__good_answer_is_accepted_with_rationale_and_chat_prompt():
+    backend = ScriptedBackend()
+    decision = _propose("llm:openai:some-model", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05}, backend=backend)
+    assert decision.accepted, decision.reason
+    assert decision.config.sizes[4].data_ratio == 0.4
+    assert decision.rationale == "Sizes 4 and 5 are mid-range; give them more weight."
+    assert decision.details["completion_tokens"] == 50 and decision.details["prompt_form"] == "chat"
+    system, user = backend.prompts[0]
+    assert '"additionalProperties"' in system["content"]  # the schema is shown
+    assert "## behavior" in user["content"] and "## failures" in user["content"]
+    assert "Current config:" in user["content"]
+
+
+@pytest.mark.parametrize(
+    ("backend", "reason"),
+    [
+        (ScriptedBackend(error=RuntimeError("CUDA out of memory")), "RuntimeError: CUDA out of memory"),
+        (ScriptedBackend(error=ConfigError("prompts[0]", "x", "shorter")), "ConfigError"),
+        (ScriptedBackend(answer="I cannot help with that."), "no JSON or YAML"),
+        (ScriptedBackend(answer=GOOD_ANSWER.replace("0.4, hole", "nan, hole")), "data_ratio"),
+    ],
+)
+def test_llm__failing_backend_or_answer_falls_back_with_the_reason(backend, reason):
+    decision = _propose("llm:openai:m", {3: 0.5, 4: 0.5, 5: 0.5, 6: 0.5}, backend=backend)
+    assert not decision.accepted and decision.config == CONFIG and decision.diff == []
+    assert reason in decision.reason
+    json.dumps(decision.to_dict(), allow_nan=False)
+
+
+def test_llm__timeout_falls_back_quickly():
+    started = time.perf_counter()
+    decision = _propose("llm:openai:m", {3: 0.5}, backend=ScriptedBackend(sleep_s=5.0), timeout_s=0.2)
+    assert time.perf_counter() - started < 2.0
+    assert not decision.accepted and "timed out" in decision.reason and decision.config == CONFIG
+
+
+def test_llm__backend_that_cannot_load_falls_back(tmp_path):
+    decision = _propose(f"llm:hf:{tmp_path / 'no-such-model'}", {3: 0.5})
+    assert not decision.accepted and "the backend failed: ConfigError" in decision.reason
+
+
+def test_llm__bad_options_are_config_errors():
+    with pytest.raises(ConfigError, match="llm.timeout_s"):
+        make_engineer("llm:openai:m", timeout_s=0)
+    with pytest.raises(ConfigError, match="sampling.temperature"):
+        make_engineer("llm:openai:m", temperature=-1.0)
+    with pytest.raises(ConfigError, match="llm.prompt_form"):
+        make_engineer("llm:openai:m", prompt_form="xml")
+
+
+# --- llm with the tiny local model, for real -----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_model():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from model_fixtures import tiny_model_dir
+
+    return tiny_model_dir()
+
+
+def test_llm_hf__tiny_model_answers_end_to_end_and_the_fallback_holds(tiny_model):
+    engineer = make_engineer(f"llm:hf:{tiny_model}", max_new_tokens=96, timeout_s=120)
+    assert isinstance(engineer, LLMEngineer)
+    decision = _propose_with(engineer)
+    assert decision.raw_answer is not None and decision.details["completion_tokens"] > 0  # it really generated
+    assert decision.details["prompt_form"] == "text"  # no chat template: a raw prompt
+    assert decision.details["prompt_fit"]["dropped_count"] > 0  # its 25-character alphabet lacks most letters
+    assert not decision.accepted and decision.config == CONFIG  # nonsense in, previous config out
+    again = _propose_with(engineer)  # the loaded model is reused; same seed, same answer
+    assert again.raw_answer == decision.raw_answer
+    refused = _propose_with(make_engineer(f"llm:hf:{tiny_model}", fit_prompt=False, backend=engineer.backend))
+    assert not refused.accepted and "tokenizer can encode" in refused.reason
+
+
+def _propose_with(engineer):
+    context = build_context(summary_with({3: 0.9, 4: 0.5, 5: 0.3, 6: 0.0}), CONFIG, [])
+    return engineer.propose(context, CONFIG, seed=5)
+
+
+# --- the command ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def replay_folder(tmp_path_factory):
+    from policy.rollout import judge_episodes
+    from policy.scripted import make_scripted
+    from replays.format import ReplayHeader
+    from replays.writer import write_replay
+    from simulator.generator import generate
+
+    config = StageConfig.from_dict({"agents": 2, "samples": 24, "seed": 2, "sizes": {
+        3: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.5},
+        4: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.5}}})
+    items = generate(config).instances
+    folder = tmp_path_factory.mktemp("cli-replays")
+    header = ReplayHeader.new("run", 0, "validation", {"name": "greedy"}, config.to_dict())
+    write_replay(folder / "validation.mlr", header, judge_episodes(items, make_scripted("greedy").plans(items)))
+    return folder, config
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "curriculum.cli", "engineer", *args], cwd=ROOT, capture_output=True, text=True,
+        timeout=120,
+    )
+
+
+def test_cli_engineer__rule_with_config_from_headers_writes_config_and_record(replay_folder, tmp_path):
+    folder, config = replay_folder
+    out, record = tmp_path / "next.yaml", tmp_path / "decision.json"
+    result = _run("--replays", str(folder), "--engineer", "rule", "--context", "failures,behavior",
+                  "--show-context", "--out", str(out), "--record", str(record))
+    assert result.returncode == 0, result.stderr
+    assert "## failures" in result.stdout and "## behavior" in result.stdout and "## env_stats" not in result.stdout
+    assert "diff:" in result.stdout and "decision: accepted" in result.stdout
+    data = json.loads(record.read_text())
+    assert StageConfig.from_dict(data["previous"]) == config
+    assert load_config(out) == StageConfig.from_dict(data["config"])
+
+
+def test_cli_engineer__fixed_with_explicit_config_and_llm_fallback(replay_folder, tmp_path):
+    folder, config = replay_folder
+    current = tmp_path / "current.json"
+    current.write_text(json.dumps(config.to_dict()))
+    out = tmp_path / "next.json"
+    result = _run("--replays", str(folder), "--config", str(current), "--engineer", "fixed", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert load_config(out) == config and "(no change)" in result.stdout
+    missing = _run("--replays", str(folder), "--engineer", f"llm:hf:{tmp_path / 'none'}", "--out", str(out))
+    assert missing.returncode == 0, missing.stderr  # a backend that cannot load is a recorded fallback
+    assert "rejected" in missing.stdout and load_config(out) == config
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--engineer", "oracle"], "engineer"),
+        (["--context", "behaviour"], "behaviour"),
+        (["--option", "lo=1"], "rule.lo"),
+    ],
+)
+def test_cli_engineer__bad_input_is_a_one_line_error(replay_folder, tmp_path, args, message):
+    folder, _ = replay_folder
+    result = _run("--replays", str(folder), "--out", str(tmp_path / "x.yaml"), *args)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "x.yaml").exists()
+
+
+def test_size_spec_cap_helper_matches_the_config_rule():
+    for side in range(3, 11):
+        for agents in range(1, min(side * side, 16) + 1):
+            cap = hole_ratio_cap(side, agents)
+            assert SizeSpec(1.0, cap, 0.0).free_cells(side) >= agents
