@@ -25,10 +25,12 @@ from both, so an ablation really hides it.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from engineer.decision import plain
 from replays.mining import CATEGORIES, FailureSummary
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -227,19 +229,28 @@ def _env_stats_data(summary: Mapping, config: StageConfig, history: list, option
 
 def _history_data(summary: Mapping, config: StageConfig, history: list, options: ContextOptions) -> dict:
     """``{stages: [{stage, config, valid_rate, optimal_rate, zero_variance_share}]}``: the last
-    ``history_limit`` entries (entries that are not mappings are skipped; missing scores are None)."""
+    ``history_limit`` entries (entries that are not mappings are skipped; missing or non-finite scores are None;
+    a StageConfig is written as its document)."""
     entries = [entry for entry in history if isinstance(entry, Mapping)]
     kept = entries[-options.history_limit:] if options.history_limit else []
     return {
         "stages": [
             {
                 "stage": entry.get("stage"),
-                "config": entry.get("config"),
-                **{key: entry.get(key) for key in _HISTORY_SCORES},
+                "config": entry["config"].to_dict() if isinstance(entry.get("config"), StageConfig)
+                else plain(entry.get("config")),
+                **{key: _score(entry.get(key)) for key in _HISTORY_SCORES},
             }
             for entry in kept
         ]
     }
+
+
+def _score(value: Any) -> float | None:
+    """A history score as a finite float, or None (missing, not a number, NaN): the data stays strict JSON."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 # --- sections: text ------------------------------------------------------------------------------------------

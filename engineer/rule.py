@@ -155,7 +155,8 @@ class RuleEngineer:
                 rationale="\n".join(notes), context_text=context.text, seconds=time.perf_counter() - started,
             )
         return make_decision(
-            self.name, config, proposal, "rule: accepted", proposal=proposal.to_dict(),
+            self.name, config, proposal, "rule: accepted" if proposal != config else "rule: nothing to change",
+            proposal=proposal.to_dict(),
             rationale="\n".join(notes), context_text=context.text, seconds=time.perf_counter() - started,
         )
 

@@ -132,6 +132,16 @@ def test_context__plain_failure_summary_without_size_stats_still_builds(episodes
     assert context.data["env_stats"]["achieved"] == {}
 
 
+def test_context__history_scores_that_are_not_numbers_become_none(episodes, stage_config):
+    history = [{"stage": 0, "config": stage_config, "valid_rate": float("nan"), "optimal_rate": "high"}]
+    context = build_context(summarize(episodes), stage_config, history)
+    entry = context.data["history"]["stages"][0]
+    assert entry["config"] == stage_config.to_dict()
+    assert entry["valid_rate"] is None and entry["optimal_rate"] is None and entry["zero_variance_share"] is None
+    json.dumps(context.data, allow_nan=False)
+    assert "stage 0: no scores" in context.text
+
+
 def test_context__history_keeps_the_last_entries_only(episodes, stage_config):
     history = [{"stage": stage, "config": stage_config.to_dict(), "valid_rate": stage / 10} for stage in range(8)]
     context = build_context(summarize(episodes), stage_config, history + ["not a dict"], history_limit=3)
