@@ -11,11 +11,13 @@ import argparse
 import importlib
 import sys
 
+from policy.backends import BackendError
 from replays.errors import ReplayError
 from simulator.errors import ConfigError
 
-# Errors that mean "bad input": one line on stderr naming what is wrong, exit status 2, no traceback.
-USER_ERRORS = (ConfigError, ReplayError)
+# Errors that mean "bad input" (or an endpoint that keeps failing): one line on stderr naming what is wrong,
+# exit status 2, no traceback.
+USER_ERRORS = (ConfigError, ReplayError, BackendError)
 
 # Packages whose cli modules register subcommands, in help order (a registry, not an if/elif chain).
 COMMAND_PACKAGES = ("simulator", "replays", "policy", "engineer", "curriculum", "render")

@@ -22,13 +22,21 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
-def _quiet(trainer) -> None:
-    """The stage loop prints its own one-line status; drop the Trainer's per-step dict printing."""
-    from transformers import PrinterCallback
+def _quiet_libraries() -> None:
+    """The stage loop prints its own one-line status: silence the libraries' progress bars and info logs."""
+    import datasets
     from transformers.utils import logging as hf_logging
 
+    datasets.disable_progress_bars()
+    datasets.utils.logging.set_verbosity_error()
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+
+
+def _quiet(trainer) -> None:
+    """Drop the Trainer's per-step dict printing."""
+    from transformers import PrinterCallback
+
     trainer.remove_callback(PrinterCallback)
 
 
@@ -114,6 +122,7 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     final = out_dir / "model"
     if _checkpoint_done(final):
         return json.loads((final / "checkpoint_done.json").read_text())
+    _quiet_libraries()
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     cuda = _cuda()
@@ -166,6 +175,7 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     final = out_dir / "model"
     if _checkpoint_done(final):
         return json.loads((final / "checkpoint_done.json").read_text())
+    _quiet_libraries()
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -7,7 +7,7 @@ agent with its whole action sequence, inside ``<answer>`` ... ``</answer>``.
 ``compact`` (tiny models): raw text over a 25-character alphabet (digits, ``. H n = A , > ?``, ``U D L R W``,
 space, newline)::
 
-    n=4          <- map side (rows x columns for non-square maps: n=3x5)
+    n=4          <- map side (rows,columns for non-square maps: n=3,5)
     ..H.         <- map rows: . ice, H hole
     ....
     .H..
@@ -68,7 +68,7 @@ def natural_answer(plan: JointPlan) -> str:
 
 def compact_prompt(instance: Instance) -> str:
     """The compact raw-text prompt (see the module docstring)."""
-    side = str(instance.height) if instance.height == instance.width else f"{instance.height}x{instance.width}"
+    side = str(instance.height) if instance.height == instance.width else f"{instance.height},{instance.width}"
     rows = ["".join(C.SYMBOL_HOLE if tile == C.HOLE else C.SYMBOL_ICE for tile in row) for row in instance.grid]
     agents = [
         f"A{k} {s[0]},{s[1]}>{g[0]},{g[1]}"

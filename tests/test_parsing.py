@@ -101,3 +101,9 @@ def test_natural_prompt__states_rules_map_agents_and_format():
     assert "hole" in system["content"] and "swap" in system["content"]
     assert "A0 H" in user["content"] and "agent 0: start (0,0) -> goal (1,1)" in user["content"]
     assert "<answer>" in user["content"] and natural_answer(JointPlan.from_sequences([[D, R]])).startswith("<answer>")
+
+
+def test_compact_prompt__non_square_maps_stay_in_the_alphabet():
+    inst = Instance(grid=[[0, 0, 0, 1, 0]] * 3, starts=[[0, 0]], goals=[[2, 4]])
+    text = compact_prompt(inst)
+    assert text.startswith("n=3,5\n") and set(text) <= set("0123456789.Hn=A,>?UDLRW \n")

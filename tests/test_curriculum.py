@@ -1,0 +1,139 @@
+"""Curriculum runs end to end with the embedded tiny model: records, resume after SIGKILL, engineer fallbacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from curriculum.config import RunConfig, preset
+from curriculum.report import compare_table, load_run, render_report, write_plots
+from curriculum.run import Run
+from simulator.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = {
+    "stages": 2,
+    "training.steps": 2,
+    "training.prompts_per_step": 2,
+    "training.generations": 4,
+    "warm_start.steps": 6,
+    "warm_start.samples": 64,
+    "warm_start.batch_size": 16,
+    "validation.samples": 12,
+    "evaluation_suite": "train-2agent-quick",
+}
+
+
+def small_config(tmp_path: Path, name: str, **extra) -> RunConfig:
+    return preset("tiny").with_overrides(name=name, output_dir=str(tmp_path), **{**SMALL, **extra})
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    config = small_config(tmp_path_factory.mktemp("runs"), "small")
+    Run(config, log=lambda message: None).execute()
+    return config
+
+
+def test_run__two_stages_end_to_end_leave_complete_records(finished_run):
+    run_dir = finished_run.run_dir
+    for name in ("manifest.json", "run.yaml", "metrics.jsonl", "untrained/validation.mlr", "warm_start/model/tokenizer.json",
+                 "stage-01/stage.json", "stage-01/decision.json", "stage-01/validation.mlr", "stage-02/model/config.json",
+                 "final/table.json"):
+        assert (run_dir / name).exists(), name
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["versions"]["trl"] and manifest["seed"] == 0
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["stage"] for line in lines] == [1, 2]
+    record = json.loads((run_dir / "stage-02" / "stage.json").read_text())
+    assert 0.0 <= record["scores"]["zero_variance_share"] <= 1.0 and record["train"]["step_seconds"] > 0
+    table = json.loads((run_dir / "final" / "table.json").read_text())
+    assert sum(cell["episodes"] for cell in table["cells"].values()) == 80
+
+
+def test_report_and_compare__read_the_run(finished_run, tmp_path):
+    run = load_run(finished_run.run_dir)
+    text = render_report(run)
+    assert "stage" in text and "config trajectory" in text
+    plots = write_plots(run, tmp_path)
+    assert [p.name for p in plots] == ["rates.png", "mix.png"] and all(p.stat().st_size > 1000 for p in plots)
+    assert "small" in compare_table([run, run])
+
+
+def test_run__same_config_again_reuses_everything(finished_run):
+    start = time.perf_counter()
+    Run(finished_run, log=lambda message: None).execute()
+    assert time.perf_counter() - start < 60  # nothing is trained again: every stage record is read back
+
+
+def test_run__refuses_a_folder_made_by_another_config(finished_run):
+    changed = finished_run.with_overrides(**{"training.learning_rate": 1e-3})
+    with pytest.raises(ConfigError, match="manifest"):
+        Run(changed, log=lambda message: None).execute()
+
+
+def test_run__engineer_failures_fall_back_to_the_previous_config(tmp_path, monkeypatch):
+    # An unreachable endpoint: the engineer's backend raises; the run must go on with the config it had.
+    monkeypatch.setenv("MAPF_LAKE_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("MAPF_LAKE_OPENAI_API_KEY", "sk-test-not-a-key")
+    config = small_config(tmp_path, "fallback", **{"engineer.spec": "llm:openai:some-model", "stages": 1})
+    Run(config, log=lambda message: None).execute()
+    decision = json.loads((config.run_dir / "stage-01" / "decision.json").read_text())
+    assert decision["accepted"] is False and decision["reason"]
+    record = json.loads((config.run_dir / "stage-01" / "stage.json").read_text())
+    assert record["next_config"] == record["config"]
+
+
+def _train_in_subprocess(config_path: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([sys.executable, "-m", "curriculum.cli", "train", "--config", str(config_path)],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _kill_when(process: subprocess.Popen, ready, timeout: float = 300) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if ready():
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            return True
+        if process.poll() is not None:
+            return False
+        time.sleep(0.01)
+    process.kill()
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("moment", ["training", "engineering"])
+def test_run__resume_after_sigkill_matches_an_uninterrupted_run(tmp_path, finished_run, moment):
+    from curriculum.config import save_run_config
+
+    config = small_config(tmp_path, f"killed-{moment}", **{"engineer.spec": "llm:self"})
+    save_run_config(config, tmp_path / "run.yaml")
+    stage = config.run_dir / "stage-01"
+    if moment == "training":
+        ready = lambda: (stage / "trainer").exists()  # noqa: E731
+    else:  # validation written, decision not yet: the engineer (the tiny model itself) is thinking
+        ready = lambda: (stage / "summary.json").exists() and not (stage / "decision.json").exists()  # noqa: E731
+    killed = _kill_when(_train_in_subprocess(tmp_path / "run.yaml"), ready)
+    assert killed, f"the run ended before it could be killed during {moment}"
+    assert not (stage / "stage.json").exists()
+    result = subprocess.run([sys.executable, "-m", "curriculum.cli", "train", "--resume", str(config.run_dir)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    reference = small_config(tmp_path, "reference", **{"engineer.spec": "llm:self"})
+    Run(reference, log=lambda message: None).execute()
+    for number in (1, 2):
+        resumed = json.loads((config.run_dir / f"stage-0{number}" / "stage.json").read_text())
+        clean = json.loads((reference.run_dir / f"stage-0{number}" / "stage.json").read_text())
+        assert resumed["config"] == clean["config"]
+        assert resumed["next_config"] == clean["next_config"]
+        assert resumed["decision"]["accepted"] == clean["decision"]["accepted"]
