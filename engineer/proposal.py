@@ -287,8 +287,8 @@ def _sizes_mapping(sizes: Any, repairs: list[str]) -> Any:
         if not names:
             return sizes  # no side named: leave it for validation to reject
         side = entry[names[0]]
-        if side in table:
-            return sizes  # a side listed twice: ambiguous, leave it for validation to reject
+        if not isinstance(side, (int, float, str)) or side in table:
+            return sizes  # not a plain side, or a side listed twice: leave it for validation to reject
         table[side] = {key: value for key, value in entry.items() if key not in SIDE_KEYS}
     repairs.append("sizes: a list of entries read as a mapping from side to entry")
     return table
@@ -420,7 +420,10 @@ def decide_from_answer(
             rationale=parsed.rationale, context_text=context_text, seconds=time.perf_counter() - started,
             details=details,
         )
-    config, repairs, reason = repair_proposal(parsed.document, previous)
+    try:
+        config, repairs, reason = repair_proposal(parsed.document, previous)
+    except Exception as error:  # a shape no repair foresaw: still the engineer's fault, never a crashed run
+        config, repairs, reason = None, [], f"the proposal could not be read: {type(error).__name__}: {error}"[:300]
     return make_decision(
         engineer, previous, config, reason if config is not None else f"rejected: {reason}",
         raw_answer=raw, proposal=parsed.document, repairs=parsed.notes + repairs, rationale=parsed.rationale,

@@ -140,6 +140,7 @@ CASES = {
                                            {"size": 6, "data_ratio": 0.7, "hole_ratio": 0.2, "wait_ratio": 0.3}]}),
         True, "list of entries", lambda c: c.sizes[6].data_ratio == 0.7,
     ),
+    "sizes_list_with_odd_side": ('{"sizes": [{"size": []}, {"size": {"a": 1}}]}', False, "sizes", None),
     "square_keys": ("agents: 2\nsizes:\n  4x4: {data_ratio: 0.5, hole_ratio: 0.1, wait_ratio: 0.2}\n"
                     "  6x6: {data_ratio: 0.5, hole_ratio: 0.1, wait_ratio: 0.2}\n", True, "read as side 4",
                     lambda c: set(c.sizes) == {4, 6}),
@@ -288,7 +289,7 @@ def test_decide_from_answer__any_near_config_gives_a_valid_config(document, form
     _check_invariants(decision)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(_values)
 def test_decide_from_answer__any_json_value_gives_a_valid_config(value):
     _check_invariants(decide_from_answer("hypothesis", json.dumps(value, default=str), PREVIOUS))
