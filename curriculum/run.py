@@ -39,7 +39,7 @@ from typing import Callable
 from curriculum.config import RunConfig, load_run_config, save_run_config
 from policy.prompts import get_style
 from replays.format import ReplayHeader
-from replays.mining import summarize
+from engineer import summarize_episodes
 from replays.reader import read_replay
 from replays.writer import ReplayWriter
 from simulator.atomic import atomic_write
@@ -161,7 +161,7 @@ class Run:
                                   stage_config=self.config.validation.config)
         with ReplayWriter(replay, header) as writer:
             writer.write_all(episodes)
-        summary = summarize(episodes).to_dict()
+        summary = summarize_episodes(episodes)  # the failure summary plus per-size figures for the engineer
         _write_json(summary_path, summary)
         return summary
 
