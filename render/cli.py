@@ -49,8 +49,8 @@ def _watch(args: argparse.Namespace) -> int:
 
             if args.png:
                 step = -1 if args.step is None else args.step
-                path = export_png(source, args.episode, step, args.png, args.resolution or DEFAULT_SIZE)
-                print(f"wrote {path} (episode {args.episode}, step {step})")
+                path, shown = export_png(source, args.episode, step, args.png, args.resolution or DEFAULT_SIZE)
+                print(f"wrote {path} (episode {args.episode}, step {shown})")
             if args.gif:
                 count = export_gif(source, args.episode, args.gif, args.resolution or GIF_SIZE, args.fps, args.tween)
                 print(f"wrote {args.gif} ({count} frames, episode {args.episode})")

@@ -244,7 +244,8 @@ def _draw_cross(surface: pygame.Surface, center: tuple[int, int], half: int, wid
 
 def _draw_markers(layout: Layout, surface: pygame.Surface, scene: Scene, alpha: float) -> None:
     cell = layout.cell
-    thick = max(2, cell // 10)
+    big = max(cell, 22)  # markers keep a readable size on large maps with small cells
+    thick = max(2, big // 10)
     for marker in scene.markers:
         if marker.kind == SLIP:
             center = layout.cell_center(*marker.cell)
@@ -255,14 +256,14 @@ def _draw_markers(layout: Layout, surface: pygame.Surface, scene: Scene, alpha: 
             continue  # a failure shows from the moment the agents meet (halfway through the move)
         if marker.kind == HOLE:
             center = layout.cell_center(*marker.cell)
-            pygame.draw.circle(surface, P.FAILURE, center, int(cell * 0.46), thick)
-            _draw_cross(surface, center, int(cell * 0.22), thick, P.FAILURE)
+            pygame.draw.circle(surface, P.FAILURE, center, int(big * 0.46), thick)
+            _draw_cross(surface, center, int(big * 0.22), thick, P.FAILURE)
         elif marker.kind == VERTEX:
             center = layout.cell_center(*marker.cell)
-            pygame.draw.circle(surface, P.FAILURE, center, int(cell * 0.5), thick)
+            pygame.draw.circle(surface, P.FAILURE, center, int(big * 0.5), thick)
             for i in range(8):  # a burst: two agents hit each other here
                 angle = i * math.pi / 4
-                inner, outer = cell * 0.52, cell * 0.68
+                inner, outer = big * 0.52, big * 0.68
                 pygame.draw.line(
                     surface, P.FAILURE,
                     (center[0] + inner * math.cos(angle), center[1] + inner * math.sin(angle)),
@@ -272,7 +273,7 @@ def _draw_markers(layout: Layout, surface: pygame.Surface, scene: Scene, alpha: 
             a = layout.cell_center(*marker.cell)
             b = layout.cell_center(*marker.other) if marker.other is not None else a
             mid = ((a[0] + b[0]) // 2, (a[1] + b[1]) // 2)
-            half = max(4, int(cell * 0.24))
+            half = max(5, int(big * 0.24))
             diamond = [(mid[0], mid[1] - half), (mid[0] + half, mid[1]), (mid[0], mid[1] + half), (mid[0] - half, mid[1])]
             pygame.draw.polygon(surface, P.FAILURE, diamond)
             pygame.draw.line(surface, P.FAILURE, a, b, max(1, thick // 2))
@@ -289,11 +290,11 @@ def _draw_markers(layout: Layout, surface: pygame.Surface, scene: Scene, alpha: 
             edge = (center[0] + dc * cell * 0.5, center[1] + dr * cell * 0.5)  # where the map ends
             tip = (center[0] + dc * cell * 0.95, center[1] + dr * cell * 0.95)
             pygame.draw.line(surface, P.FAILURE, center, tip, thick)
-            _draw_cross(surface, (int(tip[0]), int(tip[1])), max(3, cell // 6), thick, P.FAILURE)
+            _draw_cross(surface, (int(tip[0]), int(tip[1])), max(3, big // 6), thick, P.FAILURE)
             pygame.draw.circle(surface, P.FAILURE, (int(edge[0]), int(edge[1])), max(2, thick))
         elif marker.kind == NOT_REACHED:
             center = layout.cell_center(*marker.cell)
-            radius = int(cell * 0.44)
+            radius = int(big * 0.44)
             for i in range(0, 12, 2):  # a dashed ring: the agent is still short of its goal
                 pygame.draw.arc(surface, P.FAILURE, pygame.Rect(center[0] - radius, center[1] - radius,
                                 2 * radius, 2 * radius), i * math.pi / 6, (i + 1) * math.pi / 6, max(1, thick // 2 + 1))

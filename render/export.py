@@ -54,12 +54,13 @@ def save_png(surface: pygame.Surface, out: str | os.PathLike) -> Path:
 
 def export_png(
     source: ReplaySource, index: int, step: int, out: str | os.PathLike, size: tuple[int, int] = DEFAULT_SIZE
-) -> Path:
-    """Episode ``index`` at step ``step`` (negative: from the end; -1 = last) at rest, as a PNG of ``size``."""
+) -> tuple[Path, int]:
+    """Episode ``index`` at step ``step`` (negative: from the end; -1 = last) at rest, as a PNG of ``size``;
+    returns the path and the step drawn."""
     state = WatchState(source, index, step)
     surface = pygame.Surface(size)
     draw_frame(surface, frame_view(state), DrawCache())
-    return save_png(surface, out)
+    return save_png(surface, out), state.step
 
 
 def gif_frames(state: WatchState, size: tuple[int, int], tween: int = 0) -> list[bytes]:

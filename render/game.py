@@ -141,7 +141,7 @@ class PlayGame:
             return "failed: " + failures[0].describe()
         if self.over:
             return f"out of time: the step limit is {self.env.horizon}"
-        return f"step {self.steps} (optimal makespan {optimum})"
+        return f"in play: {len(self.moving_agents())} of {self.n_agents} agents on their way"
 
     # --- composing a joint action -------------------------------------------------------------------------
     def select(self, agent: int) -> None:

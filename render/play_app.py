@@ -27,12 +27,11 @@ from textual.widgets import Button, Footer, Input, Label, Static
 
 from replays.errors import ReplayError
 from render.game import Hint, PlayGame, generate_instance, load_instance, save_games
-from render.term import LEGEND, agent_chip, board_text
+from render.term import ARROW_GLYPHS, LEGEND, agent_chip, board_text, cell_shape
 from simulator import constants as C
 from simulator.errors import ConfigError
 from simulator.text import format_plan
 
-ARROWS = {C.WAIT: "·", C.UP: "↑", C.DOWN: "↓", C.LEFT: "←", C.RIGHT: "→"}
 
 
 def default_save_path() -> str:
@@ -140,6 +139,9 @@ class GameScreen(Screen):
                 yield Static(id="log")
         yield Footer()
 
+    def on_resize(self) -> None:
+        self.refresh_view()
+
     def on_mount(self) -> None:
         self.query_one("#keys", Static).update(Text(
             "tab/0-9 select · arrows/WASD move · space wait · enter step · u undo · r restart · h hint · ctrl+s save",
@@ -148,7 +150,12 @@ class GameScreen(Screen):
 
     def refresh_view(self) -> None:
         game = self.game
-        self.query_one("#board", Static).update(board_text(game.scene(), None if game.over else game.selected))
+        # The board gets about three fifths of the terminal; cells grow while the map still fits.
+        columns = max(20, (self.app.size.width * 3) // 5 - 6)
+        rows = max(6, self.app.size.height - 12)
+        shape = cell_shape(game.instance, columns, rows)
+        selected = None if game.over else game.selected
+        self.query_one("#board", Static).update(board_text(game.scene(), selected, game.pending, shape))
         optimum = "?" if game.optimal_makespan is None else str(game.optimal_makespan)
         status = Text()
         status.append(f"steps {game.steps} / optimal {optimum}\n", style="bold")
@@ -161,14 +168,15 @@ class GameScreen(Screen):
             pointer = "▶ " if k == game.selected and not game.over else "  "
             agents.append(pointer)
             agents.append_text(agent_chip(k))
+            agents.append(" ")
             state = int(game.status[k])
             if state == C.ON_GOAL:
-                agents.append("  home ✓", style="green")
+                agents.append(" home ✓", style="green")
             elif state == C.FALLEN:
-                agents.append("  fell in ✗", style="red")
+                agents.append(" fell in ✗", style="red")
             else:
                 action = int(game.pending[k])
-                agents.append(f"  {ARROWS[action]} {C.ACTION_NAMES[action]}")
+                agents.append(f" {ARROW_GLYPHS[action]} {C.ACTION_NAMES[action]}")
             agents.append("\n")
         self.query_one("#agents", Static).update(agents)
         self.query_one("#hint", Static).update(Text(self.hint_text, style="cyan") if self.hint_text else "")

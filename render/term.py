@@ -33,42 +33,82 @@ def _agent_style(agent: int, selected: bool) -> Style:
     return style + Style(underline=True, italic=True) if selected else style
 
 
-def board_text(scene: Scene, selected: int | None = None) -> Text:
-    """The board after ``scene``'s step, one text line per map row, each cell ``width`` characters wide.
+ARROW_GLYPHS = {C.UP: "↑", C.DOWN: "↓", C.LEFT: "←", C.RIGHT: "→", C.WAIT: "·"}
 
-    ``selected`` (play mode) underlines that agent. Agents of a failure of this step show as ``!k`` on red;
-    where two share a cell the lowest index shows.
+
+def cell_shape(instance, columns: int, rows: int) -> tuple[int, int]:
+    """The largest cell ``(width, height)`` in characters that fits the map into ``columns x rows``
+    (at least one line per row and room for the longest token)."""
+    token = len(f"{C.SYMBOL_AGENT}{instance.n_agents - 1}") + 2
+    for width, height in ((max(token, 7), 3), (max(token, 5), 2)):
+        if instance.width * width <= columns and instance.height * height <= rows:
+            return width, height
+    return token, 1
+
+
+def board_text(
+    scene: Scene,
+    selected: int | None = None,
+    pending: np.ndarray | None = None,
+    cell: tuple[int, int] | None = None,
+) -> Text:
+    """The board after ``scene``'s step; each map cell is ``cell = (width, height)`` characters (default: one
+    line, just wide enough).
+
+    ``selected`` (play mode) underlines that agent; ``pending`` ``(K,)`` shows each moving agent's next move
+    as an arrow under it (cells of 3 lines; waits show nothing). Agents of a failure of this step show as ``!k`` on red; where two share
+    a cell the lowest index shows. With cells of 3 lines a goal's cell has a frame line in its agent's colour
+    above and below, so an agent at home shows inside it.
     """
     instance = scene.instance
     n_agents = instance.n_agents
-    width = len(f"{C.SYMBOL_AGENT}{n_agents - 1}") + 2
-    cells: dict[tuple[int, int], tuple[str, Style]] = {}
-    for k, (r, c) in enumerate(instance.goals.tolist()):
-        cells[(r, c)] = (f"{C.SYMBOL_GOAL}{k}", Style(color=P.hex_color(P.agent_color(k)), bold=True,
-                                                      bgcolor=P.hex_color(P.ICE if (r + c) % 2 == 0 else P.ICE_ALT)))
+    width, height = cell or (len(f"{C.SYMBOL_AGENT}{n_agents - 1}") + 2, 1)
+    goal_of = {(r, c): k for k, (r, c) in enumerate(instance.goals.tolist())}
+    occupant: dict[tuple[int, int], tuple[str, Style, int]] = {}
     marked = set(scene.marked_agents())
     # Lowest index last, so it wins a shared cell; marked agents over unmarked ones.
     for k in sorted(range(n_agents), key=lambda k: (k in marked, -k)):
-        r, c = int(scene.after[k][0]), int(scene.after[k][1])
+        where = (int(scene.after[k][0]), int(scene.after[k][1]))
         if k in marked:
-            cells[(r, c)] = (f"{C.SYMBOL_MARKED}{k}", _MARKED)
+            occupant[where] = (f"{C.SYMBOL_MARKED}{k}", _MARKED, k)
         elif scene.status_after[k] == C.FALLEN:
-            cells[(r, c)] = (f"{C.SYMBOL_FALLEN}{k}", Style(color=P.hex_color(P.agent_color(k)), bgcolor=P.hex_color(P.HOLE), bold=True))
+            occupant[where] = (f"{C.SYMBOL_FALLEN}{k}", Style(color=P.hex_color(P.agent_color(k)),
+                                                              bgcolor=P.hex_color(P.HOLE), bold=True), k)
         else:
-            cells[(r, c)] = (f"{C.SYMBOL_AGENT}{k}", _agent_style(k, k == selected))
+            occupant[where] = (f"{C.SYMBOL_AGENT}{k}", _agent_style(k, k == selected), k)
+    middle = height // 2
     text = Text(no_wrap=True, overflow="crop")
     grid = instance.grid
     for r in range(instance.height):
-        for c in range(instance.width):
-            token, style = cells.get((r, c), (None, None))
-            if token is None:
-                if grid[r, c] == C.HOLE:
-                    token, style = C.SYMBOL_HOLE, _HOLE
+        for line in range(height):
+            for c in range(instance.width):
+                hole = grid[r, c] == C.HOLE
+                ground = _HOLE if hole else (_ICE if (r + c) % 2 == 0 else _ICE_ALT)
+                goal = goal_of.get((r, c))
+                here = occupant.get((r, c))
+                if line == middle:
+                    if here is not None:
+                        token, style, agent = here
+                        pad = width - len(token)
+                        chip = 2 if width - len(token) >= 4 else 0  # room for a chip wider than the token
+                        text.append(" " * (pad // 2 - chip // 2), ground)
+                        text.append(token.center(len(token) + chip), style)
+                        text.append(" " * (width - len(token) - chip - (pad // 2 - chip // 2)), ground)
+                    elif goal is not None:
+                        text.append(f"{C.SYMBOL_GOAL}{goal}".center(width),
+                                    ground + Style(color=P.hex_color(P.agent_color(goal)), bold=True))
+                    else:
+                        text.append((C.SYMBOL_HOLE if hole else C.SYMBOL_ICE).center(width), ground)
+                elif goal is not None and height >= 3:
+                    bar = "▁" if line < middle else "▔"
+                    text.append(" " + bar * (width - 2) + " ", ground + Style(color=P.hex_color(P.agent_color(goal))))
+                elif (here is not None and pending is not None and line > middle and pending[here[2]] != C.WAIT
+                      and scene.status_after[here[2]] == C.MOVING):
+                    text.append(ARROW_GLYPHS[int(pending[here[2]])].center(width), ground + Style(bold=True))
                 else:
-                    token, style = C.SYMBOL_ICE, _ICE if (r + c) % 2 == 0 else _ICE_ALT
-            text.append(token.center(width), style)
-        if r < instance.height - 1:
-            text.append("\n")
+                    text.append(" " * width, ground)
+            if r < instance.height - 1 or line < height - 1:
+                text.append("\n")
     return text
 
 

@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Static
 
 from render.source import Fact
-from render.term import LEGEND, board_text, completion_text
+from render.term import LEGEND, board_text, cell_shape, completion_text
 from render.watch_state import WatchState
 
 TICK_SECONDS = 1 / 20
@@ -102,7 +102,9 @@ class WatchApp(App):
             return
         self._shown = key
         scene = state.loaded.timeline.scene(step)
-        self.query_one("#board", Static).update(board_text(scene))
+        # The board gets about half the terminal; cells grow while the map still fits.
+        shape = cell_shape(scene.instance, max(20, self.size.width // 2 - 6), max(6, self.size.height - 8))
+        self.query_one("#board", Static).update(board_text(scene, cell=shape))
         events = Text()
         for marker in scene.markers:
             events.append(f"step {step}: {marker.describe()}\n", style="bold red" if marker.is_failure else "yellow")
