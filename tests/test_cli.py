@@ -106,3 +106,10 @@ def test_cli_eval__quick_oracle_table(tmp_path):
 def test_cli_bench_replay__quick_json():
     data = json.loads(run("bench", "replay", "--quick", "--json").stdout)
     assert data["replay"]["bytes_per_episode"] > 0 and data["summary"]["episodes"] == 10_000
+
+
+def test_cli_bench_gen__quick_json():
+    data = json.loads(run("bench", "gen", "--quick", "--json").stdout)
+    assert data["generation_2agents_3to10_holes30"]["instances_per_s"] > 0
+    peer = data["solver_vs_pymapf_4agents_8x8"]
+    assert peer["disagreements"] == [] and peer["compared_equal"] > 0
