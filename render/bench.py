@@ -101,8 +101,8 @@ def bench_draw(side: int, n_agents: int, frames: int, size: tuple[int, int]) -> 
     }
 
 
-def write_big_replay(path: Path, n_episodes: int) -> None:
-    """``n_episodes`` judged random plans (with their answer text) over 50 certified 8x8 instances."""
+def write_big_replay(path: Path, n_episodes: int, n_instances: int = 50) -> None:
+    """``n_episodes`` judged random plans (with their answer text) over ``n_instances`` certified 8x8 instances."""
     from policy.prompts import natural_answer
     from policy.rollout import judge_episodes
     from policy.scripted import make_scripted
@@ -112,7 +112,7 @@ def write_big_replay(path: Path, n_episodes: int) -> None:
     from simulator.generator import generate
 
     config = StageConfig.from_dict(
-        {"agents": [2, 4], "samples": 50, "seed": 11,
+        {"agents": [2, 4], "samples": n_instances, "seed": 11,
          "sizes": {8: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.3}}}
     )
     base = generate(config).instances
@@ -125,7 +125,7 @@ def write_big_replay(path: Path, n_episodes: int) -> None:
         writer.write_all(episodes)
 
 
-def bench_open(n_episodes: int, size: tuple[int, int]) -> dict:
+def bench_open(n_episodes: int, size: tuple[int, int], n_instances: int = 50) -> dict:
     """Seconds from opening a replay of ``n_episodes`` to its first frame drawn, in process and end to end."""
     _headless()
     import pygame
@@ -138,7 +138,7 @@ def bench_open(n_episodes: int, size: tuple[int, int]) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "big.mlr"
         start = time.perf_counter()
-        write_big_replay(path, n_episodes)
+        write_big_replay(path, n_episodes, n_instances)
         write_s = time.perf_counter() - start
         file_mb = path.stat().st_size / 2**20
 
@@ -178,9 +178,9 @@ def run_render_bench(quick: bool = False) -> dict:
     """Every figure; ``quick`` draws fewer frames and writes 1,000 episodes (for smoke tests)."""
     from render.draw import DEFAULT_SIZE
 
-    frames = 60 if quick else 600
+    frames = 30 if quick else 600
     draw = [bench_draw(10, 5, frames, DEFAULT_SIZE), bench_draw(32, 32, frames, DEFAULT_SIZE)]
-    opening = bench_open(1_000 if quick else 10_000, DEFAULT_SIZE)
+    opening = bench_open(1_000 if quick else 10_000, DEFAULT_SIZE, 8 if quick else 50)
     checks = {
         "draw_10x10_5_fps_ok": draw[0]["fps"] >= TARGET_FPS["10x10/5"],
         "draw_32x32_32_fps_ok": draw[1]["fps"] >= TARGET_FPS["32x32/32"],

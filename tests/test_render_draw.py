@@ -301,3 +301,14 @@ def test_source__refuses_foreign_truncated_and_corrupt_files(cases_path, tmp_pat
     empty.mkdir()
     with pytest.raises(ReplayError, match="no replay files"):
         ReplaySource(empty)
+
+
+def test_viewer__no_display_is_a_clear_config_error(source, monkeypatch):
+    from simulator.errors import ConfigError
+
+    def no_display(*args, **kwargs):
+        raise pygame.error("No available video device")
+
+    monkeypatch.setattr(pygame.display, "set_mode", no_display)
+    with pytest.raises(ConfigError, match="--terminal"):
+        run_viewer(WatchState(source, 0), (640, 400), max_frames=1)

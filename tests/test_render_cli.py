@@ -1,0 +1,81 @@
+"""Subprocess smoke tests of the render commands: ``watch --png``, ``watch --gif``, ``bench render --quick``, and
+clean refusals (one line on stderr, exit status 2, no traceback) of foreign and corrupt files by every viewer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_render_fixtures import CASES, ORDER, corrupt_first_record, write_cases
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+    # No display on purpose: image export must not need one, and viewers must refuse bad files before opening.
+    env = {key: value for key, value in os.environ.items() if key not in ("DISPLAY", "SDL_VIDEODRIVER")}
+    result = subprocess.run(
+        [sys.executable, "-m", "curriculum.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+        env=env, stdin=subprocess.DEVNULL,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"mapf-lake {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory) -> Path:
+    return write_cases(tmp_path_factory.mktemp("render-cli") / "cases.mlr")
+
+
+def test_cli_watch__png(cases, tmp_path):
+    out = tmp_path / "frame.png"
+    result = run("watch", str(cases), "--episode", str(ORDER.index("edge")), "--png", str(out), "--resolution", "640x400")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"step {len(CASES['edge'][0])}" in result.stdout
+
+
+def test_cli_watch__gif(cases, tmp_path):
+    PIL = pytest.importorskip("PIL.Image")
+    out = tmp_path / "episode.gif"
+    run("watch", str(cases.parent), "--gif", str(out), "--fps", "5")  # a folder works as well as a file
+    with PIL.open(out) as image:
+        assert image.n_frames == len(CASES["valid"][0]) + 1
+
+
+def test_cli_bench_render__quick_json():
+    data = json.loads(run("bench", "render", "--quick", "--json", timeout=300).stdout)
+    assert {row["map"] for row in data["draw"]} == {"10x10", "32x32"}
+    assert all(row["fps"] > 0 for row in data["draw"])
+    assert data["open"]["episodes"] == 1000 and data["open"]["first_frame_s"] > 0
+
+
+@pytest.mark.parametrize("mode", [[], ["--terminal"], ["--png", "x.png"], ["--gif", "x.gif"]])
+def test_cli_watch__refuses_foreign_and_corrupt_files(cases, tmp_path, mode):
+    foreign = tmp_path / "notes.mlr"
+    foreign.write_text("not a replay")
+    corrupt = corrupt_first_record(cases, tmp_path / "corrupt.mlr")
+    for path, reason in ((foreign, "not a replay file"), (corrupt, "episode 0: positions")):
+        result = run("watch", str(path), *[str(tmp_path / arg) if "." in arg else arg for arg in mode], check=False)
+        assert result.returncode == 2, result.stderr
+        assert reason in result.stderr and "Traceback" not in result.stderr
+        assert result.stderr.count("\n") == 1
+
+
+def test_cli_watch__bad_episode_and_step_are_clear_errors(cases):
+    result = run("watch", str(cases), "--episode", "99", "--png", "x.png", check=False)
+    assert result.returncode == 2 and "--episode" in result.stderr
+    result = run("watch", str(cases), "--step", "99", "--png", "x.png", check=False)
+    assert result.returncode == 2 and "--step" in result.stderr
+
+
+def test_cli_play__refuses_foreign_file(tmp_path):
+    foreign = tmp_path / "x.mlr"
+    foreign.write_bytes(b"MLREPLAY\x01\x00\x00\x00garbage")
+    result = run("play", "--load", str(foreign), check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr and "x.mlr" in result.stderr

@@ -1,0 +1,206 @@
+"""Textual apps driven by the pilot: ``play`` (win by keys, a conflict, a fall, undo, hint, save and reload,
+the setup screen) and ``watch --terminal``, with screenshots of their main screens."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from replays.errors import ReplayError
+from render.game import PlayGame, load_instance
+from render.play_app import GameScreen, PlayApp, SetupScreen
+from render.source import ReplaySource
+from render.watch_app import WatchApp
+from render.watch_state import WatchState
+from simulator import constants as C
+from simulator.errors import ConfigError
+from tests.test_render_fixtures import INSTANCE, OPTIMAL_MAKESPAN, ORDER, corrupt_first_record, write_cases
+
+SIZE = (120, 36)
+
+# Keys per joint step of the fixture's optimal plan: select agent 0, its move (the selection then moves on to
+# agent 1), agent 1's move, commit. Arrows and WASD both appear.
+WIN_KEYS = [
+    ("0", "down", "right", "enter"),
+    ("0", "d", "right", "enter"),
+    ("0", "right", "d", "enter"),
+    ("0", "right", "enter"),  # agent 1 is home: only agent 0 still moves
+]
+
+
+def new_app(tmp_path) -> tuple[PlayApp, PlayGame]:
+    game = PlayGame(INSTANCE, optimal_makespan=OPTIMAL_MAKESPAN, origin="test")
+    return PlayApp(game, save_path=tmp_path / "played.mlr"), game
+
+
+async def test_play_app__win_by_keys_then_save_and_reload(tmp_path):
+    app, game = new_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        for keys in WIN_KEYS:
+            await pilot.press(*keys)
+        assert game.won and game.steps == OPTIMAL_MAKESPAN
+        assert "optimal!" in game.verdict()
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    assert (tmp_path / "played.mlr").exists()
+    with ReplaySource(tmp_path / "played.mlr") as source:
+        loaded = source.load(0)
+        outcome = loaded.episode.outcome
+        assert outcome.valid and outcome.optimal and outcome.makespan == OPTIMAL_MAKESPAN
+        assert loaded.header.split == "play"
+        assert np.array_equal(loaded.episode.positions[-1], INSTANCE.goals)
+        # The saved game replays in the viewer and as a play instance.
+        state = WatchState(source, 0, -1)
+        assert state.step == OPTIMAL_MAKESPAN
+    instance, _ = load_instance(tmp_path / "played.mlr")
+    assert instance == INSTANCE
+
+
+async def test_play_app__vertex_conflict_then_undo(tmp_path):
+    app, game = new_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("0", "down", "up", "enter")  # both into (1, 0)
+        assert game.over and not game.won
+        assert "vertex conflict" in game.verdict()
+        assert game.scene().marked_agents() == (0, 1)
+        await pilot.press("enter")  # a finished game does not step
+        assert game.steps == 1
+        await pilot.press("u")
+        assert game.steps == 0 and not game.over
+        assert np.array_equal(game.positions, INSTANCE.starts)
+        await pilot.press(*WIN_KEYS[0])  # and play goes on from the start
+        assert game.steps == 1 and not game.over
+
+
+async def test_play_app__fall_into_hole_and_restart(tmp_path):
+    app, game = new_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("0", "d", "space", "enter")
+        await pilot.press("0", "d", "space", "enter")
+        assert game.over and game.status[0] == C.FALLEN
+        assert "fell into the hole" in game.verdict()
+        await pilot.press("r")
+        assert game.steps == 0 and not game.over
+
+
+async def test_play_app__edge_conflict_and_off_grid(tmp_path):
+    app, game = new_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("0", "s", "space", "enter", "0", "s", "w", "enter")
+        assert "edge conflict" in game.verdict()
+        await pilot.press("r", "0", "w", "enter")
+        assert "illegal move" in game.verdict()
+
+
+async def test_play_app__tab_selects_and_hint_fills_the_step(tmp_path):
+    app, game = new_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        assert game.selected == 0
+        await pilot.press("tab")
+        assert game.selected == 1
+        await pilot.press("shift+tab")
+        assert game.selected == 0
+        await pilot.press("h")
+        assert "hint: 4 more steps" in app.screen.hint_text
+        assert game.pending.tolist() == [C.DOWN, C.RIGHT]  # the first step of an optimal finish
+        await pilot.press("enter")
+        assert game.steps == 1 and not game.over
+
+
+async def test_play_app__screenshot_of_main_screen(tmp_path):
+    app, game = new_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("0", "down")
+        svg = app.export_screenshot()
+        path = app.save_screenshot(path=str(tmp_path), filename="play.svg")
+    text = svg.replace("&#160;", " ")
+    for expected in ("steps 0 / optimal 4", "A0", "A1", "G0", "G1", "agents", "pending action", "down"):
+        assert expected in text, expected
+    assert (tmp_path / "play.svg").exists() and path.endswith("play.svg")
+
+
+async def test_play_app__setup_generates_a_game_and_reports_bad_input(tmp_path):
+    app = PlayApp(None, save_path=tmp_path / "x.mlr", defaults={"size": 4, "agents": 2, "holes": 0.1, "seed": 3})
+    async with app.run_test(size=SIZE) as pilot:
+        assert isinstance(app.screen, SetupScreen)
+        app.screen.query_one("#path").value = str(tmp_path / "missing.txt")
+        await pilot.click("#load")
+        await pilot.pause()
+        error = str(app.screen.query_one("#setup-error").render())
+        assert "missing.txt" in error
+        await pilot.click("#generate")
+        await pilot.pause()
+        assert isinstance(app.screen, GameScreen)
+        game = app.game
+        assert game.instance.height == 4 and game.n_agents == 2 and game.optimal_makespan is not None
+
+
+async def test_play_app__setup_loads_a_replay_instance(tmp_path):
+    cases = write_cases(tmp_path / "cases.mlr")
+    app = PlayApp(None, save_path=tmp_path / "x.mlr", defaults={"load": str(cases), "episode": 1})
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.click("#load")
+        await pilot.pause()
+        assert isinstance(app.screen, GameScreen) and app.game.instance == INSTANCE
+
+
+def test_load_instance__refuses_truncated_replay_and_bad_text(tmp_path):
+    cut = tmp_path / "cut.mlr"
+    cut.write_bytes(write_cases(tmp_path / "cases.mlr").read_bytes()[:-5])
+    with pytest.raises(ReplayError, match="truncated"):
+        load_instance(cut, 0)
+    with pytest.raises(ConfigError, match="--episode"):
+        load_instance(tmp_path / "cases.mlr", 99)
+    garbage = tmp_path / "map.txt"
+    garbage.write_text("A0 Q7\n")
+    with pytest.raises(ConfigError, match="token 2"):
+        load_instance(garbage)
+
+
+async def test_watch_app__refuses_corrupt_first_episode_before_starting(tmp_path):
+    corrupt = corrupt_first_record(write_cases(tmp_path / "cases.mlr"), tmp_path / "bad.mlr")
+    with ReplaySource(corrupt) as source, pytest.raises(ReplayError, match="episode 0: positions"):
+        WatchApp(WatchState(source, 0))
+
+
+# --- watch --terminal ---------------------------------------------------------------------------------------
+async def test_watch_app__keys_step_episodes_and_filter(tmp_path):
+    cases = write_cases(tmp_path / "cases.mlr")
+    with ReplaySource(cases) as source:
+        state = WatchState(source, 0)
+        app = WatchApp(state)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("right", "right")
+            assert state.step == 2
+            await pilot.press("left")
+            assert state.step == 1
+            await pilot.press("end")
+            assert state.step == state.n_steps
+            await pilot.press("n")
+            assert state.index == 1
+            await pilot.press("up")
+            assert state.speed == 4.0
+            await pilot.press("f")
+            assert state.failures_only
+            await pilot.press("n", "n")
+            assert not state.loaded.episode.outcome.valid
+            await pilot.press("space")
+            assert state.playing
+            await pilot.pause(0.3)
+            svg = app.export_screenshot().replace("&#160;", " ")
+    assert "failures only" in svg and "episode" in svg and "policy" in svg
+
+
+async def test_watch_app__screenshot_shows_failure_and_completion(tmp_path):
+    cases = write_cases(tmp_path / "cases.mlr")
+    with ReplaySource(cases) as source:
+        hole = ORDER.index("hole")
+        app = WatchApp(WatchState(source, hole, -1))
+        async with app.run_test(size=SIZE):
+            svg = app.export_screenshot().replace("&#160;", " ")
+        assert "fell into the hole" in svg and "invalid" in svg
+        app = WatchApp(WatchState(source, ORDER.index("valid"), 1))
+        async with app.run_test(size=SIZE):
+            svg = app.export_screenshot().replace("&#160;", " ")
+        # step 1: agent 0's "D" is highlighted (its own text run), the rest of the line is plain
+        assert "agent 0: " in svg and "R R R" in svg and "valid, optimal" in svg
