@@ -259,46 +259,57 @@ def _grow2(array, capacity):
 
 
 @njit(cache=True)
-def _node_hash(npos, nextra, nnext, ntag, node, n_group):
-    h = np.int64(-3750763034362895579) ^ (ntag[node] * 64 + nnext[node])  # FNV-1a basis, signed 64-bit
-    for i in range(n_group):
-        h = (h ^ npos[node, i]) * np.int64(1099511628211)
-        h = (h ^ nextra[node, i]) * np.int64(1099511628211)
-    return h ^ (h >> 29)
+def _node_hash(nd, node, width):
+    """Hash of a node's search state: columns ``[0, 2G + 2)`` of its row (cells, came-from cells, tag, next)."""
+    h = np.int64(0)
+    for c in range(width):
+        h = (h * np.int64(1000003)) ^ nd[node, c]
+    # SplitMix64's finaliser: the slot takes the low bits and the fingerprint the high ones.
+    h = (h ^ ((h >> 30) & np.int64(0x3FFFFFFFF))) * np.int64(-4658895280553007687)
+    h = (h ^ ((h >> 27) & np.int64(0x1FFFFFFFFF))) * np.int64(-7723592293110705685)
+    return h ^ ((h >> 31) & np.int64(0x1FFFFFFFF))
 
 
 @njit(cache=True)
-def _table_find(table, npos, nextra, nnext, ntag, node, n_group):
-    """Slot of the node with the same search state as ``node``: ``(slot, existing node or -1)``."""
+def _table_find(table, nd, node, width):
+    """Slot of the node whose state equals row ``node``'s: ``(slot, existing node or -1, entry to store)``.
+
+    An entry is ``(fingerprint << 32) | node`` with 31 high bits of the hash as fingerprint (the sign bit stays
+    clear: -1 marks an empty slot), so probes past other states rarely touch their rows, which lie far apart in
+    memory.
+    """
+    h = _node_hash(nd, node, width)
+    fingerprint = (h >> 33) & np.int64(0x7FFFFFFF)
     mask = table.shape[0] - 1
-    slot = _node_hash(npos, nextra, nnext, ntag, node, n_group) & mask
+    slot = h & mask
     while True:
-        other = table[slot]
-        if other < 0:
-            return slot, -1
-        same = ntag[other] == ntag[node] and nnext[other] == nnext[node]
-        if same:
-            for i in range(n_group):
-                if npos[other, i] != npos[node, i] or nextra[other, i] != nextra[node, i]:
+        entry = table[slot]
+        if entry < 0:
+            return slot, -1, (fingerprint << 32) | node
+        if (entry >> 32) == fingerprint:
+            other = entry & np.int64(0xFFFFFFFF)
+            same = True
+            for c in range(width):
+                if nd[other, c] != nd[node, c]:
                     same = False
                     break
-        if same:
-            return slot, other
+            if same:
+                return slot, other, entry
         slot = (slot + 1) & mask
 
 
 @njit(cache=True)
-def _table_rehash(table, npos, nextra, nnext, ntag, n_group):
-    grown = np.full(table.shape[0] * 2, -1, np.int32)
+def _table_rehash(table, nd, width):
+    grown = np.full(table.shape[0] * 2, -1, np.int64)
     mask = grown.shape[0] - 1
     for i in range(table.shape[0]):
-        node = table[i]
-        if node < 0:
+        entry = table[i]
+        if entry < 0:
             continue
-        slot = _node_hash(npos, nextra, nnext, ntag, node, n_group) & mask
+        slot = _node_hash(nd, entry & np.int64(0xFFFFFFFF), width) & mask
         while grown[slot] >= 0:
             slot = (slot + 1) & mask
-        grown[slot] = node
+        grown[slot] = entry
     return grown
 
 
@@ -462,12 +473,13 @@ def pair_cost_to_go(nbr, free_index, free_cells, goal_a, goal_b, soc_out, makesp
 
 
 @njit(cache=True)
-def _evaluate(npos, nextra, node, assigned, dist, goals, nbr, use_pairs, free_index, n_free, table_soc,
-              table_makespan, pair_row, matchings, n_matchings, single, pair_value):
+def _evaluate(nd, node, assigned, dist, goals, nbr, use_pairs, free_index, n_free, table_soc, table_makespan,
+              pair_row, matchings, n_matchings, single, pair_value):
     """Heuristic ``(h1, h2)`` of a node: lower bounds on remaining makespan and sum of costs; ``(INF, INF)`` if dead.
 
-    Agents ``< assigned`` stand on their new cells (``npos[node]``, time t+1; their step is paid), the others on
-    their old cells (time t; step not yet paid). Without pairs: ``h1`` = the largest remaining
+    ``nd[node]`` is a node row of ``group_astar`` (cells in columns ``[0, G)``, came-from cells in ``[G, 2G)``).
+    Agents ``< assigned`` stand on their new cells (time t+1; their step is paid), the others on their old cells
+    (time t; step not yet paid). Without pairs: ``h1`` = the largest remaining
     distance (``dist - 1`` for an unassigned agent, which may still close one step this turn), ``h2`` = the sum of
     distances. With pairs (``pair_row[i, j]`` = row of the (i, j) tables, i < j): ``h1`` also covers each pair's
     exact remaining makespan, and ``h2`` is the best sum over disjoint pairs (``matchings``) of exact pair costs
@@ -478,7 +490,7 @@ def _evaluate(npos, nextra, node, assigned, dist, goals, nbr, use_pairs, free_in
     h1 = 0
     h2 = 0
     for j in range(n_group):
-        d = dist[j, npos[node, j]]
+        d = dist[j, nd[node, j]]
         single[j] = d
         h2 += d
         if j >= assigned:
@@ -491,16 +503,16 @@ def _evaluate(npos, nextra, node, assigned, dist, goals, nbr, use_pairs, free_in
         for j in range(i + 1, n_group):
             row = pair_row[i, j]
             if j < assigned or i >= assigned:
-                cell_i = free_index[npos[node, i]]
-                cell_j = free_index[npos[node, j]]
+                cell_i = free_index[nd[node, i]]
+                cell_j = free_index[nd[node, j]]
                 value_soc = table_soc[row, cell_i * n_free + cell_j]
                 value_makespan = table_makespan[row, cell_i * n_free + cell_j]
                 if i >= assigned and value_makespan > 0:
                     value_makespan -= 1
             else:
-                placed = npos[node, i]
-                placed_from = nextra[node, i]  # set whenever ``placed`` is an unplaced agent's cell
-                waiting = npos[node, j]
+                placed = nd[node, i]
+                placed_from = nd[node, n_group + i]  # set whenever ``placed`` is an unplaced agent's cell
+                waiting = nd[node, j]
                 cell_i = free_index[placed] * n_free
                 value_soc = INF
                 value_makespan = INF
@@ -560,7 +572,7 @@ def group_astar(nbr, dist, starts, goals, order, max_expand, deadline, use_pairs
         bound on the group's sum of costs at the start.
 
     Costs are pairs: a full step costs ``(1, agents not yet on goal)`` (makespan, sum of costs). Operator
-    decomposition assigns one agent's move per node; the time cost is charged with the first agent's move and
+    decomposition places one agent's move per node; the time cost is charged with the first agent's move and
     each moving agent's unit of sum of costs with its own move. The heuristic (``_evaluate``) is consistent in
     both components, so the first goal popped is optimal for the ``order`` objective among plans within the
     bounds. The heap orders by that objective's ``f``, then by fewer avoidance-table conflicts, then by the
@@ -569,11 +581,25 @@ def group_astar(nbr, dist, starts, goals, order, max_expand, deadline, use_pairs
 
     Every node is deduplicated, intermediate ones included. An intermediate node's future depends only on the
     placed agents' new cells, the unplaced agents' old cells, the next agent to place, and, for a placed agent
-    that moved into a cell an unplaced agent still stands on, the cell it came from (``nextra``; the swap rule
-    needs it); that is its key. With hard reservations the key also holds the time, clipped at the last
-    reserved arrival (after it the reserved agents stand still).
+    that moved into a cell an unplaced agent still stands on, the cell it came from (the swap rule needs it);
+    that is its key. With hard reservations the key also holds the time, clipped at the last reserved arrival
+    (after it the reserved agents stand still). A node is one row of ``nd`` (see the column constants below):
+    a search spends its time on memory latency, and one row keeps a node's fields together.
     """
     n_group = starts.shape[0]
+    # Columns of a node row: cells, came-from cells, then the fields below. The key is columns [0, key_width).
+    col_tag = 2 * n_group  # time clipped at ``horizon`` (0 without hard reservations)
+    col_next = col_tag + 1  # 0 for a full node, else the next agent to place
+    key_width = col_next + 1
+    col_parent = key_width  # best predecessor
+    col_g1 = col_parent + 1
+    col_g2 = col_g1 + 1
+    col_g3 = col_g2 + 1  # conflicts with soft reservations so far
+    col_h1 = col_g3 + 1
+    col_h2 = col_h1 + 1
+    col_closed = col_h2 + 1
+    row_width = col_closed + 1
+
     n_reserved = reserved.shape[0]
     horizon = 0  # time tags only matter when reservations are hard
     if reserved_hard:
@@ -601,18 +627,8 @@ def group_astar(nbr, dist, starts, goals, order, max_expand, deadline, use_pairs
     pair_value = np.empty((n_group, n_group), np.int64)
 
     capacity = 1024
-    npos = np.empty((capacity, n_group), np.int32)  # placed agents: new cells; the others: old cells
-    nextra = np.empty((capacity, n_group), np.int32)  # see the docstring; -1 where not needed
-    ntag = np.zeros(capacity, np.int64)  # time clipped at ``horizon`` (0 without hard reservations)
-    nparent = np.empty(capacity, np.int32)  # best predecessor
-    nnext = np.empty(capacity, np.int32)  # 0 for a full node, else the next agent to place
-    ng1 = np.empty(capacity, np.int64)
-    ng2 = np.empty(capacity, np.int64)
-    ng3 = np.empty(capacity, np.int64)  # conflicts with soft reservations so far
-    nh1 = np.empty(capacity, np.int64)
-    nh2 = np.empty(capacity, np.int64)
-    nclosed = np.zeros(capacity, np.bool_)
-    table = np.full(2048, -1, np.int32)
+    nd = np.empty((capacity, row_width), np.int32)
+    table = np.full(2048, -1, np.int64)
     heap_capacity = 1024
     keys1 = np.empty(heap_capacity, np.int64)
     keys2 = np.empty(heap_capacity, np.int64)
@@ -622,9 +638,11 @@ def group_astar(nbr, dist, starts, goals, order, max_expand, deadline, use_pairs
     # np.bool_ keep one.
     root = np.int64(0)
     for i in range(n_group):
-        npos[0, i] = starts[i]
-        nextra[0, i] = -1
-    h1, h2 = _evaluate(npos, nextra, root, n_group, dist, goals, nbr, use_pairs, free_index, n_free, table_soc,
+        nd[0, i] = starts[i]
+        nd[0, n_group + i] = -1
+    nd[0, col_tag] = 0
+    nd[0, col_next] = 0
+    h1, h2 = _evaluate(nd, root, n_group, dist, goals, nbr, use_pairs, free_index, n_free, table_soc,
                        table_makespan, pair_row, matchings, n_matchings, single, pair_value)
     empty_path = np.empty((0, n_group), np.int32)
     if h2 >= INF:
@@ -632,15 +650,15 @@ def group_astar(nbr, dist, starts, goals, order, max_expand, deadline, use_pairs
     root_bound = h2
     if h1 > bound_makespan or h2 > bound_soc:
         return UNSOLVABLE_GROUP, empty_path, 0, root_bound
-    nparent[0] = -1
-    nnext[0] = 0
-    ng1[0] = 0
-    ng2[0] = 0
-    ng3[0] = 0
-    nh1[0] = h1
-    nh2[0] = h2
-    slot, _ = _table_find(table, npos, nextra, nnext, ntag, root, n_group)
-    table[slot] = 0
+    nd[0, col_parent] = -1
+    nd[0, col_g1] = 0
+    nd[0, col_g2] = 0
+    nd[0, col_g3] = 0
+    nd[0, col_h1] = h1
+    nd[0, col_h2] = h2
+    nd[0, col_closed] = 0
+    slot, _, entry = _table_find(table, nd, root, key_width)
+    table[slot] = entry
     n_nodes = np.int64(1)
     key1, key2 = _keys(order, root, root, root, h1, h2)
     heap_size = _heap_push(keys1, keys2, heap_nodes, root, key1, key2, root)
@@ -652,14 +670,17 @@ def group_astar(nbr, dist, starts, goals, order, max_expand, deadline, use_pairs
         key2 = keys2[0]
         node = heap_nodes[0]
         heap_size = _heap_pop(keys1, keys2, heap_nodes, heap_size)
-        if nclosed[node]:
+        if nd[node, col_closed]:
             continue
-        cur1, cur2 = _keys(order, ng1[node], ng2[node], ng3[node], nh1[node], nh2[node])
+        g1 = np.int64(nd[node, col_g1])
+        g2 = np.int64(nd[node, col_g2])
+        g3 = np.int64(nd[node, col_g3])
+        cur1, cur2 = _keys(order, g1, g2, g3, np.int64(nd[node, col_h1]), np.int64(nd[node, col_h2]))
         if cur1 != key1 or cur2 != key2:
             continue  # a stale heap entry: the node was reached again more cheaply
-        nclosed[node] = True
-        is_full = nnext[node] == 0
-        if is_full and nh2[node] == 0:
+        nd[node, col_closed] = 1
+        is_full = nd[node, col_next] == 0
+        if is_full and nd[node, col_h2] == 0:
             goal_node = node
             break
         if expanded >= max_expand:
@@ -668,13 +689,13 @@ def group_astar(nbr, dist, starts, goals, order, max_expand, deadline, use_pairs
         if deadline > 0.0 and (expanded & 255) == 0 and now() > deadline:
             return LIMIT_TIME, empty_path, expanded, root_bound
 
-        agent = nnext[node]
+        agent = nd[node, col_next]
         if is_full:
-            while npos[node, agent] == goals[agent]:
+            while nd[node, agent] == goals[agent]:
                 agent += 1  # arrived agents stay; the goal test above guarantees someone still moves
         step_cost = 1 if is_full else 0
-        t_next = ng1[node] + step_cost  # the time this step leads to
-        old = npos[node, agent]
+        t_next = g1 + step_cost  # the time this step leads to
+        old = nd[node, agent]
         for action in range(5):
             target = nbr[old, action]
             if target < 0:
@@ -686,13 +707,13 @@ def group_astar(nbr, dist, starts, goals, order, max_expand, deadline, use_pairs
                 conflicts += 1
             legal = True
             for j in range(agent):
-                placed = npos[node, j]
-                if placed == target or (target != old and placed == old and nextra[node, j] == target):
+                placed = nd[node, j]
+                if placed == target or (target != old and placed == old and nd[node, n_group + j] == target):
                     legal = False
                     break
             if legal:
                 for j in range(agent + 1, n_group):
-                    waiting = npos[node, j]
+                    waiting = nd[node, j]
                     if waiting == target and waiting == goals[j]:
                         legal = False  # an arrived agent will never leave that cell
                         break
@@ -713,103 +734,95 @@ def group_astar(nbr, dist, starts, goals, order, max_expand, deadline, use_pairs
                 continue
             if n_nodes >= capacity:
                 capacity *= 2
-                npos = _grow2(npos, capacity)
-                nextra = _grow2(nextra, capacity)
-                ntag = _grow1(ntag, capacity)
-                nparent = _grow1(nparent, capacity)
-                nnext = _grow1(nnext, capacity)
-                ng1 = _grow1(ng1, capacity)
-                ng2 = _grow1(ng2, capacity)
-                ng3 = _grow1(ng3, capacity)
-                nh1 = _grow1(nh1, capacity)
-                nh2 = _grow1(nh2, capacity)
-                grown_closed = np.zeros(capacity, np.bool_)
-                grown_closed[: nclosed.shape[0]] = nclosed
-                nclosed = grown_closed
+                nd = _grow2(nd, capacity)
             child = n_nodes
             for j in range(n_group):
-                npos[child, j] = npos[node, j]
-            npos[child, agent] = target
+                nd[child, j] = nd[node, j]
+            nd[child, agent] = target
             following = agent + 1
-            while following < n_group and npos[node, following] == goals[following]:
+            while following < n_group and nd[node, following] == goals[following]:
                 following += 1  # arrived agents are placed at once: they only stay
             # Keep the cell a placed agent came from only while an unplaced agent still stands where it went.
             for j in range(following):
-                came_from = nextra[node, j] if j < agent else (old if j == agent and target != old else -1)
+                came_from = nd[node, n_group + j] if j < agent else (old if j == agent and target != old else -1)
                 if came_from >= 0:
                     needed = False
                     for k in range(following, n_group):
-                        if npos[node, k] == npos[child, j]:
+                        if nd[node, k] == nd[child, j]:
                             needed = True
                             break
                     if not needed:
                         came_from = -1
-                nextra[child, j] = came_from
+                nd[child, n_group + j] = came_from
             for j in range(following, n_group):
-                nextra[child, j] = -1
-            h1, h2 = _evaluate(npos, nextra, child, following, dist, goals, nbr, use_pairs, free_index, n_free,
+                nd[child, n_group + j] = -1
+            h1, h2 = _evaluate(nd, child, following, dist, goals, nbr, use_pairs, free_index, n_free,
                                table_soc, table_makespan, pair_row, matchings, n_matchings, single, pair_value)
             if h2 >= INF:
                 continue  # two agents of this node can never both arrive
-            g1 = ng1[node] + step_cost
-            g2 = ng2[node] + 1
-            g3 = ng3[node] + conflicts
-            if g1 + h1 > bound_makespan or g2 + h2 > bound_soc:
+            child_g1 = g1 + step_cost
+            child_g2 = g2 + 1
+            child_g3 = g3 + conflicts
+            if child_g1 + h1 > bound_makespan or child_g2 + h2 > bound_soc:
                 continue
-            nnext[child] = following if following < n_group else 0
-            ntag[child] = g1 if g1 < horizon else horizon
-            slot, existing = _table_find(table, npos, nextra, nnext, ntag, child, n_group)
+            nd[child, col_next] = following if following < n_group else 0
+            nd[child, col_tag] = child_g1 if child_g1 < horizon else horizon
+            slot, existing, entry = _table_find(table, nd, child, key_width)
             if existing >= 0:
-                if nclosed[existing]:
+                if nd[existing, col_closed]:
                     continue
+                old1 = np.int64(nd[existing, col_g1])
+                old2 = np.int64(nd[existing, col_g2])
+                old3 = np.int64(nd[existing, col_g3])
                 if order == MODE_MAKESPAN:
-                    first, second, first_old, second_old = g1, g2, ng1[existing], ng2[existing]
+                    better = child_g1 < old1 or (
+                        child_g1 == old1 and (child_g2 < old2 or (child_g2 == old2 and child_g3 < old3))
+                    )
                 else:
-                    first, second, first_old, second_old = g2, g1, ng2[existing], ng1[existing]
-                better = first < first_old or (
-                    first == first_old and (second < second_old or (second == second_old and g3 < ng3[existing]))
-                )
+                    better = child_g2 < old2 or (
+                        child_g2 == old2 and (child_g1 < old1 or (child_g1 == old1 and child_g3 < old3))
+                    )
                 if not better:
                     continue
                 child = existing
             else:
-                table[slot] = child
+                table[slot] = entry
                 n_nodes += 1
-                nclosed[child] = False
+                nd[child, col_closed] = 0
                 if 2 * n_nodes > table.shape[0]:
-                    table = _table_rehash(table, npos, nextra, nnext, ntag, n_group)
-            nparent[child] = node
-            ng1[child] = g1
-            ng2[child] = g2
-            ng3[child] = g3
-            nh1[child] = h1
-            nh2[child] = h2
+                    table = _table_rehash(table, nd, key_width)
+            nd[child, col_parent] = node
+            nd[child, col_g1] = child_g1
+            nd[child, col_g2] = child_g2
+            nd[child, col_g3] = child_g3
+            nd[child, col_h1] = h1
+            nd[child, col_h2] = h2
             if heap_size >= heap_capacity:
                 heap_capacity *= 2
                 keys1 = _grow1(keys1, heap_capacity)
                 keys2 = _grow1(keys2, heap_capacity)
                 heap_nodes = _grow1(heap_nodes, heap_capacity)
-            key1, key2 = _keys(order, g1, g2, g3, h1, h2)
+            key1, key2 = _keys(order, child_g1, child_g2, child_g3, h1, h2)
             heap_size = _heap_push(keys1, keys2, heap_nodes, heap_size, key1, key2, child)
 
     if goal_node < 0:
         return UNSOLVABLE_GROUP, empty_path, expanded, root_bound
     # Walk back through the predecessors; each full node on the way is one time step.
     length = 0
-    node = nparent[goal_node]
+    node = nd[goal_node, col_parent]
     while node >= 0:
-        if nnext[node] == 0:
+        if nd[node, col_next] == 0:
             length += 1
-        node = nparent[node]
+        node = nd[node, col_parent]
     path = np.empty((length + 1, n_group), np.int32)
     node = goal_node
     t = length
     while node >= 0:
-        if nnext[node] == 0:
+        if nd[node, col_next] == 0:
             for i in range(n_group):
-                path[t, i] = npos[node, i]
+                path[t, i] = nd[node, i]
             t -= 1
-        node = nparent[node]
+        node = nd[node, col_parent]
     return SOLVED, path, expanded, root_bound
 
 
@@ -1216,10 +1229,12 @@ def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline, escalate_after
 # ----------------------------------------------------------------------------------------------- needs_wait
 @njit(cache=True)
 def _state_hash(state):
-    h = np.int64(-3750763034362895579)
+    h = np.int64(0)
     for i in range(state.shape[0]):
-        h = (h ^ state[i]) * np.int64(1099511628211)
-    return h ^ (h >> 29)
+        h = (h * np.int64(1000003)) ^ state[i]
+    h = (h ^ ((h >> 30) & np.int64(0x3FFFFFFFF))) * np.int64(-4658895280553007687)
+    h = (h ^ ((h >> 27) & np.int64(0x1FFFFFFFFF))) * np.int64(-7723592293110705685)
+    return h ^ ((h >> 31) & np.int64(0x1FFFFFFFF))
 
 
 @njit(cache=True)
