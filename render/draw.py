@@ -60,7 +60,8 @@ class FrameView:
         completion: the model's text, or None; ``scroll`` is its first wrapped line shown, and with ``follow``
             the panel scrolls to the tokens of the step shown instead.
         status: the panel's bottom line (playing, speed, filter); ``message`` a short notice over the board.
-        show_help: draw the key help over everything. ``panel``: draw the side panel at all.
+        show_help: draw the key help over everything. ``panel``: draw the side panel at all. ``key_hint``:
+            end the status line with "h: help" (a window has keys, an exported image does not).
     """
 
     scene: Scene
@@ -74,6 +75,7 @@ class FrameView:
     message: str | None = None
     show_help: bool = False
     panel: bool = True
+    key_hint: bool = True  # "h: help" in the status line (not in exported images)
 
 
 @dataclass
@@ -289,7 +291,8 @@ def _draw_markers(layout: Layout, surface: pygame.Surface, scene: Scene, alpha: 
             dr, dc = marker.other[0] - marker.cell[0], marker.other[1] - marker.cell[1]
             edge = (center[0] + dc * cell * 0.5, center[1] + dr * cell * 0.5)  # where the map ends
             tip = (center[0] + dc * cell * 0.95, center[1] + dr * cell * 0.95)
-            pygame.draw.line(surface, P.FAILURE, center, tip, thick)
+            tail = (center[0] + dc * cell * 0.38, center[1] + dr * cell * 0.38)  # from the disc's rim, not its label
+            pygame.draw.line(surface, P.FAILURE, tail, tip, thick)
             _draw_cross(surface, (int(tip[0]), int(tip[1])), max(3, big // 6), thick, P.FAILURE)
             pygame.draw.circle(surface, P.FAILURE, (int(edge[0]), int(edge[1])), max(2, thick))
         elif marker.kind == NOT_REACHED:
@@ -433,7 +436,8 @@ def _draw_panel(view: FrameView, rect: pygame.Rect, cache: DrawCache) -> tuple[p
     else:
         surface.blit(cache.text("no completion text recorded", "ui", ui, P.TEXT_DIM), (margin, y))
     pygame.draw.line(surface, P.PANEL_LINE, (margin, bottom), (rect.width - margin, bottom))
-    status = _fit(cache, f"{view.status}   ·   h: help", "ui", ui, inner) if view.status else "h: help"
+    status = "   ·   ".join(part for part in (view.status, "h: help" if view.key_hint else "") if part)
+    status = _fit(cache, status, "ui", ui, inner)
     surface.blit(cache.text(status, "ui", ui, P.TEXT_DIM), (margin, bottom + 8))
     return surface, scroll, visible, total
 
@@ -441,7 +445,7 @@ def _draw_panel(view: FrameView, rect: pygame.Rect, cache: DrawCache) -> tuple[p
 def _panel(view: FrameView, rect: pygame.Rect, cache: DrawCache) -> tuple[pygame.Surface, int, int, int]:
     # The panel changes only when the step, the episode, the scroll or the status does: cache it on those.
     key = (rect.size, view.title, tuple(view.facts), id(view.completion), view.scene.step, view.scroll,
-           view.follow, view.status)
+           view.follow, view.status, view.key_hint)
     cached = cache.panels.get(key)
     if cached is None:
         if len(cache.panels) >= 16:

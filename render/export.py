@@ -24,8 +24,15 @@ from simulator.errors import ConfigError  # noqa: E402
 GIF_SIZE = (960, 600)  # smaller than the window: GIFs are for sharing
 
 
-def frame_view(state: WatchState, alpha: float | None = None) -> FrameView:
-    """What the viewer shows for ``state`` (shared by the window, ``s`` snapshots and the exports)."""
+def frame_view(state: WatchState, alpha: float | None = None, exported: bool = False) -> FrameView:
+    """What the viewer shows for ``state`` (shared by the window, ``s`` snapshots and the exports); ``exported``
+    leaves out what only makes sense in a window (play state, key hints, notices)."""
+    if exported:
+        return FrameView(
+            scene=state.scene(), alpha=state.alpha if alpha is None else alpha, facts=state.facts(),
+            title="MAPF-FrozenLake replay", completion=state.completion, scroll=state.scroll, follow=state.follow,
+            key_hint=False,
+        )
     return FrameView(
         scene=state.scene(),
         alpha=state.alpha if alpha is None else alpha,
@@ -59,7 +66,7 @@ def export_png(
     returns the path and the step drawn."""
     state = WatchState(source, index, step)
     surface = pygame.Surface(size)
-    draw_frame(surface, frame_view(state), DrawCache())
+    draw_frame(surface, frame_view(state, exported=True), DrawCache())
     return save_png(surface, out), state.step
 
 
@@ -73,7 +80,7 @@ def gif_frames(state: WatchState, size: tuple[int, int], tween: int = 0) -> list
         alphas = [1.0] if step == 0 else [(i + 1) / (tween + 1) for i in range(tween + 1)]
         state.go_to_step(step)
         for alpha in alphas:
-            draw_frame(surface, frame_view(state, alpha), cache)
+            draw_frame(surface, frame_view(state, alpha, exported=True), cache)
             frames.append(pygame.image.tobytes(surface, "RGB"))
     return frames
 
