@@ -49,7 +49,7 @@ class SetupScreen(Screen):
 
     def compose(self) -> ComposeResult:
         d = self.defaults
-        with Vertical(id="setup"):
+        with VerticalScroll(id="setup"):
             yield Label("MAPF-FrozenLake: a new game", id="setup-title")
             with Horizontal(classes="row"):
                 yield Label("map size (3..32)", classes="name")
@@ -253,7 +253,7 @@ class PlayApp(App):
 
     TITLE = "mapf-lake play"
     CSS = """
-    #setup { width: 80; height: auto; padding: 1 2; }
+    #setup { width: 84; padding: 1 2; }
     #setup-title { text-style: bold; margin-bottom: 1; }
     .row { height: 3; }
     .name { width: 22; padding: 1 0; }
