@@ -186,7 +186,8 @@ def run_render_bench(quick: bool = False) -> dict:
         "draw_32x32_32_fps_ok": draw[1]["fps"] >= TARGET_FPS["32x32/32"],
         "first_frame_under_1s": opening["first_frame_s"] < TARGET_OPEN_S,
     }
-    return {"quick": quick, "draw": draw, "open": opening, "targets": {"fps": TARGET_FPS, "first_frame_s": TARGET_OPEN_S},
+    targets = {"fps": TARGET_FPS, "first_frame_s": TARGET_OPEN_S}
+    return {"quick": quick, "draw": draw, "open": opening, "targets": targets,
             "checks": checks}
 
 
@@ -201,11 +202,13 @@ def format_render_bench(results: dict) -> str:
         )
     opening = results["open"]
     lines.append(
-        f"  open a {opening['episodes']}-episode replay and draw its first frame: {opening['first_frame_s'] * 1e3:.0f} ms "
+        f"  open a {opening['episodes']}-episode replay and draw its first frame: "
+        f"{opening['first_frame_s'] * 1e3:.0f} ms "
         f"in process (target < {TARGET_OPEN_S:.0f} s); `watch FILE --png` end to end in a new process: "
         f"{opening['watch_png_subprocess_s']:.2f} s"
     )
-    lines.append(f"  failures-only filter, first use (scans every outcome): {opening['failure_filter_scan_s'] * 1e3:.0f} ms "
+    lines.append("  failures-only filter, first use (scans every outcome): "
+                 f"{opening['failure_filter_scan_s'] * 1e3:.0f} ms "
                  f"({opening['failed_episodes']} failed episodes)")
     lines.append("  checks: " + ", ".join(f"{name} {'yes' if ok else 'NO'}" for name, ok in results["checks"].items()))
     return "\n".join(lines)

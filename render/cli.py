@@ -118,7 +118,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
         ),
     )
     watch.add_argument("path", help="a replay file (.mlr) or a folder of them")
-    watch.add_argument("--episode", type=int, default=0, help="episode to show first, 0-based across the files (default 0)")
+    watch.add_argument("--episode", type=int, default=0,
+                       help="episode to show first, 0-based across the files (default 0)")
     watch.add_argument("--step", type=int, default=None,
                        help="step to show (negative: from the end; --png default: the last step)")
     watch.add_argument("--png", metavar="OUT", help="write the frame of --episode at --step as a PNG and exit")

@@ -68,7 +68,7 @@ def text_on(color: RGB) -> RGB:
 
 def dimmed(color: RGB, factor: float = 0.45, toward: RGB = HOLE) -> RGB:
     """``color`` mixed toward ``toward`` (fallen agents, drawn sinking into their hole)."""
-    r, g, b = (round(c * factor + t * (1 - factor)) for c, t in zip(color, toward))
+    r, g, b = (round(c * factor + t * (1 - factor)) for c, t in zip(color, toward, strict=True))
     return (r, g, b)
 
 

@@ -276,7 +276,8 @@ def _draw_markers(layout: Layout, surface: pygame.Surface, scene: Scene, alpha: 
             b = layout.cell_center(*marker.other) if marker.other is not None else a
             mid = ((a[0] + b[0]) // 2, (a[1] + b[1]) // 2)
             half = max(5, int(big * 0.24))
-            diamond = [(mid[0], mid[1] - half), (mid[0] + half, mid[1]), (mid[0], mid[1] + half), (mid[0] - half, mid[1])]
+            x, y = mid
+            diamond = [(x, y - half), (x + half, y), (x, y + half), (x - half, y)]
             pygame.draw.polygon(surface, P.FAILURE, diamond)
             pygame.draw.line(surface, P.FAILURE, a, b, max(1, thick // 2))
             if cell >= 20:
@@ -423,7 +424,8 @@ def _draw_panel(view: FrameView, rect: pygame.Rect, cache: DrawCache) -> tuple[p
             for agent, start, end in by_line.get(shown.line, ()):
                 lo, hi = max(start, shown.start), min(end, shown.start + len(shown.text))
                 if lo < hi:
-                    box = pygame.Rect(margin + (lo - shown.start) * char_w - 1, line_y - 1, (hi - lo) * char_w + 2, line_h)
+                    left = margin + (lo - shown.start) * char_w - 1
+                    box = pygame.Rect(left, line_y - 1, (hi - lo) * char_w + 2, line_h)
                     surface.fill(P.dimmed(P.agent_color(agent), 0.55, P.PANEL), box)
             if shown.text:
                 surface.blit(cache.text(shown.text, "mono", mono, P.TEXT), (margin, line_y))

@@ -109,7 +109,9 @@ def export_gif(
     raw = gif_frames(state, size, tween)
     # One palette for the whole animation, taken from the last frame (it has every colour that matters: the
     # map, all agents, the failure marker), so colours do not flicker between frames.
-    last = Image.frombytes("RGB", size, raw[-1]).quantize(colors=255, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    last = Image.frombytes("RGB", size, raw[-1]).quantize(
+        colors=255, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
+    )
     images = [Image.frombytes("RGB", size, frame).quantize(palette=last, dither=Image.Dither.NONE) for frame in raw]
     step_ms = max(20, int(1000 / fps))
     durations = [step_ms] * len(images)

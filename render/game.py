@@ -231,7 +231,8 @@ class PlayGame:
             plan=plan,
             parse_error=None,
             positions=np.stack([state.pos for state in self._states]),
-            events=np.stack([state.events for state in self._states[1:]]) if steps else np.zeros((0, self.n_agents), np.int8),
+            events=(np.stack([state.events for state in self._states[1:]]) if steps
+                    else np.zeros((0, self.n_agents), np.int8)),
             outcome=Outcome.from_judgement(verdict, self.optimal_makespan),
             extra={"mode": "play", "origin": self.origin},
         )
@@ -244,7 +245,9 @@ def play_header(stage_config: dict | None = None) -> ReplayHeader:
 
 
 # --- where a game's instance comes from -----------------------------------------------------------------------
-def generate_instance(size: int, agents: int, holes: float, wait_ratio: float, seed: int) -> tuple[Instance, InstanceLabels, dict]:
+def generate_instance(
+    size: int, agents: int, holes: float, wait_ratio: float, seed: int
+) -> tuple[Instance, InstanceLabels, dict]:
     """One certified instance from the generator; returns it, its labels and the stage config used.
 
     ``wait_ratio`` is the chance that the instance needs a wait: a seeded draw decides it, so over many seeds
@@ -296,7 +299,9 @@ def load_instance(path: str | os.PathLike, episode: int = 0) -> tuple[Instance, 
             try:
                 data = json.loads(lines[episode])
             except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path} line {episode + 1}", lines[episode][:40], "a JSON object", str(exc)) from None
+                raise ConfigError(
+                    f"{path} line {episode + 1}", lines[episode][:40], "a JSON object", str(exc)
+                ) from None
             if "optimal_makespan" in data:
                 item = LabelledInstance.from_dict(data)
                 return item.instance, InstanceLabels.from_labelled(item)

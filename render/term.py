@@ -56,9 +56,9 @@ def board_text(
     line, just wide enough).
 
     ``selected`` (play mode) underlines that agent; ``pending`` ``(K,)`` shows each moving agent's next move
-    as an arrow under it (cells of 3 lines; waits show nothing). Agents of a failure of this step show as ``!k`` on red; where two share
-    a cell the lowest index shows. With cells of 3 lines a goal's cell has a frame line in its agent's colour
-    above and below, so an agent at home shows inside it.
+    as an arrow under it (cells of 3 lines; waits show nothing). Agents of a failure of this step show as
+    ``!k`` on red; where two share a cell the lowest index shows. With cells of 3 lines a goal's cell has a
+    frame line in its agent's colour above and below, so an agent at home shows inside it.
     """
     instance = scene.instance
     n_agents = instance.n_agents

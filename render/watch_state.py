@@ -14,7 +14,7 @@ import math
 
 from replays.errors import ReplayError
 from render.completion import CompletionText
-from render.source import Fact, LoadedEpisode, ReplaySource, episode_facts
+from render.source import Fact, ReplaySource, episode_facts
 from render.timeline import Scene
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # steps per second

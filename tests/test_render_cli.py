@@ -35,7 +35,8 @@ def cases(tmp_path_factory) -> Path:
 
 def test_cli_watch__png(cases, tmp_path):
     out = tmp_path / "frame.png"
-    result = run("watch", str(cases), "--episode", str(ORDER.index("edge")), "--png", str(out), "--resolution", "640x400")
+    edge = str(ORDER.index("edge"))
+    result = run("watch", str(cases), "--episode", edge, "--png", str(out), "--resolution", "640x400")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"step {len(CASES['edge'][0])}" in result.stdout
 

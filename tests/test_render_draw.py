@@ -20,7 +20,7 @@ from render.completion import CompletionText, action_spans, clean_text  # noqa: 
 from render.draw import DrawCache, FrameView, compute_layout, draw_frame  # noqa: E402
 from render.export import export_gif, export_png, frame_view  # noqa: E402
 from render.source import ReplaySource  # noqa: E402
-from render.timeline import EDGE, HOLE, ILLEGAL, NOT_REACHED, VERTEX, Marker, markers_for_step  # noqa: E402
+from render.timeline import EDGE, HOLE, ILLEGAL, VERTEX, Marker, markers_for_step  # noqa: E402
 from render.viewer import handle_key, run_viewer, snapshot_path  # noqa: E402
 from render.watch_state import WatchState  # noqa: E402
 from simulator import constants as C  # noqa: E402
@@ -73,7 +73,8 @@ def agent_probe(layout, row: float, col: float) -> tuple[int, int]:
         ([[0, 0], [2, 0]], [[1, 0], [1, 0]], [C.EV_VERTEX, C.EV_VERTEX], None, [Marker(VERTEX, (0, 1), (1, 0))]),
         ([[1, 0], [2, 0]], [[2, 0], [1, 0]], [C.EV_EDGE, C.EV_EDGE], None, [Marker(EDGE, (0, 1), (1, 0), (2, 0))]),
         ([[0, 1], [2, 0]], [[0, 2], [2, 0]], [C.EV_HOLE, 0], None, [Marker(HOLE, (0,), (0, 2))]),
-        ([[0, 0], [2, 0]], [[0, 0], [2, 0]], [C.EV_ILLEGAL, 0], [C.UP, C.WAIT], [Marker(ILLEGAL, (0,), (0, 0), (-1, 0))]),
+        ([[0, 0], [2, 0]], [[0, 0], [2, 0]], [C.EV_ILLEGAL, 0], [C.UP, C.WAIT],
+         [Marker(ILLEGAL, (0,), (0, 0), (-1, 0))]),
         ([[0, 0], [2, 0]], [[0, 1], [2, 1]], [C.EV_GOAL, 0], None, []),
     ],
 )
