@@ -49,7 +49,7 @@ class WatchState:
         self.completion = CompletionText(self.loaded.episode.completion, self.loaded.episode.instance.n_agents)
         self.clock = 0.0
         if step is not None:
-            self.clock = float(step % (self.n_steps + 1) if step < 0 else min(step, self.n_steps))
+            self.clock = float(max(0, self.n_steps + 1 + step) if step < 0 else min(step, self.n_steps))
 
     # --- reading ------------------------------------------------------------------------------------------
     @property
