@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 # The comparison set of ``train --compare``: same budget and seeds, only the engineer differs.
 COMPARE_ENGINEERS = ("rule", "fixed", "random", "llm:self")

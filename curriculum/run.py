@@ -40,7 +40,6 @@ from curriculum.config import RunConfig, load_run_config, save_run_config
 from policy.prompts import get_style
 from replays.format import ReplayHeader
 from engineer import summarize_episodes
-from replays.reader import read_replay
 from replays.writer import ReplayWriter
 from simulator.atomic import atomic_write
 from simulator.config import StageConfig, save_config

@@ -75,20 +75,9 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_stage_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags that describe a stage without a config file (the same as ``gen``'s)."""
-    parser.add_argument("--config", help="stage config file (.yaml, .yml or .json)")
-    parser.add_argument("--size", type=int, nargs="+", default=[6], help="map side(s), 3..32 (default 6)")
-    parser.add_argument("--agents", type=int, nargs="+", default=[2], help="agents, or MIN MAX (default 2)")
-    parser.add_argument("--holes", type=float, default=0.2, help="hole ratio, 0..0.9 (default 0.2)")
-    parser.add_argument("--wait-ratio", type=float, default=0.3, help="share needing a wait (default 0.3)")
-    parser.add_argument("--slip", type=float, default=0.0, help="slip probability (default 0)")
-    parser.add_argument("--n", type=int, default=100, help="number of instances (default 100)")
-    parser.add_argument("--seed", type=int, default=None, help="seed (default: the config's, or 0)")
-
-
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
     from policy.model_cli import register_model_commands
+    from simulator.cli import add_stage_flags
     from policy.scripted import SCRIPTED_POLICIES
 
     register_model_commands(commands, bench)
@@ -104,7 +93,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     rollout.add_argument("--policy", required=True, choices=sorted(SCRIPTED_POLICIES), help="scripted policy")
     rollout.add_argument("--out", required=True, help="folder for the replay file")
     rollout.add_argument("--run-id", default=None, help="run id recorded in the replay header (default: random)")
-    add_stage_flags(rollout)
+    rollout.add_argument("--config", help="stage config file (.yaml, .yml or .json)")
+    add_stage_flags(rollout, n_default=100)
     rollout.set_defaults(handler=_rollout)
 
     evaluation = commands.add_parser(

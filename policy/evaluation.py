@@ -8,7 +8,6 @@ sizes, and the failure breakdown over all cells.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable

@@ -8,8 +8,9 @@ a bad file is one line on stderr (``ReplayError``/``ConfigError``, exit status 2
 from __future__ import annotations
 
 import argparse
-import json
 import os
+
+from simulator.cli import add_bench_target
 
 
 def _resolution(text: str) -> tuple[int, int]:
@@ -97,13 +98,6 @@ def _play(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_render(args: argparse.Namespace) -> int:
-    from render.bench import format_render_bench, run_render_bench
-
-    results = run_render_bench(quick=args.quick)
-    print(json.dumps(results, indent=2) if args.json else format_render_bench(results))
-    return 0
-
 
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
     watch = commands.add_parser(
@@ -156,15 +150,11 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
                       help="replay file that ctrl+s writes (default play-<date>-<time>.mlr here)")
     play.set_defaults(handler=_play)
 
-    render = bench.add_parser(
-        "render",
-        help="viewer drawing speed and time to the first frame of a 10,000-episode replay",
-        description=(
-            "Measures pygame frame drawing (10x10 with 5 agents, target 120 frames/s; 32x32 with 32 agents, target "
-            "60 frames/s; drawing time only, dummy video driver) and the time from opening a replay of 10,000 "
-            "episodes to its first frame (target under 1 s)."
-        ),
+    add_bench_target(
+        bench, "render", "viewer drawing speed and time to the first frame of a 10,000-episode replay",
+        "Measures pygame frame drawing (10x10 with 5 agents, target 120 frames/s; 32x32 with 32 agents, target "
+        "60 frames/s; drawing time only, dummy video driver) and the time from opening a replay of 10,000 "
+        "episodes to its first frame (target under 1 s).",
+        "render.bench", "run_render_bench", "format_render_bench",
+        quick_help="fewer frames and 1,000 episodes, for smoke tests",
     )
-    render.add_argument("--json", action="store_true", help="print the figures as JSON")
-    render.add_argument("--quick", action="store_true", help="fewer frames and 1,000 episodes, for smoke tests")
-    render.set_defaults(handler=_bench_render)

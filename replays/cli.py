@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from simulator.cli import add_bench_target
+
 
 def _summarize(args: argparse.Namespace) -> int:
     from replays.mining import render_summary, summarize_paths
@@ -13,13 +15,6 @@ def _summarize(args: argparse.Namespace) -> int:
     print(json.dumps(summary.to_dict(), indent=2) if args.json else render_summary(summary), end="" if not args.json else "\n")
     return 0
 
-
-def _bench_replay(args: argparse.Namespace) -> int:
-    from replays.bench import format_replay_bench, run_replay_bench
-
-    results = run_replay_bench(quick=args.quick)
-    print(json.dumps(results, indent=2) if args.json else format_replay_bench(results))
-    return 0
 
 
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
@@ -37,11 +32,9 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     summarize.add_argument("--exemplars", type=int, default=2, help="failed examples per category (default 2)")
     summarize.set_defaults(handler=_summarize)
 
-    replay = bench.add_parser(
-        "replay",
-        help="replay write/read throughput and bytes per episode, against JSON lines",
-        description="Writes and reads 2-agent 8x8 episodes with plans of length 20; compares with JSON lines.",
+    add_bench_target(
+        bench, "replay", "replay write/read throughput and bytes per episode, against JSON lines",
+        "Writes and reads 2-agent 8x8 episodes with plans of length 20 and compares with JSON lines; times the "
+        "failure summary of 100,000 episodes.",
+        "replays.bench", "run_replay_bench", "format_replay_bench",
     )
-    replay.add_argument("--json", action="store_true", help="print the figures as JSON")
-    replay.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
-    replay.set_defaults(handler=_bench_replay)

@@ -8,6 +8,37 @@ import sys
 from pathlib import Path
 
 
+def add_bench_target(bench: argparse._SubParsersAction, name: str, help: str, description: str, module: str,
+                     run: str, render: str, quick_help: str = "small sizes, for smoke tests") -> None:
+    """A ``mapf-lake bench NAME`` target: ``module.run(quick=...)`` gives the figures, ``module.render(figures)``
+    the human table; ``--json`` prints the figures instead. The module is imported only when the target runs."""
+
+    def handler(args: argparse.Namespace) -> int:
+        import importlib
+
+        bench_module = importlib.import_module(module)
+        figures = getattr(bench_module, run)(quick=args.quick)
+        print(json.dumps(figures, indent=2) if args.json else getattr(bench_module, render)(figures))
+        return 0
+
+    parser = bench.add_parser(name, help=help, description=description)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.set_defaults(handler=handler)
+
+
+def add_stage_flags(parser: argparse.ArgumentParser, n_default: int) -> None:
+    """The flags that describe a one-config stage (``gen``, ``rollout``): --config or the map knobs."""
+    parser.add_argument("--size", type=int, nargs="+", default=[6], help="map side(s), 3..32 (default 6)")
+    parser.add_argument("--agents", type=int, nargs="+", default=[2], help="agents, or MIN MAX (default 2)")
+    parser.add_argument("--holes", type=float, default=0.2, help="hole ratio, 0..0.9 (default 0.2)")
+    parser.add_argument("--wait-ratio", type=float, default=0.3,
+                        help="share of instances that need a wait (default 0.3)")
+    parser.add_argument("--slip", type=float, default=0.0, help="slip probability recorded in the config (default 0)")
+    parser.add_argument("--n", type=int, default=n_default, help=f"number of instances (default {n_default})")
+    parser.add_argument("--seed", type=int, default=None, help="seed (default: the config's, or 0)")
+
+
 def _progress(total: int, desc: str):
     """A tqdm bar on stderr (hidden when stderr is not a terminal); returns (callback, close)."""
     from tqdm import tqdm
@@ -180,20 +211,6 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_sim(args: argparse.Namespace) -> int:
-    from simulator.bench import format_sim_bench, run_sim_bench
-
-    results = run_sim_bench(quick=args.quick)
-    print(json.dumps(results, indent=2) if args.json else format_sim_bench(results))
-    return 0
-
-
-def _bench_gen(args: argparse.Namespace) -> int:
-    from simulator.bench_gen import format_gen_bench, run_gen_bench
-
-    results = run_gen_bench(quick=args.quick)
-    print(json.dumps(results, indent=2) if args.json else format_gen_bench(results))
-    return 0
 
 
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
@@ -211,13 +228,7 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     source = gen.add_mutually_exclusive_group()
     source.add_argument("--config", help="stage config file (.yaml, .yml or .json)")
     source.add_argument("--suite", choices=sorted(SUITES), help="generate a benchmark suite and print its checksum")
-    gen.add_argument("--size", type=int, nargs="+", default=[6], help="map side(s), 3..32 (default 6)")
-    gen.add_argument("--agents", type=int, nargs="+", default=[2], help="agents, or MIN MAX (default 2)")
-    gen.add_argument("--holes", type=float, default=0.2, help="hole ratio, 0..0.9 (default 0.2)")
-    gen.add_argument("--wait-ratio", type=float, default=0.3, help="share of instances that need a wait (default 0.3)")
-    gen.add_argument("--slip", type=float, default=0.0, help="slip probability recorded in the config (default 0)")
-    gen.add_argument("--n", type=int, default=10, help="number of instances (default 10)")
-    gen.add_argument("--seed", type=int, default=None, help="seed (default: the config's, or 0)")
+    add_stage_flags(gen, n_default=10)
     gen.add_argument("--max-attempts", type=int, default=2000, help="candidates per instance before giving up")
     gen.add_argument("--out", help="write JSON lines here (atomically) instead of printing the instances")
     gen.add_argument("--quiet", action="store_true", help="print only the report")
@@ -247,27 +258,17 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     demo.add_argument("--suite", choices=sorted(SUITES), default="paper-quick", help="suite (default paper-quick)")
     demo.set_defaults(handler=_demo)
 
-    sim = bench.add_parser(
-        "sim",
-        help="batched step, plan judge and cold-start speed of the simulator",
-        description=(
-            "Measures, in one run: the batched step (4096 envs x 4 agents on 8x8, and x 16 agents on 32x32, one "
-            "thread), the plan judge (2-agent length-20 plans on 8x8), import + first call in a new process, and "
-            "Gymnasium's FrozenLake-v1 as a peer (when installed)."
-        ),
+    add_bench_target(
+        bench, "sim", "batched step, plan judge and cold-start speed of the simulator",
+        "Measures, in one run: the batched step (4096 envs x 4 agents on 8x8, and x 16 agents on 32x32, one "
+        "thread), the plan judge (2-agent length-20 plans on 8x8), import + first call in a new process, and "
+        "Gymnasium's FrozenLake-v1 as a peer (when installed).",
+        "simulator.bench", "run_sim_bench", "format_sim_bench",
+        quick_help="small sizes, for smoke tests (figures not comparable)",
     )
-    sim.add_argument("--json", action="store_true", help="print the figures as JSON")
-    sim.add_argument("--quick", action="store_true", help="small sizes, for smoke tests (figures not comparable)")
-    sim.set_defaults(handler=_bench_sim)
-
-    gen_bench = bench.add_parser(
-        "gen",
-        help="certified generation speed, and the solver against the pymapf peer",
-        description=(
-            "Measures certified generation (2 agents on 3x3..10x10 with 30%% holes; 5 agents on 10x10 with 30%% and "
-            "50%% holes) and the solver's median time against pymapf's CBS on the same instances."
-        ),
+    add_bench_target(
+        bench, "gen", "certified generation speed, and the solver against the pymapf peer",
+        "Measures certified generation (2 agents on 3x3..10x10 with 30%% holes; 5 agents on 10x10 with 30%% and "
+        "50%% holes) and the solver's median time against pymapf's CBS on the same instances.",
+        "simulator.bench_gen", "run_gen_bench", "format_gen_bench",
     )
-    gen_bench.add_argument("--json", action="store_true", help="print the figures as JSON")
-    gen_bench.add_argument("--quick", action="store_true", help="small sizes, for smoke tests")
-    gen_bench.set_defaults(handler=_bench_gen)
