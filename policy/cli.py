@@ -77,10 +77,15 @@ def _eval(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
     from policy.model_cli import register_model_commands
-    from simulator.cli import add_stage_flags
+    from simulator.cli import add_bench_target, add_stage_flags
     from policy.scripted import SCRIPTED_POLICIES
 
     register_model_commands(commands, bench)
+    add_bench_target(
+        bench, "reward", "the default GRPO reward on 512 completions (parsing + batched judge)",
+        "Times the default reward on a GRPO batch of 512 completions (64 instances x 8, 2 agents, 8x8).",
+        "policy.bench_reward", "run_reward_bench", "format_reward_bench",
+    )
 
     rollout = commands.add_parser(
         "rollout",

@@ -113,3 +113,8 @@ def test_cli_bench_gen__quick_json():
     assert data["generation_2agents_3to10_holes30"]["instances_per_s"] > 0
     peer = data["solver_vs_pymapf_4agents_8x8"]
     assert peer["disagreements"] == [] and peer["compared_equal"] > 0
+
+
+def test_cli_bench_reward__quick():
+    data = json.loads(run("bench", "reward", "--quick", "--json").stdout)
+    assert data["completions"] == 512 and data["best_ms"] > 0 and 0.5 < data["reward_mean"] < 1.6
