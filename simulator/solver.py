@@ -155,6 +155,11 @@ def solve(instance: Instance, *, max_nodes: int = 200_000, time_limit: float | N
             f"({expanded} nodes expanded), so no joint plan exists"
         )
         return Solution(UNSOLVABLE, None, -1, -1, reason, expanded)
+    if status == K.INCONSISTENT:
+        raise RuntimeError(
+            f"solver inconsistency on {instance.to_dict()}: the sum-of-costs pass found no plan although the "
+            "makespan pass did; please report this instance"
+        )
     if status == K.LIMIT_NODES:
         return Solution(LIMIT, None, -1, -1, f"node limit reached: max_nodes = {max_nodes} expansions", expanded)
     return Solution(LIMIT, None, -1, -1, f"time limit reached: time_limit = {time_limit} s", expanded)
@@ -243,3 +248,78 @@ def brute_force_optimum(instance: Instance, max_horizon: int = 10_000) -> tuple[
                 best[nxt] = cost + step_cost
                 heapq.heappush(heap, (cost + step_cost, nxt))
     raise AssertionError("the goal was reached by breadth-first search but not by Dijkstra")  # pragma: no cover
+
+
+# ------------------------------------------------------------------------------------------------- benchmark
+def random_instance(rng: np.random.Generator, side: int, n_agents: int, hole_ratio: float) -> Instance:
+    """A benchmark instance: each cell a hole with probability ``hole_ratio``, distinct starts and distinct goals
+    on ice, each goal reachable from its agent's start (drawn from the start's connected region)."""
+    while True:
+        grid = (rng.random((side, side)) < hole_ratio).astype(np.int8)
+        free = [(int(r), int(c)) for r, c in np.argwhere(grid == C.ICE)]
+        if len(free) < n_agents:
+            continue
+        region_of: dict[tuple[int, int], int] = {}
+        for cell in free:  # label connected regions of ice
+            if cell in region_of:
+                continue
+            region_of[cell] = len(region_of)
+            label = region_of[cell]
+            frontier = [cell]
+            while frontier:
+                r, c = frontier.pop()
+                for nxt in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+                    if nxt in region_of or not (0 <= nxt[0] < side and 0 <= nxt[1] < side) or grid[nxt] != C.ICE:
+                        continue
+                    region_of[nxt] = label
+                    frontier.append(nxt)
+        starts = [free[i] for i in rng.choice(len(free), n_agents, replace=False)]
+        goals: list[tuple[int, int]] = []
+        for start in starts:
+            options = [cell for cell in free if region_of[cell] == region_of[start] and cell not in goals]
+            if not options:
+                break
+            goals.append(options[int(rng.integers(len(options)))])
+        if len(goals) == n_agents:
+            return Instance(grid=grid, starts=starts, goals=goals)
+
+
+def _benchmark(argv: list[str] | None = None) -> None:
+    """``python -m simulator.solver [--agents 5] [--hole-ratio 0.3] [--sides 10] [-n 2000]``: time solve and
+    needs_wait on random instances, one core."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=_benchmark.__doc__)
+    parser.add_argument("--agents", type=int, default=5)
+    parser.add_argument("--hole-ratio", type=float, default=0.3)
+    parser.add_argument("--sides", type=int, nargs="+", default=[10], help="map sides to draw from")
+    parser.add_argument("-n", type=int, default=2000, help="instances")
+    parser.add_argument("--max-nodes", type=int, default=200_000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    rng = np.random.default_rng(args.seed)
+    instances = [
+        random_instance(rng, int(rng.choice(args.sides)), args.agents, args.hole_ratio) for _ in range(args.n)
+    ]
+    solve(instances[0])  # compile or load the kernels outside the timing
+    needs_wait(instances[0])
+    solve_ms, wait_ms, statuses = [], [], {}
+    for instance in instances:
+        start = time.perf_counter()
+        solution = solve(instance, max_nodes=args.max_nodes)
+        middle = time.perf_counter()
+        needs_wait(instance)
+        solve_ms.append((middle - start) * 1e3)
+        wait_ms.append((time.perf_counter() - middle) * 1e3)
+        statuses[solution.status] = statuses.get(solution.status, 0) + 1
+    solve_ms, wait_ms = np.array(solve_ms), np.array(wait_ms)
+    print(
+        f"{args.agents} agents, sides {args.sides}, hole ratio {args.hole_ratio}, {args.n} instances: "
+        f"solve median {np.median(solve_ms):.3f} ms, mean {solve_ms.mean():.3f} ms, p99 "
+        f"{np.percentile(solve_ms, 99):.2f} ms, max {solve_ms.max():.1f} ms ({1e3 / solve_ms.mean():.0f}/s); "
+        f"needs_wait median {np.median(wait_ms):.3f} ms, mean {wait_ms.mean():.3f} ms; {statuses}"
+    )
+
+
+if __name__ == "__main__":
+    _benchmark()

@@ -18,7 +18,7 @@ from simulator import rules
 from simulator import solver_kernels as K
 from simulator.errors import ConfigError
 from simulator.needs_wait import needs_wait, needs_wait_reference
-from simulator.solver import _joint_successors, brute_force_optimum, solve
+from simulator.solver import _joint_successors, brute_force_optimum, random_instance, solve
 from simulator.types import Instance
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -145,44 +145,12 @@ def test_solve__every_search_path_matches_brute_force(path, instance):
     assert got == reference, (path, instance.to_dict(), solution)
 
 
-def random_benchmark_instance(rng: np.random.Generator, side: int, n_agents: int, hole_ratio: float) -> Instance:
-    """Holes at ``hole_ratio``, distinct starts and goals, each goal in its start's connected region."""
-    while True:
-        grid = (rng.random((side, side)) < hole_ratio).astype(np.int8)
-        free = [tuple(cell) for cell in np.argwhere(grid == 0)]
-        if len(free) < n_agents:
-            continue
-        starts = [free[i] for i in rng.choice(len(free), n_agents, replace=False)]
-        goals, used = [], set()
-        for start in starts:
-            region = _region(grid, start)
-            options = sorted(region - used)
-            if not options:
-                break
-            goal = options[rng.integers(len(options))]
-            used.add(goal)
-            goals.append(goal)
-        if len(goals) == n_agents:
-            return Instance(grid=grid, starts=starts, goals=goals)
-
-
-def _region(grid: np.ndarray, start: tuple[int, int]) -> set[tuple[int, int]]:
-    seen, frontier = {start}, [start]
-    while frontier:
-        r, c = frontier.pop()
-        for nr, nc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
-            if 0 <= nr < grid.shape[0] and 0 <= nc < grid.shape[1] and grid[nr, nc] == C.ICE and (nr, nc) not in seen:
-                seen.add((nr, nc))
-                frontier.append((nr, nc))
-    return seen
-
-
 def test_solve__search_paths_agree_on_benchmark_sized_instances(monkeypatch):
     """On 5-6 agents over 7x7..10x10 maps every route through the search gives the same optimum and a valid
     plan (no brute force is feasible there; the routes share little code beyond the A* core)."""
     rng = np.random.default_rng(7)
     for _ in range(25):
-        instance = random_benchmark_instance(rng, int(rng.integers(7, 11)), int(rng.integers(5, 7)), 0.3)
+        instance = random_instance(rng, int(rng.integers(7, 11)), int(rng.integers(5, 7)), 0.3)
         answers = set()
         for escalate, replan in SEARCH_PATHS.values():
             monkeypatch.setattr(K, "ESCALATE_AFTER", escalate)
@@ -375,6 +343,23 @@ def test_needs_wait__matches_reference_and_optimal_sum_of_costs(instance):
     bare = bare_distance_sum(instance)
     optimum = brute_force_optimum(instance)
     assert expected is (bare is None or optimum is None or optimum[1] > bare)
+
+
+def test_needs_wait__matches_optimal_sum_of_costs_on_benchmark_sized_instances():
+    """Up to 7 agents on up to 10x10 maps (independent groups split apart): no wait needed exactly when the
+    optimal sum of costs equals the sum of bare-map distances."""
+    rng = np.random.default_rng(3)
+    checked = 0
+    while checked < 60:
+        instance = random_instance(rng, int(rng.integers(5, 11)), int(rng.integers(2, 8)), 0.3)
+        solution = solve(instance, max_nodes=50_000)
+        if solution.status == "limit":
+            continue
+        verdict, bare_sum = K.needs_wait_kernel(instance.grid, instance.starts, instance.goals, 100_000)
+        assert verdict in (0, 1)
+        assert bool(verdict) is (solution.status == "unsolvable" or solution.sum_of_costs > bare_sum)
+        assert needs_wait(instance) is bool(verdict)
+        checked += 1
 
 
 def test_needs_wait__falls_back_to_the_solver_past_its_state_limit():
