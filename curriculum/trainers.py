@@ -33,6 +33,17 @@ def _quiet_libraries() -> None:
     hf_logging.disable_progress_bar()
 
 
+def _cpu_threads(model) -> None:
+    """On a CPU, train small models on one thread: the same measured policy as ``policy.backends.HFBackend``
+    (two intra-op threads gain little on 2 cores and lose several-fold while anything else runs)."""
+    import torch
+
+    from policy.backends import HFBackend
+
+    if not torch.cuda.is_available() and sum(p.numel() for p in model.parameters()) < HFBackend.SMALL_MODEL_PARAMETERS:
+        torch.set_num_threads(1)
+
+
 def _quiet(trainer) -> None:
     """Drop the Trainer's per-step dict printing."""
     from transformers import PrinterCallback
@@ -125,6 +136,7 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     _quiet_libraries()
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
+    _cpu_threads(model)
     cuda = _cuda()
     args = SFTConfig(
         output_dir=str(out_dir / "trainer"),
@@ -181,6 +193,7 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         tokenizer.pad_token = tokenizer.eos_token
     cuda = _cuda()
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="auto" if cuda else None)
+    _cpu_threads(model)
     peft_config = None
     if lora:
         from peft import LoraConfig
