@@ -4,8 +4,9 @@ Contract:
     ``solve(instance)`` returns a :class:`Solution` whose status is
     - ``"solved"``: ``plan`` is a valid joint plan (``simulator.rules.judge`` accepts it) whose makespan is the
       instance's optimal makespan; ``sum_of_costs`` is the optimal sum of costs over *all* valid plans (it may
-      belong to another plan than ``plan``); ``plan`` itself has the least sum of costs among makespan-optimal
-      plans whenever that came for free (see ``solver_kernels.solve_kernel``), else some makespan-optimal one;
+      belong to another plan than ``plan``). ``plan`` also has the optimal sum of costs whenever some plan is
+      optimal in both at once and the search met one (always when the sum-of-costs pass's plan has the optimal
+      makespan); otherwise it is a makespan-optimal plan whose ties were steered towards fewer costs;
     - ``"unsolvable"``: a proof exists and ``reason`` states it: an agent cannot reach its goal even alone, or
       a group of agents exhausted its whole joint state space (adding agents only adds constraints);
     - ``"limit"``: the node or time budget ran out first; no claim either way.
@@ -15,17 +16,24 @@ fail, following and rotations are fine; goals are absorbing (an agent that steps
 blocks the cell from then on, so it can never pass through its own goal early; an agent starting on its goal
 never moves). Arrival time = first step on the goal; makespan = max arrival; sum of costs = sum of arrivals.
 
-Method: joint-state A* with operator decomposition inside independence detection, in numba
-(``simulator.solver_kernels``). ``brute_force_optimum`` is the plain-Python reference the tests compare with.
+Method (numba, ``simulator.solver_kernels``): both objectives are shortest paths in the graph of joint states (a
+state is the agents' cells, since arrival is absorbing). A first pass proves the makespan, a second the sum of
+costs, unless the first plan already meets a lower bound. Each pass is Standley's independence detection: agents
+start alone on shortest paths; conflicting groups first try to re-plan around the others at no extra cost, and
+merge when they cannot. A merged group is searched by A* with operator decomposition (one agent's move per node,
+intermediate nodes deduplicated on exactly what their future depends on), with a consistent heuristic from
+single-agent distances and, for larger groups, exact two-agent cost-to-go tables combined over disjoint pairs.
+``brute_force_optimum`` is the plain-Python reference the tests compare with; ``python -m simulator.solver``
+times the solver on random instances.
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import time
 from collections import deque
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,7 +104,8 @@ def _unsolvable_agent_reason(instance: Instance, agent: int) -> str:
         r, c = frontier.popleft()
         for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)):
             nr, nc = r + dr, c + dc
-            if 0 <= nr < instance.height and 0 <= nc < instance.width and grid[nr, nc] == C.ICE and (nr, nc) not in seen:
+            inside = 0 <= nr < instance.height and 0 <= nc < instance.width
+            if inside and grid[nr, nc] == C.ICE and (nr, nc) not in seen:
                 seen.add((nr, nc))
                 frontier.append((nr, nc))
     if goal not in seen:

@@ -43,14 +43,18 @@ LIMIT_NODES = 3  # node budget used up: no verdict
 LIMIT_TIME = 4  # time budget used up: no verdict
 INCONSISTENT = 5  # the two passes disagree: a bug, reported loudly instead of as a verdict
 
-# Objectives of the joint search, both lexicographic pairs.
-MODE_MAKESPAN = 0  # (makespan, sum of costs): a makespan-optimal plan, ties broken by least sum of costs
-MODE_SOC = 1  # (sum of costs, makespan): a sum-of-costs-optimal plan
+# Objectives of the joint search: the named cost is proved optimal; the other one only steers ties.
+MODE_MAKESPAN = 0
+MODE_SOC = 1
 
+# Effort knobs: they change how the search gets there, never the answer. ``solver.solve`` passes the first two
+# at call time (the tests force every route with them); the rest are compiled in.
 ESCALATE_AFTER = 2000  # expansions a group of 3+ agents gets with the plain heuristic before pair tables are built
 REPLAN_BUDGET = 2000  # expansions one independence-detection re-plan attempt may use before the groups merge
-REPLAN_EFFORT_FACTOR_SOC = 2
-REPLAN_EFFORT_FACTOR_MAKESPAN = 0
+# A sum-of-costs re-plan may also use twice what the group's own solve took (merging costs far more); makespan
+# re-plans have slack up to the makespan bound and either succeed fast or not at all.
+_REPLAN_EFFORT_FACTOR_SOC = 2
+_REPLAN_EFFORT_FACTOR_MAKESPAN = 0
 MAX_PAIR_TABLE_ENTRIES = 1 << 24  # per table kind: beyond that (64 MiB) groups search without pairwise tables
 
 _FIELD_MAX = (1 << 21) - 1  # one tie-break field of the second heap key
@@ -230,7 +234,9 @@ def _heap_pop(keys1, keys2, nodes, size):
         if child >= size:
             break
         right = child + 1
-        if right < size and (keys1[right] < keys1[child] or (keys1[right] == keys1[child] and keys2[right] < keys2[child])):
+        if right < size and (
+            keys1[right] < keys1[child] or (keys1[right] == keys1[child] and keys2[right] < keys2[child])
+        ):
             child = right
         if keys1[child] < key1 or (keys1[child] == key1 and keys2[child] < key2):
             keys1[i] = keys1[child]
@@ -914,11 +920,12 @@ def solve_independent(nbr, dist, starts, goals, active, mode, max_expand, deadli
     groups' plans conflict for the first time, each in turn (smaller first) tries a new plan around all other
     agents' current plans that is still optimal for it: in ``MODE_SOC`` one with its own optimal sum of costs,
     in ``MODE_MAKESPAN`` any plan with makespan at most ``L``, the largest optimal makespan among the groups
-    (``L`` is a lower bound of the instance's optimum, so such plans cost nothing). Failing that (or within
-    ``replan_budget`` expansions, or twice what the group's own solve took), the two groups merge and the merged group is planned optimally alone. When no
-    conflict is left, the union of the group plans is valid and meets the lower bound (sum of the groups' optimal
-    sums of costs, or ``L``), so it is optimal. A group with no plan alone proves the instance unsolvable (more
-    agents only add constraints).
+    (``L`` is a lower bound of the instance's optimum, so such plans cost nothing). Failing that (a re-plan gets
+    ``replan_budget`` expansions, in ``MODE_SOC`` at least twice what the group's own solve took), the two groups
+    merge and the merged group is planned optimally alone, steering ties away from the other groups' plans (a
+    conflict-avoidance table, in ``MODE_SOC`` only). When no conflict is left, the union of the group plans is
+    valid and meets the lower bound (sum of the groups' optimal sums of costs, or ``L``), so it is optimal. A
+    group with no plan alone proves the instance unsolvable (more agents only add constraints).
 
     Groups of three or more agents search first with the plain heuristic for ``escalate_after`` expansions, then
     with pairwise tables (``table_soc`` rows, filled on first use and indexed by ``pair_row_global (K, K)``, -1
@@ -980,8 +987,8 @@ def solve_independent(nbr, dist, starts, goals, active, mode, max_expand, deadli
             replanned = False
             for attempt in range(2):
                 group = group_a if (size_a <= size_b) == (attempt == 0) else group_b
-                # A re-plan is worth about what solving the group alone took: merging costs far more.
-                budget = min(max(replan_budget, (REPLAN_EFFORT_FACTOR_SOC if mode == MODE_SOC else REPLAN_EFFORT_FACTOR_MAKESPAN) * effort[group]), max_expand - expanded)
+                factor = _REPLAN_EFFORT_FACTOR_SOC if mode == MODE_SOC else _REPLAN_EFFORT_FACTOR_MAKESPAN
+                budget = min(max(replan_budget, factor * effort[group]), max_expand - expanded)
                 if budget <= 0:
                     break
                 members = _members_of(group_of, group)
@@ -1112,6 +1119,16 @@ def _plan_actions(plan, arrival, width, makespan):
 
 
 @njit(cache=True)
+def _no_plan(status, expanded, culprits, lower_bound_soc):
+    """``solve_kernel``'s answer when there is no plan to give (a proof, a limit or an inconsistency)."""
+    n_agents = culprits.shape[0]
+    return (
+        status, -1, -1, expanded, np.zeros((n_agents, 0), np.int8), np.zeros(n_agents, np.int32), culprits,
+        lower_bound_soc,
+    )
+
+
+@njit(cache=True)
 def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline, escalate_after, replan_budget):
     """The whole solver: distance maps, unsolvability checks, ID in both objectives, the plan as actions.
 
@@ -1125,10 +1142,10 @@ def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline, escalate_after
         lower_bound_soc)``. ``culprits`` marks the agent (``UNSOLVABLE_AGENT``) or group (``UNSOLVABLE_GROUP``)
         that proves unsolvability.
 
-    The makespan pass (``MODE_MAKESPAN``) gives a makespan-optimal plan with least sum of costs within each ID
-    group. Its sum of costs is the optimum whenever it meets the lower bound ``sum of distances``; otherwise a
+    The makespan pass (``MODE_MAKESPAN``) gives a makespan-optimal plan. Its sum of costs is the optimum
+    whenever it meets a lower bound (the sum of distances, or the groups' pairwise root bounds); otherwise a
     second ID pass in ``MODE_SOC`` finds the optimal sum of costs, and its plan replaces the first when it is
-    makespan-optimal too (then it is the lexicographically best plan).
+    makespan-optimal too (then it is the best plan in both objectives at once).
     """
     height, width = grid.shape
     n_cells = height * width
@@ -1172,7 +1189,7 @@ def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline, escalate_after
         bfs_distances(nbr, goals[k], dist[k], queue)
         if dist[k, starts[k]] >= INF:
             culprits[k] = True
-            return UNSOLVABLE_AGENT, -1, -1, 0, np.zeros((n_agents, 0), np.int8), np.zeros(n_agents, np.int32), culprits, -1
+            return _no_plan(UNSOLVABLE_AGENT, 0, culprits, -1)
         lower_bound_soc += dist[k, starts[k]]
     if n_active == 0:
         return SOLVED, 0, 0, 0, np.zeros((n_agents, 0), np.int8), np.zeros(n_agents, np.int32), culprits, 0
@@ -1187,13 +1204,13 @@ def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline, escalate_after
     pair_row_global = np.full((n_agents, n_agents), -1, np.int64)
 
     status, plan, arrival, group_of, expanded, soc_bound = solve_independent(
-        nbr, dist, starts, goals, active, np.int64(MODE_MAKESPAN), max_expand, deadline, free_index, free_cells, table_soc,
-        table_makespan, pair_row_global, np.empty(0, np.int64), escalate_after, replan_budget,
+        nbr, dist, starts, goals, active, np.int64(MODE_MAKESPAN), max_expand, deadline, free_index, free_cells,
+        table_soc, table_makespan, pair_row_global, np.empty(0, np.int64), escalate_after, replan_budget,
     )
     if status != SOLVED:
         for k in range(n_agents):
             culprits[k] = group_of[k] < 0
-        return status, -1, -1, expanded, np.zeros((n_agents, 0), np.int8), np.zeros(n_agents, np.int32), culprits, lower_bound_soc
+        return _no_plan(status, expanded, culprits, lower_bound_soc)
     makespan = 0
     sum_of_costs = 0
     for k in range(n_agents):
@@ -1204,8 +1221,8 @@ def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline, escalate_after
         lower_bound_soc = soc_bound
     if sum_of_costs > lower_bound_soc:
         status, plan_soc, arrival_soc, group_of, used, _ = solve_independent(
-            nbr, dist, starts, goals, active, np.int64(MODE_SOC), max_expand - expanded, deadline, free_index, free_cells,
-            table_soc, table_makespan, pair_row_global, arrival, escalate_after, replan_budget,
+            nbr, dist, starts, goals, active, np.int64(MODE_SOC), max_expand - expanded, deadline, free_index,
+            free_cells, table_soc, table_makespan, pair_row_global, arrival, escalate_after, replan_budget,
         )
         expanded += used
         if status != SOLVED:
@@ -1215,7 +1232,7 @@ def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline, escalate_after
                 status = INCONSISTENT
             for k in range(n_agents):
                 culprits[k] = group_of[k] < 0
-            return status, -1, -1, expanded, np.zeros((n_agents, 0), np.int8), np.zeros(n_agents, np.int32), culprits, lower_bound_soc
+            return _no_plan(status, expanded, culprits, lower_bound_soc)
         sum_of_costs = 0
         makespan_soc = 0
         for k in range(n_agents):

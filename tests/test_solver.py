@@ -227,7 +227,8 @@ def test_solve__following_chain_needs_no_wait():
 
 
 def test_solve__rotation_of_four_agents_takes_one_step():
-    instance = Instance(grid=np.zeros((2, 2)), starts=[(0, 0), (0, 1), (1, 1), (1, 0)], goals=[(0, 1), (1, 1), (1, 0), (0, 0)])
+    cycle = [(0, 0), (0, 1), (1, 1), (1, 0)]  # each agent moves to the next cell of the 2x2 cycle
+    instance = Instance(grid=np.zeros((2, 2)), starts=cycle, goals=cycle[1:] + cycle[:1])
     solution = solve(instance)
     check_solution(instance, solution)
     assert (solution.makespan, solution.sum_of_costs) == (1, 4)
