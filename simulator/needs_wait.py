@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections import deque
 
+import numpy as np
+
 from simulator import constants as C
 from simulator import solver_kernels as K
 from simulator.errors import ConfigError
@@ -45,9 +47,13 @@ def needs_wait(instance: Instance, *, max_states: int = 100_000) -> bool:
     """
     if not isinstance(instance, Instance):
         raise ConfigError("needs_wait.instance", type(instance).__name__, "a simulator.types.Instance")
-    if isinstance(max_states, bool) or not isinstance(max_states, int) or not 1 <= max_states <= MAX_STATES_LIMIT:
+    if (
+        isinstance(max_states, bool)
+        or not isinstance(max_states, (int, np.integer))
+        or not 1 <= max_states <= MAX_STATES_LIMIT
+    ):
         raise ConfigError("needs_wait.max_states", max_states, f"an integer with 1 <= max_states <= {MAX_STATES_LIMIT}")
-    verdict, bare_sum = K.needs_wait_kernel(instance.grid, instance.starts, instance.goals, max_states)
+    verdict, bare_sum = K.needs_wait_kernel(instance.grid, instance.starts, instance.goals, int(max_states))
     if verdict >= 0:
         return bool(verdict)
     from simulator.solver import solve  # late import: solver re-exports this module's function
