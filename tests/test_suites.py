@@ -1,0 +1,38 @@
+"""Benchmark suites: pinned checksums (a silent change of the generator, solver or random streams fails here),
+cell layout as documented, and certificates that the judge accepts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simulator.judge import judge_plans
+from simulator.suites import SUITE_VERSION, generate_suite, suite_cells, suite_checksum, suite_size
+
+# Bump SUITE_VERSION and these together when a change of the suites is intended.
+PINNED = {
+    "paper-quick": "574dcebb74a9a4f0fd58074662b3e312c2dd7ca2324f3fb738c832c240ecbf87",
+    "train-2agent-quick": "60bff71941425947af7003d69030442869a00955238541380f0d9c7bc5d2467b",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_suite__checksum_is_pinned(name):
+    assert SUITE_VERSION == 1
+    assert suite_checksum(generate_suite(name)) == PINNED[name]
+
+
+def test_suite__paper_layout():
+    cells = suite_cells("paper")
+    assert {(c.agents, c.size) for c in cells} == {(k, s) for k in (3, 4, 5) for s in range(k, 11)}
+    assert all(c.count == 150 for c in cells) and suite_size("paper") == 3150
+    assert suite_size("train-2agent") == 8 * 500
+
+
+def test_suite__quick_certificates_are_valid_and_optimal():
+    items = [item for _, stage in generate_suite("paper-quick") for item in stage.instances]
+    result = judge_plans([it.instance for it in items], [it.plan for it in items])
+    assert result.valid.all()
+    assert np.array_equal(result.makespan, [it.optimal_makespan for it in items])
+    wait_share = np.mean([it.needs_wait for it in items])
+    assert wait_share == pytest.approx(0.5)
