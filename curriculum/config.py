@@ -83,8 +83,19 @@ class Training:
     """``colocate`` (same process) or ``server`` (``trl vllm-serve``)."""
     enable_thinking: bool = False
     """Qwen3 thinking mode for chat prompts."""
+    rewards: dict = field(default_factory=lambda: {"default": 1.0})
+    """Reward components (``policy.rewards.REWARDS``) and their weights, summed by TRL: e.g. ``{default: 1.0,
+    progress: 0.5}`` adds partial credit for agents on their goal, a denser signal for weak policies."""
 
     def validate(self) -> None:
+        from policy.rewards import REWARDS
+
+        if not isinstance(self.rewards, dict) or not self.rewards:
+            raise ConfigError("training.rewards", self.rewards, f"a mapping of reward names {sorted(REWARDS)} to weights")
+        for name, weight in self.rewards.items():
+            if name not in REWARDS:
+                raise ConfigError(f"training.rewards.{name}", weight, f"a reward among {sorted(REWARDS)}")
+            _check_number(f"training.rewards.{name}", weight, -100.0, 100.0)
         _check_number("training.steps", self.steps, 1, 10_000_000, integer=True)
         _check_number("training.prompts_per_step", self.prompts_per_step, 1, 65_536, integer=True)
         _check_number("training.generations", self.generations, 2, 1024, integer=True)

@@ -232,7 +232,7 @@ class Run:
             generations=tr.generations, max_completion_length=tr.max_completion_length,
             learning_rate=tr.learning_rate, temperature=tr.temperature, beta=tr.beta, lora=tr.lora,
             lora_rank=tr.lora_rank, use_vllm=tr.use_vllm, vllm_mode=tr.vllm_mode, enable_thinking=tr.enable_thinking,
-            seed=stage_seed(cfg.seed, stage),
+            seed=stage_seed(cfg.seed, stage), rewards=dict(tr.rewards),
         )
         checkpoint = str(folder / "model")
         summary = self.validate(checkpoint, folder, stage, validation_items)

@@ -1,5 +1,5 @@
 """The two trainers of a run, both TRL: the supervised warm start (``SFTTrainer``) on the solver's optimal plans,
-and one GRPO stage (``GRPOTrainer``) whose reward is ``policy.rewards.mapf_reward`` (the batched plan judge).
+and one GRPO stage (``GRPOTrainer``) whose rewards come from ``policy.rewards.REWARDS`` (the batched plan judge).
 
 Nothing here decides a curriculum: the stage loop (``curriculum.run``) passes instances in and gets a checkpoint
 folder (model + tokenizer, always saved together) and metrics out.
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from policy.prompts import PromptStyle
-from policy.rewards import mapf_reward, reward_columns
+from policy.rewards import REWARDS, reward_columns
 from simulator.env import default_horizon
 from simulator.generator import LabelledInstance
 
@@ -177,7 +177,7 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
 def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *, steps: int,
                prompts_per_step: int, generations: int, max_completion_length: int, learning_rate: float,
                temperature: float, beta: float, lora: bool, lora_rank: int, use_vllm: bool, vllm_mode: str,
-               enable_thinking: bool, seed: int) -> dict:
+               enable_thinking: bool, seed: int, rewards: dict | None = None) -> dict:
     """One GRPO stage from ``model_dir`` on ``items``; saves model + tokenizer to ``out_dir/model``. Resumable
     from the last TRL checkpoint of a killed stage. Returns metrics: reward mean/std, share of groups with zero
     reward variance, tokens per completion, seconds per step."""
@@ -220,13 +220,14 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         use_vllm=use_vllm,
         dataloader_num_workers=0,
         disable_tqdm=True,
+        reward_weights=list(rewards.values()),
     )
     if use_vllm:
         options["vllm_mode"] = vllm_mode
     if style.chat:
         options["chat_template_kwargs"] = {"enable_thinking": enable_thinking}
     timer = _Budget.make()
-    trainer = GRPOTrainer(model=model, reward_funcs=[mapf_reward], args=GRPOConfig(**options),
+    trainer = GRPOTrainer(model=model, reward_funcs=[REWARDS[name] for name in rewards], args=GRPOConfig(**options),
                           train_dataset=grpo_dataset(items, style), processing_class=tokenizer,
                           peft_config=peft_config, callbacks=[timer])
     _quiet(trainer)

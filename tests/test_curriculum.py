@@ -137,3 +137,22 @@ def test_run__resume_after_sigkill_matches_an_uninterrupted_run(tmp_path, finish
         assert resumed["config"] == clean["config"]
         assert resumed["next_config"] == clean["next_config"]
         assert resumed["decision"]["accepted"] == clean["decision"]["accepted"]
+
+
+def test_grpo_stage__lora_trains_merges_and_saves_a_loadable_checkpoint(tmp_path, finished_run):
+    from curriculum.trainers import grpo_stage
+    from policy.backends import Sampling, make_backend
+    from policy.prompts import get_style
+    from simulator.config import StageConfig
+    from simulator.generator import generate
+
+    items = generate(StageConfig.from_dict({"agents": 2, "samples": 8, "seed": 3, "sizes": {
+        4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.5}}})).instances
+    info = grpo_stage(str(finished_run.run_dir / "warm_start" / "model"), items, get_style("compact"), tmp_path,
+                      steps=1, prompts_per_step=2, generations=4, max_completion_length=24, learning_rate=1e-4,
+                      temperature=1.0, beta=0.0, lora=True, lora_rank=4, use_vllm=False, vllm_mode="colocate",
+                      enable_thinking=False, seed=0)
+    assert info["steps"] == 1 and 0.0 <= info["zero_variance_share"] <= 1.0
+    backend = make_backend(f"hf:{tmp_path / 'model'}")
+    out = backend.generate(["n=3\n...\n...\n...\nA0 0,0>0,2\nA1 2,2>2,0\n?\n"], Sampling(max_new_tokens=8, temperature=0.0))
+    assert isinstance(out[0].text, str)
