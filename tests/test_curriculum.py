@@ -111,7 +111,6 @@ def _kill_when(process: subprocess.Popen, ready, timeout: float = 300) -> bool:
     return False
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("moment", ["training", "engineering"])
 def test_run__resume_after_sigkill_matches_an_uninterrupted_run(tmp_path, finished_run, moment):
     from curriculum.config import save_run_config
