@@ -47,7 +47,11 @@ def check_actions(actions: np.ndarray, shape: tuple[int, ...], name: str = "acti
         raise ConfigError(name, f"shape {array.shape}", f"shape {shape}: one action per agent")
     if array.size and not np.issubdtype(array.dtype, np.integer):
         raise ConfigError(name, array.dtype.name, f"integer action codes 0..{C.N_ACTIONS - 1}")
-    if array.size and (array.min() < 0 or array.max() >= C.N_ACTIONS):
+    if array.dtype == np.int8:  # the hot path: one pass, negative codes read as >= 128 through uint8
+        out_of_range = array.size and array.view(np.uint8).max() >= C.N_ACTIONS
+    else:
+        out_of_range = array.size and (array.min() < 0 or array.max() >= C.N_ACTIONS)
+    if out_of_range:
         bad = tuple(int(i) for i in np.argwhere((array < 0) | (array >= C.N_ACTIONS))[0])
         raise ConfigError(f"{name}{list(bad)}", int(array[bad]), f"an action code 0..{C.N_ACTIONS - 1} {C.ACTION_NAMES}")
     return np.ascontiguousarray(array, dtype=np.int8)
