@@ -76,6 +76,27 @@ def _latest_trainer_checkpoint(folder: Path) -> str | None:
     return str(found[-1]) if found else None
 
 
+def _common_arguments(out_dir: Path, steps: int, learning_rate: float, save_every: int, seed: int) -> dict:
+    """Trainer arguments shared by the warm start and the GRPO stages: seeded, checkpointed for resume (one kept),
+    no external loggers, CPU unless a GPU is there (then bf16)."""
+    cuda = _cuda()
+    return dict(
+        output_dir=str(out_dir / "trainer"),
+        max_steps=steps,
+        learning_rate=learning_rate,
+        save_strategy="steps",
+        save_steps=max(save_every, 1),
+        save_total_limit=1,
+        report_to=[],
+        use_cpu=not cuda,
+        bf16=cuda,
+        seed=seed,
+        data_seed=seed,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+
+
 def sft_dataset(items: Sequence[LabelledInstance], style: PromptStyle):
     """Prompt-completion rows: the instance's prompt and the solver's optimal plan written in the style."""
     from datasets import Dataset
@@ -137,26 +158,13 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     _cpu_threads(model)
-    cuda = _cuda()
     args = SFTConfig(
-        output_dir=str(out_dir / "trainer"),
-        max_steps=steps,
+        **_common_arguments(out_dir, steps, learning_rate, steps // 4, seed),
         per_device_train_batch_size=batch_size,
-        learning_rate=learning_rate,
         lr_scheduler_type="cosine",
         warmup_steps=0,
         logging_steps=max(steps // 20, 1),
-        save_strategy="steps",
-        save_steps=max(steps // 4, 1),
-        save_total_limit=1,
-        report_to=[],
-        use_cpu=not cuda,
-        bf16=cuda,
-        seed=seed,
-        data_seed=seed,
         max_length=max_length,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
     )
     timer = _Budget.make()
     trainer = SFTTrainer(model=model, args=args, train_dataset=sft_dataset(items, style), processing_class=tokenizer,
@@ -188,6 +196,7 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     if _checkpoint_done(final):
         return json.loads((final / "checkpoint_done.json").read_text())
     _quiet_libraries()
+    rewards = rewards or {"default": 1.0}
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -200,26 +209,14 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
 
         peft_config = LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, target_modules="all-linear", task_type="CAUSAL_LM")
     options = dict(
-        output_dir=str(out_dir / "trainer"),
-        max_steps=steps,
+        **_common_arguments(out_dir, steps, learning_rate, steps // 3, seed),
         per_device_train_batch_size=prompts_per_step * generations,
         num_generations=generations,
         max_completion_length=max_completion_length,
-        learning_rate=learning_rate,
         temperature=temperature,
         beta=beta,
         logging_steps=1,
-        save_strategy="steps",
-        save_steps=max(steps // 3, 1),
-        save_total_limit=1,
-        report_to=[],
-        use_cpu=not cuda,
-        bf16=cuda,
-        seed=seed,
-        data_seed=seed,
         use_vllm=use_vllm,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
         reward_weights=list(rewards.values()),
     )
     if use_vllm:

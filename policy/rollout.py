@@ -18,18 +18,6 @@ from simulator.judge import judge_plans
 from simulator.types import JointPlan
 
 
-def labels_of(item: LabelledInstance) -> InstanceLabels:
-    return InstanceLabels(
-        size=item.size,
-        seed=item.seed,
-        index=item.index,
-        optimal_makespan=item.optimal_makespan,
-        optimal_sum_of_costs=item.optimal_sum_of_costs,
-        sum_of_distances=item.sum_of_distances,
-        needs_wait=item.needs_wait,
-    )
-
-
 def judge_episodes(
     items: Sequence[LabelledInstance],
     plans: Sequence[JointPlan | None],
@@ -60,7 +48,7 @@ def judge_episodes(
             outcome = Outcome(False, False, C.PARSE_ERROR, 0, -1, -1, -1, 0)
             episodes.append(
                 Episode(
-                    instance=inst, labels=labels_of(item), plan=None,
+                    instance=inst, labels=InstanceLabels.from_labelled(item), plan=None,
                     parse_error=parse_errors[i] or "no plan", positions=positions,
                     events=np.zeros((0, k), np.int8), outcome=outcome, prompt=prompts[i], completion=completions[i],
                 )
@@ -69,19 +57,10 @@ def judge_episodes(
         j = where[i]
         verdict = result.judgement(j)
         steps = verdict.makespan if verdict.valid else max(verdict.fail_step, 0)
-        outcome = Outcome(
-            valid=verdict.valid,
-            optimal=verdict.valid and verdict.makespan == item.optimal_makespan,
-            failure=verdict.failure,
-            fail_step=verdict.fail_step,
-            fail_agent=verdict.fail_agent,
-            makespan=verdict.makespan,
-            sum_of_costs=verdict.sum_of_costs,
-            agents_on_goal=verdict.agents_on_goal,
-        )
+        outcome = Outcome.from_judgement(verdict, item.optimal_makespan)
         episodes.append(
             Episode(
-                instance=inst, labels=labels_of(item), plan=plans[i], parse_error=None,
+                instance=inst, labels=InstanceLabels.from_labelled(item), plan=plans[i], parse_error=None,
                 positions=result.trace_pos[j, : steps + 1, :k].copy(),
                 events=result.trace_events[j, :steps, :k].copy(),
                 outcome=outcome, prompt=prompts[i], completion=completions[i],
