@@ -61,7 +61,8 @@ def _step_lanes(grids, goals, env_base, env_stride, slot_base, n, n_agents, pos,
     row ``slot_base + i`` of ``pos (N, K, 2)``, ``status (N, K)`` and ``actions (N, K)``, and its result goes to
     the same row of ``out_pos / out_status / out_events`` (which may alias the inputs). ``draws`` is
     ``(K, LANES)``, read only when ``with_slip`` (pass the literal ``slip > 0``); the rest are ``(K, LANES)``
-    scratch arrays. Lanes map to rows by
+    scratch arrays. Cells are uint16 (``MAX_SIDE**2`` cells fit) and events int8, so the vectorised conflict loop
+    holds 2-4x more lanes per register than with int32. Lanes map to rows by
     arithmetic, not index arrays: LLVM then sees unit strides, which measured ~25% faster than a gather.
     """
     height = grids.shape[1]
@@ -150,11 +151,11 @@ def step_batch(grids, pos, goals, status, actions, slip, draws, out_pos, out_sta
     shape = (n_agents, LANES)
     new_row = np.empty(shape, np.int32)
     new_col = np.empty(shape, np.int32)
-    old_cell = np.empty(shape, np.int32)
-    new_cell = np.empty(shape, np.int32)
+    old_cell = np.empty(shape, np.uint16)
+    new_cell = np.empty(shape, np.uint16)
     live = np.empty(shape, np.bool_)
     slips = np.zeros(shape, np.bool_)
-    ev = np.empty(shape, np.int32)
+    ev = np.empty(shape, np.int8)
     taken = np.empty(shape, np.int8)
     u = np.ones(shape, np.float64)
     for b0 in range(0, n_envs, LANES):
@@ -208,11 +209,11 @@ def _judge_lanes(grids, starts, goals, n_agents, plans, horizons, env_base, env_
     events = np.empty((LANES, k_max), np.int8)
     new_row = np.empty(shape, np.int32)
     new_col = np.empty(shape, np.int32)
-    old_cell = np.empty(shape, np.int32)
-    new_cell = np.empty(shape, np.int32)
+    old_cell = np.empty(shape, np.uint16)
+    new_cell = np.empty(shape, np.uint16)
     live = np.empty(shape, np.bool_)
     slips = np.zeros(shape, np.bool_)
-    ev = np.empty(shape, np.int32)
+    ev = np.empty(shape, np.int8)
     act = np.empty((LANES, k_max), np.int8)
     taken = np.empty(shape, np.int8)
     u = np.ones(shape, np.float64)
