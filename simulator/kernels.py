@@ -138,6 +138,16 @@ def _step_lanes(grids, goals, env_base, env_stride, slot_base, n, n_agents, pos,
 
 
 @njit(cache=True)
+def _lane_scratch(n_agents):
+    """The ``(K, LANES)`` scratch arrays of :func:`_step_lanes`, in its argument order (new_row, new_col,
+    old_cell, new_cell, live, slips, ev, taken, draws); ``slips`` starts False, draws start at 1."""
+    shape = (n_agents, LANES)
+    return (np.empty(shape, np.int32), np.empty(shape, np.int32), np.empty(shape, np.uint16),
+            np.empty(shape, np.uint16), np.empty(shape, np.bool_), np.zeros(shape, np.bool_),
+            np.empty(shape, np.int8), np.empty(shape, np.int8), np.ones(shape, np.float64))
+
+
+@njit(cache=True)
 def step_batch(grids, pos, goals, status, actions, slip, draws, out_pos, out_status, out_events):
     """Batched simultaneous step: B environments x K agents, one joint action each.
 
@@ -148,16 +158,7 @@ def step_batch(grids, pos, goals, status, actions, slip, draws, out_pos, out_sta
     """
     n_envs = pos.shape[0]
     n_agents = pos.shape[1]
-    shape = (n_agents, LANES)
-    new_row = np.empty(shape, np.int32)
-    new_col = np.empty(shape, np.int32)
-    old_cell = np.empty(shape, np.uint16)
-    new_cell = np.empty(shape, np.uint16)
-    live = np.empty(shape, np.bool_)
-    slips = np.zeros(shape, np.bool_)
-    ev = np.empty(shape, np.int8)
-    taken = np.empty(shape, np.int8)
-    u = np.ones(shape, np.float64)
+    new_row, new_col, old_cell, new_cell, live, slips, ev, taken, u = _lane_scratch(n_agents)
     for b0 in range(0, n_envs, LANES):
         n = min(LANES, n_envs - b0)
         if slip > 0.0:
@@ -203,21 +204,12 @@ def _judge_lanes(grids, starts, goals, n_agents, plans, horizons, env_base, env_
     """
     k_max = starts.shape[1]
     record = trace_pos.shape[0] > 0
-    shape = (k_max, LANES)
     pos = np.empty((LANES, k_max, 2), np.int32)
     st = np.empty((LANES, k_max), np.int8)
     events = np.empty((LANES, k_max), np.int8)
-    new_row = np.empty(shape, np.int32)
-    new_col = np.empty(shape, np.int32)
-    old_cell = np.empty(shape, np.uint16)
-    new_cell = np.empty(shape, np.uint16)
-    live = np.empty(shape, np.bool_)
-    slips = np.zeros(shape, np.bool_)
-    ev = np.empty(shape, np.int8)
     act = np.empty((LANES, k_max), np.int8)
-    taken = np.empty(shape, np.int8)
-    u = np.ones(shape, np.float64)
-    arrival = np.empty(shape, np.int32)
+    arrival = np.empty((k_max, LANES), np.int32)
+    new_row, new_col, old_cell, new_cell, live, slips, ev, taken, u = _lane_scratch(k_max)
     done = np.zeros(LANES, np.bool_)
     last_step = 0
     for i in range(n):

@@ -70,6 +70,23 @@ def now() -> float:
 
 # ------------------------------------------------------------------------------------------------ map helpers
 @njit(cache=True)
+def _flat_instance(grid, starts_rc, goals_rc):
+    """``(starts (K,) int64, goals (K,) int64, blocked (H*W,) bool)``: cells as ``row * width + col``."""
+    height, width = grid.shape
+    n_agents = starts_rc.shape[0]
+    starts = np.empty(n_agents, np.int64)
+    goals = np.empty(n_agents, np.int64)
+    for k in range(n_agents):
+        starts[k] = starts_rc[k, 0] * width + starts_rc[k, 1]
+        goals[k] = goals_rc[k, 0] * width + goals_rc[k, 1]
+    blocked = np.empty(height * width, np.bool_)
+    for r in range(height):
+        for c in range(width):
+            blocked[r * width + c] = grid[r, c] != _ICE
+    return starts, goals, blocked
+
+
+@njit(cache=True)
 def neighbor_table(blocked, height, width):
     """``(N, 5) int32`` move targets per action; -1 for off-grid or blocked targets (see module docstring)."""
     n_cells = height * width
@@ -1150,15 +1167,7 @@ def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline, escalate_after
     height, width = grid.shape
     n_cells = height * width
     n_agents = starts_rc.shape[0]
-    starts = np.empty(n_agents, np.int64)
-    goals = np.empty(n_agents, np.int64)
-    for k in range(n_agents):
-        starts[k] = starts_rc[k, 0] * width + starts_rc[k, 1]
-        goals[k] = goals_rc[k, 0] * width + goals_rc[k, 1]
-    blocked = np.empty(n_cells, np.bool_)
-    for r in range(height):
-        for c in range(width):
-            blocked[r * width + c] = grid[r, c] != _ICE
+    starts, goals, blocked = _flat_instance(grid, starts_rc, goals_rc)
     active = np.empty(n_agents, np.bool_)
     n_active = 0
     for k in range(n_agents):
@@ -1468,15 +1477,7 @@ def needs_wait_kernel(grid, starts_rc, goals_rc, max_states):
     height, width = grid.shape
     n_cells = height * width
     n_agents = starts_rc.shape[0]
-    starts = np.empty(n_agents, np.int64)
-    goals = np.empty(n_agents, np.int64)
-    for k in range(n_agents):
-        starts[k] = starts_rc[k, 0] * width + starts_rc[k, 1]
-        goals[k] = goals_rc[k, 0] * width + goals_rc[k, 1]
-    blocked = np.empty(n_cells, np.bool_)
-    for r in range(height):
-        for c in range(width):
-            blocked[r * width + c] = grid[r, c] != _ICE
+    starts, goals, blocked = _flat_instance(grid, starts_rc, goals_rc)
     nbr = neighbor_table(blocked, height, width)
     dist = np.empty((n_agents, n_cells), np.int32)
     queue = np.empty(n_cells, np.int32)
