@@ -159,6 +159,10 @@ class RunConfig:
     evaluation_suite: str = "train-2agent-quick"
     """Benchmark suite of the final evaluation (``paper`` for the paper's table)."""
     seed: int = 0
+    cpu_threads: int | None = None
+    """Torch threads for training and validation on a CPU; null: 1 for models under 100 M parameters (steady
+    while other work shares the machine), torch's default for larger ones. A run that owns a 2-core machine
+    trains ~1.9x faster with 2. Ignored on a GPU."""
     output_dir: str = "runs"
     """Runs are written to ``output_dir/name``."""
 
@@ -171,6 +175,8 @@ class RunConfig:
             raise ConfigError("prompt_style", self.prompt_style, "compact or natural")
         _check_number("stages", self.stages, 1, 1000, integer=True)
         _check_number("seed", self.seed, 0, 2**31 - 1, integer=True)
+        if self.cpu_threads is not None:
+            _check_number("cpu_threads", self.cpu_threads, 1, 1024, integer=True)
         StageConfig.from_dict(self.initial_config)
         for part in (self.warm_start, self.training, self.validation, self.engineer):
             part.validate()
@@ -252,16 +258,17 @@ PRESETS: dict[str, dict] = {
         "model": "tiny",
         "prompt_style": "compact",
         "stages": 3,
-        "initial_config": _stage([3, 4, 5], samples=480, hole=0.2, wait=0.3),
+        "initial_config": _stage([3, 4, 5, 6], samples=2400, hole=0.2, wait=0.3),
         "warm_start": {"enabled": True, "config": _stage([3, 4, 5], samples=8000, hole=0.2, wait=0.3),
                        "samples": 8000, "steps": 800, "batch_size": 64, "learning_rate": 2e-3, "max_length": 160},
-        "training": {"steps": 120, "prompts_per_step": 4, "generations": 8, "max_completion_length": 40,
+        "training": {"steps": 300, "prompts_per_step": 8, "generations": 8, "max_completion_length": 40,
                      "learning_rate": 5e-5, "temperature": 1.0},
-        "validation": {"config": _stage([3, 4, 5, 6], samples=200, hole=0.2, wait=0.3, seed=10_007),
-                       "samples": 200, "max_new_tokens": 40},
+        "validation": {"config": _stage([3, 4, 5, 6], samples=400, hole=0.2, wait=0.3, seed=10_007),
+                       "samples": 400, "max_new_tokens": 40},
         "engineer": {"spec": "rule", "context": list(ENGINEER_CONTEXT)},
         "evaluation_suite": "train-2agent-quick",
         "seed": 0,
+        "cpu_threads": 2,
         "output_dir": "runs",
     },
     # The paper's setting (GPU): Qwen3-4B trained on 2-agent boards, three engineered rounds of about 4,000

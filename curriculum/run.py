@@ -141,18 +141,14 @@ class Run:
 
     def validate(self, model_dir: str, folder: Path, stage: int, items) -> dict:
         """Greedy answers of ``model_dir`` on the validation set -> replays + summary (skipped when present)."""
-        from policy.backends import Sampling
         from policy.evaluation import attach_rewards
-        from policy.policies import ModelPolicy
         from policy.rollout import judge_episodes
 
         replay = folder / "validation.mlr"
         summary_path = folder / "summary.json"
         if replay.exists() and summary_path.exists():
             return json.loads(summary_path.read_text())
-        policy = ModelPolicy(f"hf:{model_dir}", self.style,
-                             Sampling(max_new_tokens=self.config.validation.max_new_tokens, temperature=0.0,
-                                      seed=self.config.seed, batch_size=64))
+        policy = self._greedy_policy(model_dir)
         answers = policy.answer(items, seed=self.config.seed)
         episodes = judge_episodes(items, answers.plans, answers.parse_errors, answers.completions, answers.prompts)
         attach_rewards(episodes, items, answers)
@@ -164,8 +160,21 @@ class Run:
         _write_json(summary_path, summary)
         return summary
 
+    def _greedy_policy(self, model_dir: str):
+        """The checkpoint answering greedily (validation and final evaluation), on the run's CPU threads."""
+        from policy.backends import HFBackend, Sampling
+        from policy.policies import ModelPolicy
+
+        return ModelPolicy(f"hf:{model_dir}", self.style,
+                           Sampling(max_new_tokens=self.config.validation.max_new_tokens, temperature=0.0,
+                                    seed=self.config.seed, batch_size=64),
+                           backend=HFBackend(model_dir, cpu_threads=self.config.cpu_threads))
+
     # --- the loop ------------------------------------------------------------------------------------------
     def execute(self) -> dict:
+        from curriculum.trainers import quiet_libraries
+
+        quiet_libraries()  # the run prints its own status lines, not the libraries' bars and info logs
         self._start()
         cfg = self.config
         t0 = time.perf_counter()
@@ -209,7 +218,8 @@ class Run:
         items = generate(StageConfig.from_dict({**base, "samples": ws.samples, "seed": stage_seed(self.config.seed, 0)})).instances
         self.log(f"warm start: supervised fine-tuning on {len(items)} optimal plans, {ws.steps} steps")
         info = warm_start(model, items, self.style, folder, steps=ws.steps, batch_size=ws.batch_size,
-                          learning_rate=ws.learning_rate, max_length=ws.max_length, seed=self.config.seed)
+                          learning_rate=ws.learning_rate, max_length=ws.max_length, seed=self.config.seed,
+                          cpu_threads=self.config.cpu_threads)
         summary = self.validate(str(folder / "model"), folder, 0, validation_items)
         self.log(f"warm start: {info.get('seconds', 0):.0f} s, validation valid {100 * summary['valid_rate']:.1f}% "
                  f"optimal {100 * summary['optimal_rate']:.1f}%")
@@ -232,7 +242,7 @@ class Run:
             generations=tr.generations, max_completion_length=tr.max_completion_length,
             learning_rate=tr.learning_rate, temperature=tr.temperature, beta=tr.beta, lora=tr.lora,
             lora_rank=tr.lora_rank, use_vllm=tr.use_vllm, vllm_mode=tr.vllm_mode, enable_thinking=tr.enable_thinking,
-            seed=stage_seed(cfg.seed, stage), rewards=dict(tr.rewards),
+            seed=stage_seed(cfg.seed, stage), rewards=dict(tr.rewards), cpu_threads=cfg.cpu_threads,
         )
         checkpoint = str(folder / "model")
         summary = self.validate(checkpoint, folder, stage, validation_items)
@@ -278,13 +288,10 @@ class Run:
         atomic_write(self.dir / "metrics.jsonl", "\n".join(lines) + "\n")
 
     def _final_evaluation(self, model: str) -> dict:
-        from policy.backends import Sampling
         from policy.evaluation import evaluate
-        from policy.policies import ModelPolicy
 
         table_path = self.dir / "final" / "table.json"
-        policy = ModelPolicy(f"hf:{model}", self.style, Sampling(max_new_tokens=self.config.validation.max_new_tokens,
-                                                                 temperature=0.0, seed=self.config.seed, batch_size=64))
+        policy = self._greedy_policy(model)
         table = evaluate(policy, self.config.evaluation_suite, self.dir / "final", seed=self.config.seed,
                          run_id=self.config.name)
         _write_json(table_path, table.to_dict())

@@ -22,8 +22,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
-def _quiet_libraries() -> None:
-    """The stage loop prints its own one-line status: silence the libraries' progress bars and info logs."""
+def quiet_libraries() -> None:
+    """The stage loop prints its own one-line status: silence the libraries' progress bars and info logs, and the
+    renaming notices (``gradient_checkpointing`` -> ``activation_checkpointing``) TRL's own calls raise every step."""
+    import warnings
+
     import datasets
     from transformers.utils import logging as hf_logging
 
@@ -31,17 +34,36 @@ def _quiet_libraries() -> None:
     datasets.utils.logging.set_verbosity_error()
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.* is deprecated", category=FutureWarning)
 
 
-def _cpu_threads(model) -> None:
-    """On a CPU, train small models on one thread: the same measured policy as ``policy.backends.HFBackend``
-    (two intra-op threads gain little on 2 cores and lose several-fold while anything else runs)."""
+def _small_on_cpu(model) -> bool:
     import torch
 
     from policy.backends import HFBackend
 
-    if not torch.cuda.is_available() and sum(p.numel() for p in model.parameters()) < HFBackend.SMALL_MODEL_PARAMETERS:
+    return not torch.cuda.is_available() and sum(p.numel() for p in model.parameters()) < HFBackend.SMALL_MODEL_PARAMETERS
+
+
+def _cpu_threads(model, threads: int | None) -> None:
+    """Torch intra-op threads for training on a CPU: ``threads`` when given; else one for small models, the same
+    measured policy as ``policy.backends.HFBackend`` (more threads lose several-fold while anything else keeps a
+    core busy), and torch's own setting for large ones. A run that owns its 2-core machine gains ~1.9x from two
+    (``cpu_threads: 2``; ``mapf-lake bench`` figures in the README)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    if threads is not None:
+        torch.set_num_threads(threads)
+    elif _small_on_cpu(model):
         torch.set_num_threads(1)
+
+
+def _checkpointing(model) -> bool:
+    """Activation checkpointing (recompute in the backward pass): the memory saver a 4B model needs on a GPU;
+    a small model on a CPU has memory to spare and trains ~12% faster without it."""
+    return not _small_on_cpu(model)
 
 
 def _quiet(trainer) -> None:
@@ -76,11 +98,12 @@ def _latest_trainer_checkpoint(folder: Path) -> str | None:
     return str(found[-1]) if found else None
 
 
-def _common_arguments(out_dir: Path, steps: int, learning_rate: float, save_every: int, seed: int) -> dict:
+def _common_arguments(out_dir: Path, steps: int, learning_rate: float, save_every: int, seed: int, model) -> dict:
     """Trainer arguments shared by the warm start and the GRPO stages: seeded, checkpointed for resume (one kept),
-    no external loggers, CPU unless a GPU is there (then bf16)."""
+    no external loggers, CPU unless a GPU is there (then bf16), activation checkpointing only where it pays."""
     cuda = _cuda()
     return dict(
+        activation_checkpointing=_checkpointing(model),
         output_dir=str(out_dir / "trainer"),
         max_steps=steps,
         learning_rate=learning_rate,
@@ -124,29 +147,62 @@ def grpo_dataset(items: Sequence[LabelledInstance], style: PromptStyle):
     return Dataset.from_list(rows)
 
 
-class _Budget:
-    """Records wall time per optimizer step (a TrainerCallback made lazily so transformers loads on demand)."""
+def _format_seconds(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+class _Progress:
+    """A TrainerCallback (made lazily so transformers loads on demand) that times every optimizer step and keeps
+    one live status line on stderr: phase, step/total, seconds per step, time left, and the latest loss or reward.
+    On a terminal the line is rewritten in place; elsewhere (logs, CI) it is printed at every tenth of the run."""
 
     @staticmethod
-    def make():
+    def make(phase: str, total: int, stream=None):
+        import sys
+
         from transformers import TrainerCallback
 
-        class StepTimer(TrainerCallback):
+        out = stream or sys.stderr
+
+        class Progress(TrainerCallback):
             def __init__(self) -> None:
                 self.times: list[float] = []
                 self._start = 0.0
+                self._latest = ""
+                self._live = hasattr(out, "isatty") and out.isatty()
+                self._every = max(total // 10, 1)
 
             def on_step_begin(self, args, state, control, **kwargs):
                 self._start = time.perf_counter()
 
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                logs = logs or {}
+                for key in ("reward", "loss"):
+                    if isinstance(logs.get(key), (int, float)):
+                        self._latest = f"{key} {logs[key]:.3f}"
+                        break
+
             def on_step_end(self, args, state, control, **kwargs):
                 self.times.append(time.perf_counter() - self._start)
+                step = state.global_step
+                if not self._live and step % self._every and step != total:
+                    return
+                recent = self.times[-20:]
+                per_step = sum(recent) / len(recent)
+                line = (f"{phase}: step {step}/{total}, {per_step:.2f} s/step, "
+                        f"{_format_seconds(per_step * (total - step))} left" + (f", {self._latest}" if self._latest else ""))
+                if self._live:
+                    out.write("\r" + line.ljust(100)[:100] + ("\n" if step >= total else ""))
+                else:
+                    out.write(line + "\n")
+                out.flush()
 
-        return StepTimer()
+        return Progress()
 
 
 def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *, steps: int,
-               batch_size: int, learning_rate: float, max_length: int, seed: int) -> dict:
+               batch_size: int, learning_rate: float, max_length: int, seed: int, cpu_threads: int | None = None) -> dict:
     """Supervised fine-tuning on optimal plans; saves model + tokenizer to ``out_dir/model``. Resumable."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
@@ -154,19 +210,19 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     final = out_dir / "model"
     if _checkpoint_done(final):
         return json.loads((final / "checkpoint_done.json").read_text())
-    _quiet_libraries()
+    quiet_libraries()
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
-    _cpu_threads(model)
+    _cpu_threads(model, cpu_threads)
     args = SFTConfig(
-        **_common_arguments(out_dir, steps, learning_rate, steps // 4, seed),
+        **_common_arguments(out_dir, steps, learning_rate, steps // 4, seed, model),
         per_device_train_batch_size=batch_size,
         lr_scheduler_type="cosine",
         warmup_steps=0,
         logging_steps=max(steps // 20, 1),
         max_length=max_length,
     )
-    timer = _Budget.make()
+    timer = _Progress.make("warm start", steps)
     trainer = SFTTrainer(model=model, args=args, train_dataset=sft_dataset(items, style), processing_class=tokenizer,
                          callbacks=[timer])
     _quiet(trainer)
@@ -185,7 +241,7 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
 def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *, steps: int,
                prompts_per_step: int, generations: int, max_completion_length: int, learning_rate: float,
                temperature: float, beta: float, lora: bool, lora_rank: int, use_vllm: bool, vllm_mode: str,
-               enable_thinking: bool, seed: int, rewards: dict | None = None) -> dict:
+               enable_thinking: bool, seed: int, rewards: dict | None = None, cpu_threads: int | None = None) -> dict:
     """One GRPO stage from ``model_dir`` on ``items``; saves model + tokenizer to ``out_dir/model``. Resumable
     from the last TRL checkpoint of a killed stage. Returns metrics: reward mean/std, share of groups with zero
     reward variance, tokens per completion, seconds per step."""
@@ -195,21 +251,21 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     final = out_dir / "model"
     if _checkpoint_done(final):
         return json.loads((final / "checkpoint_done.json").read_text())
-    _quiet_libraries()
+    quiet_libraries()
     rewards = rewards or {"default": 1.0}
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     cuda = _cuda()
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="auto" if cuda else None)
-    _cpu_threads(model)
+    _cpu_threads(model, cpu_threads)
     peft_config = None
     if lora:
         from peft import LoraConfig
 
         peft_config = LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, target_modules="all-linear", task_type="CAUSAL_LM")
     options = dict(
-        **_common_arguments(out_dir, steps, learning_rate, steps // 3, seed),
+        **_common_arguments(out_dir, steps, learning_rate, steps // 3, seed, model),
         per_device_train_batch_size=prompts_per_step * generations,
         num_generations=generations,
         max_completion_length=max_completion_length,
@@ -223,7 +279,7 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         options["vllm_mode"] = vllm_mode
     if style.chat:
         options["chat_template_kwargs"] = {"enable_thinking": enable_thinking}
-    timer = _Budget.make()
+    timer = _Progress.make(f"GRPO {out_dir.name}", steps)
     trainer = GRPOTrainer(model=model, reward_funcs=[REWARDS[name] for name in rewards], args=GRPOConfig(**options),
                           train_dataset=grpo_dataset(items, style), processing_class=tokenizer,
                           peft_config=peft_config, callbacks=[timer])

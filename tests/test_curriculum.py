@@ -28,6 +28,7 @@ SMALL = {
     "warm_start.batch_size": 16,
     "validation.samples": 12,
     "evaluation_suite": "train-2agent-quick",
+    "cpu_threads": None,  # the one-thread default: steady while other tests share the machine
 }
 
 
@@ -65,6 +66,44 @@ def test_report_and_compare__read_the_run(finished_run, tmp_path):
     plots = write_plots(run, tmp_path)
     assert [p.name for p in plots] == ["rates.png", "mix.png"] and all(p.stat().st_size > 1000 for p in plots)
     assert "small" in compare_table([run, run])
+
+
+@pytest.mark.parametrize("name", ["tiny", "qwen3-4b"])
+def test_presets__validate_and_survive_a_yaml_round_trip(tmp_path, name):
+    from curriculum.config import load_run_config, save_run_config
+
+    config = preset(name)
+    save_run_config(config, tmp_path / "run.yaml")
+    assert load_run_config(tmp_path / "run.yaml") == config
+
+
+@pytest.mark.parametrize("field, value", [
+    ("training.generations", 1),
+    ("training.learning_rate", 0.0),
+    ("training.rewards", {"nonsense": 1.0}),
+    ("training.vllm_mode", "remote"),
+    ("warm_start.steps", 0),
+    ("validation.samples", -5),
+    ("cpu_threads", 0),
+    ("cpu_threads", 1.5),
+    ("stages", 0),
+    ("prompt_style", "verbose"),
+    ("evaluation_suite", "no-such-suite"),
+    ("engineer.context", ["behavior", "gossip"]),
+])
+def test_run_config__bad_value_names_the_field(field, value):
+    with pytest.raises(ConfigError) as caught:
+        preset("tiny").with_overrides(**{field: value})
+    assert caught.value.field.startswith(field)
+
+
+def test_run_config__unknown_keys_and_presets_list_the_allowed_ones():
+    with pytest.raises(ConfigError, match="training.stpes"):
+        RunConfig.from_dict({"training": {"stpes": 3}})
+    with pytest.raises(ConfigError, match="a run config key"):
+        RunConfig.from_dict({"trainnig": {}})
+    with pytest.raises(ConfigError, match="qwen3-4b"):
+        preset("huge")
 
 
 def test_run__same_config_again_reuses_everything(finished_run):
@@ -155,3 +194,21 @@ def test_grpo_stage__lora_trains_merges_and_saves_a_loadable_checkpoint(tmp_path
     backend = make_backend(f"hf:{tmp_path / 'model'}")
     out = backend.generate(["n=3\n...\n...\n...\nA0 0,0>0,2\nA1 2,2>2,0\n?\n"], Sampling(max_new_tokens=8, temperature=0.0))
     assert isinstance(out[0].text, str)
+
+
+def test_progress_line__prints_each_tenth_with_time_left_and_latest_figure():
+    import io
+    from types import SimpleNamespace
+
+    from curriculum.trainers import _Progress
+
+    out = io.StringIO()
+    progress = _Progress.make("GRPO stage-01", 20, stream=out)
+    for step in range(1, 21):
+        progress.on_step_begin(None, None, None)
+        progress.on_log(None, None, None, logs={"reward": step / 10, "loss": 0.5})
+        progress.on_step_end(None, SimpleNamespace(global_step=step), None)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 10 and len(progress.times) == 20  # not a terminal: every second step of 20, then done
+    assert lines[0].startswith("GRPO stage-01: step 2/20") and "s/step" in lines[0] and "left" in lines[0]
+    assert lines[-1].startswith("GRPO stage-01: step 20/20") and lines[-1].endswith("reward 2.000")
