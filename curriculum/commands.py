@@ -87,6 +87,12 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_grpo(args: argparse.Namespace) -> int:
+    from curriculum.bench_grpo import main_args
+
+    return main_args(args)
+
+
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
     train = commands.add_parser(
         "train",
@@ -120,3 +126,21 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
                                   description="Rows = runs, columns = map sizes (valid/optimal %), mean column.")
     compare.add_argument("runs", nargs="+", help="run folders")
     compare.set_defaults(handler=_compare)
+
+    grpo = bench.add_parser(
+        "grpo", help="seconds per GRPO step and peak memory (the tiny preset's batch on CPU by default)",
+        description="A few real GRPO steps (TRL GRPOTrainer, reward = the plan judge) on certified 2-agent "
+                    "instances; prints seconds per step after the first and the peak memory (GPU: allocated; CPU: "
+                    "process peak RSS). For the paper's model size on a GPU see the recipe in curriculum.bench_grpo.",
+    )
+    grpo.add_argument("--model", default=None, help="a model folder (default: a fresh embedded tiny model)")
+    grpo.add_argument("--style", default="compact", choices=["compact", "natural"], help="prompt style (default compact)")
+    grpo.add_argument("--steps", type=int, default=4, help="optimizer steps, >= 2 (default 4)")
+    grpo.add_argument("--prompts-per-step", type=int, default=8, help="GRPO groups per step (default 8)")
+    grpo.add_argument("--generations", type=int, default=8, help="completions per prompt (default 8)")
+    grpo.add_argument("--max-completion-length", type=int, default=40, help="tokens per completion (default 40)")
+    grpo.add_argument("--lora", action="store_true", help="train LoRA adapters instead of all weights")
+    grpo.add_argument("--lora-rank", type=int, default=16, help="LoRA rank (default 16)")
+    grpo.add_argument("--cpu-threads", type=int, default=2, help="torch threads on a CPU (default 2, as the tiny preset)")
+    grpo.add_argument("--json", action="store_true", help="print the figures as JSON")
+    grpo.set_defaults(handler=_bench_grpo)

@@ -289,11 +289,17 @@ class Run:
 
     def _final_evaluation(self, model: str) -> dict:
         from policy.evaluation import evaluate
+        from simulator.cli import _progress
+        from simulator.suites import suite_size
 
         table_path = self.dir / "final" / "table.json"
         policy = self._greedy_policy(model)
-        table = evaluate(policy, self.config.evaluation_suite, self.dir / "final", seed=self.config.seed,
-                         run_id=self.config.name)
+        update, close = _progress(suite_size(self.config.evaluation_suite), "final evaluation")
+        try:
+            table = evaluate(policy, self.config.evaluation_suite, self.dir / "final", seed=self.config.seed,
+                             run_id=self.config.name, progress=lambda done, total: update(done))
+        finally:
+            close()
         _write_json(table_path, table.to_dict())
         self.log(table.render())
         return table.to_dict()

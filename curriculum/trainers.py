@@ -241,10 +241,12 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
 def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *, steps: int,
                prompts_per_step: int, generations: int, max_completion_length: int, learning_rate: float,
                temperature: float, beta: float, lora: bool, lora_rank: int, use_vllm: bool, vllm_mode: str,
-               enable_thinking: bool, seed: int, rewards: dict | None = None, cpu_threads: int | None = None) -> dict:
+               enable_thinking: bool, seed: int, rewards: dict | None = None, cpu_threads: int | None = None,
+               save: bool = True) -> dict:
     """One GRPO stage from ``model_dir`` on ``items``; saves model + tokenizer to ``out_dir/model``. Resumable
     from the last TRL checkpoint of a killed stage. Returns metrics: reward mean/std, share of groups with zero
-    reward variance, tokens per completion, seconds per step."""
+    reward variance, tokens per completion, seconds per step (all steps; and the first apart from the rest),
+    parameters (all, trained). ``save=False`` (benchmarks) writes no checkpoint at all."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
@@ -275,6 +277,8 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         use_vllm=use_vllm,
         reward_weights=list(rewards.values()),
     )
+    if not save:
+        options["save_strategy"] = "no"
     if use_vllm:
         options["vllm_mode"] = vllm_mode
     if style.chat:
@@ -287,10 +291,12 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=_latest_trainer_checkpoint(out_dir / "trainer"))
     seconds = time.perf_counter() - start
+    trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     if lora:
         trainer.model = trainer.model.merge_and_unload()  # a merged model loads like any other checkpoint
-    trainer.model.save_pretrained(str(final)) if lora else trainer.save_model(str(final))
-    tokenizer.save_pretrained(str(final))
+    if save:
+        trainer.model.save_pretrained(str(final)) if lora else trainer.save_model(str(final))
+        tokenizer.save_pretrained(str(final))
     logs = [entry for entry in trainer.state.log_history if "reward" in entry]
 
     def mean_of(key: str):
@@ -301,6 +307,10 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         "steps": steps,
         "seconds": seconds,
         "step_seconds": (sum(timer.times) / len(timer.times)) if timer.times else None,
+        "first_step_seconds": timer.times[0] if timer.times else None,
+        "later_step_seconds": (sum(timer.times[1:]) / len(timer.times[1:])) if len(timer.times) > 1 else None,
+        "parameters": sum(p.numel() for p in trainer.model.parameters()),
+        "trainable_parameters": trainable,
         "reward_mean": mean_of("reward"),
         "reward_std": mean_of("reward_std"),
         "zero_variance_share": mean_of("frac_reward_zero_std"),
@@ -308,5 +318,6 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         "reward_first": logs[0]["reward"] if logs else None,
         "reward_last": logs[-1]["reward"] if logs else None,
     }
-    _mark_checkpoint(final, info)
+    if save:
+        _mark_checkpoint(final, info)
     return info

@@ -212,3 +212,31 @@ def test_progress_line__prints_each_tenth_with_time_left_and_latest_figure():
     assert len(lines) == 10 and len(progress.times) == 20  # not a terminal: every second step of 20, then done
     assert lines[0].startswith("GRPO stage-01: step 2/20") and "s/step" in lines[0] and "left" in lines[0]
     assert lines[-1].startswith("GRPO stage-01: step 20/20") and lines[-1].endswith("reward 2.000")
+
+
+def test_bench_grpo__times_real_steps_of_a_fresh_tiny_model():
+    from curriculum.bench_grpo import bench_grpo, render
+
+    figures = bench_grpo(steps=2, prompts_per_step=2, generations=2, max_completion_length=12, cpu_threads=1, side=3)
+    assert figures["model"] == "tiny" and figures["training"] == "full"
+    assert figures["step_s"] > 0 and figures["first_step_s"] > 0 and figures["peak_memory_gib"] > 0.05
+    assert figures["trainable_parameters"] == figures["parameters"] > 100_000
+    assert "s/step" in render(figures)
+    with pytest.raises(ConfigError, match="--steps"):
+        bench_grpo(steps=1)
+
+
+def test_grpo_stage__without_save_leaves_no_checkpoint(tmp_path, finished_run):
+    from curriculum.trainers import grpo_stage
+    from policy.prompts import get_style
+    from simulator.config import StageConfig
+    from simulator.generator import generate
+
+    items = generate(StageConfig.from_dict({"agents": 2, "samples": 8, "seed": 4, "sizes": {
+        3: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.5}}})).instances
+    info = grpo_stage(str(finished_run.run_dir / "warm_start" / "model"), items, get_style("compact"), tmp_path,
+                      steps=3, prompts_per_step=2, generations=2, max_completion_length=16, learning_rate=1e-4,
+                      temperature=1.0, beta=0.0, lora=False, lora_rank=4, use_vllm=False, vllm_mode="colocate",
+                      enable_thinking=False, seed=0, save=False)
+    assert info["first_step_seconds"] > 0 and info["later_step_seconds"] > 0
+    assert not (tmp_path / "model").exists() and not any((tmp_path / "trainer").glob("checkpoint-*"))
