@@ -266,7 +266,7 @@ PRESETS: dict[str, dict] = {
         "validation": {"config": _stage([3, 4, 5, 6], samples=400, hole=0.2, wait=0.3, seed=10_007),
                        "samples": 400, "max_new_tokens": 40},
         "engineer": {"spec": "rule", "context": list(ENGINEER_CONTEXT)},
-        "evaluation_suite": "train-2agent-quick",
+        "evaluation_suite": "train-2agent",
         "seed": 0,
         "cpu_threads": 2,
         "output_dir": "runs",

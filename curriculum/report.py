@@ -31,11 +31,11 @@ def load_run(run_dir: str | Path) -> dict:
 def render_report(run: dict) -> str:
     lines = [f"run {Path(run['dir']).name}: engineer {run['manifest']['run_config']['engineer']['spec']}, "
              f"model {run['manifest']['run_config']['model']}"]
-    lines.append(f"{'stage':>6} {'valid%':>7} {'optimal%':>9} {'train reward':>13} {'zero-var groups':>16} "
+    lines.append(f"{'stage':>10} {'valid%':>7} {'optimal%':>9} {'train reward':>13} {'zero-var groups':>16} "
                  f"{'s/step':>7} {'tokens':>7}  engineer")
     for name in ("untrained", "warm_start"):
         if name in run:
-            lines.append(f"{name:>6.6} {100 * run[name]['valid_rate']:>7.1f} {100 * run[name]['optimal_rate']:>9.1f}")
+            lines.append(f"{name.replace('_', ' '):>10} {100 * run[name]['valid_rate']:>7.1f} {100 * run[name]['optimal_rate']:>9.1f}")
     for record in run["stages"]:
         scores, train, decision = record["scores"], record["train"], record["decision"]
 
@@ -43,7 +43,7 @@ def render_report(run: dict) -> str:
             return format(value, spec) if isinstance(value, (int, float)) else "-"
 
         lines.append(
-            f"{record['stage']:>6} {100 * scores['valid_rate']:>7.1f} {100 * scores['optimal_rate']:>9.1f} "
+            f"{record['stage']:>10} {100 * scores['valid_rate']:>7.1f} {100 * scores['optimal_rate']:>9.1f} "
             f"{fmt(train.get('reward_mean'), '>13.3f')} {fmt(train.get('zero_variance_share'), '>16.2f')} "
             f"{fmt(train.get('step_seconds'), '>7.2f')} {fmt(train.get('completion_tokens_mean'), '>7.1f')}  "
             f"{'accepted' if decision.get('accepted') else 'kept'}: {'; '.join(decision.get('diff') or []) or 'no change'}"
