@@ -161,8 +161,9 @@ class RunConfig:
     seed: int = 0
     cpu_threads: int | None = None
     """Torch threads for training and validation on a CPU; null: 1 for models under 100 M parameters (steady
-    while other work shares the machine), torch's default for larger ones. A run that owns a 2-core machine
-    trains ~1.9x faster with 2. Ignored on a GPU."""
+    while other work shares the machine), torch's default for larger ones. On an idle 2-core machine 2 threads
+    train ~1.4x faster (``mapf-lake bench grpo --cpu-threads N``: 0.77 -> 0.54 s per GRPO step); while another
+    process holds a core they are ~4x slower than 1. Ignored on a GPU."""
     output_dir: str = "runs"
     """Runs are written to ``output_dir/name``."""
 

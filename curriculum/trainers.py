@@ -48,8 +48,8 @@ def _small_on_cpu(model) -> bool:
 def _cpu_threads(model, threads: int | None) -> None:
     """Torch intra-op threads for training on a CPU: ``threads`` when given; else one for small models, the same
     measured policy as ``policy.backends.HFBackend`` (more threads lose several-fold while anything else keeps a
-    core busy), and torch's own setting for large ones. A run that owns its 2-core machine gains ~1.9x from two
-    (``cpu_threads: 2``; ``mapf-lake bench`` figures in the README)."""
+    core busy), and torch's own setting for large ones. A run that owns its 2-core machine gains ~1.4x from two
+    (``cpu_threads: 2``; ``mapf-lake bench grpo`` figures in the README)."""
     import torch
 
     if torch.cuda.is_available():

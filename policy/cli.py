@@ -61,15 +61,14 @@ def _eval(args: argparse.Namespace) -> int:
     policy = make_policy(args.policy, args.style, sampling)
     suite = f"{args.suite}-quick" if args.quick and not args.suite.endswith("-quick") else args.suite
     out = Path(args.out) if args.out else Path("runs") / f"eval-{re.sub(r'[^A-Za-z0-9_.-]+', '_', args.policy)}-{suite}"
-    from tqdm import tqdm
-
+    from simulator.cli import _progress
     from simulator.suites import suite_size
 
-    bar = tqdm(total=suite_size(suite), desc=f"eval {args.policy}", unit="inst", file=sys.stderr, disable=None)
+    update, close = _progress(suite_size(suite), f"eval {args.policy}")
     try:
-        table = evaluate(policy, suite, out, seed=args.seed, progress=lambda done, total: bar.update(done - bar.n))
+        table = evaluate(policy, suite, out, seed=args.seed, progress=lambda done, total: update(done))
     finally:
-        bar.close()
+        close()
     print(json.dumps(table.to_dict(), indent=2) if args.json else table.render())
     print(f"replays in {out}" + (f" ({table.reused_cells} cells reused)" if table.reused_cells else ""), file=sys.stderr)
     return 0
