@@ -147,7 +147,8 @@ class RunConfig:
     model: str = "tiny"
     """``tiny`` (the embedded model, created at run start) or a backend spec ``hf:PATH_OR_NAME``."""
     prompt_style: str = "compact"
-    """``compact`` (tiny models) or ``natural`` (real models)."""
+    """A ``policy.prompts.PROMPT_STYLES`` name: ``compact`` or ``compact-nb`` (tiny models; ``compact-nb`` also
+    spells out each agent's start neighbours) or ``natural`` (real models)."""
     stages: int = 3
     """Engineered training stages."""
     initial_config: dict = field(default_factory=dict)
@@ -172,8 +173,10 @@ class RunConfig:
             raise ConfigError("name", self.name, "a non-empty name without '/'")
         if not isinstance(self.model, str) or not (self.model == "tiny" or ":" in self.model):
             raise ConfigError("model", self.model, "tiny or a backend spec like hf:PATH")
-        if self.prompt_style not in ("compact", "natural"):
-            raise ConfigError("prompt_style", self.prompt_style, "compact or natural")
+        from policy.prompts import PROMPT_STYLES
+
+        if self.prompt_style not in PROMPT_STYLES:
+            raise ConfigError("prompt_style", self.prompt_style, f"one of {sorted(PROMPT_STYLES)}")
         _check_number("stages", self.stages, 1, 1000, integer=True)
         _check_number("seed", self.seed, 0, 2**31 - 1, integer=True)
         if self.cpu_threads is not None:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 from curriculum.config import RunConfig, load_run_config, save_run_config
-from policy.prompts import get_style
+from policy.prompts import get_style, save_checkpoint_style
 from replays.format import ReplayHeader
 from engineer import summarize_episodes
 from replays.writer import ReplayWriter
@@ -127,6 +127,7 @@ class Run:
             folder = self.dir / "model-init"
             if not (folder / "config.json").exists() or not (folder / "tokenizer.json").exists():
                 init_tiny_model(folder, seed=self.config.seed)
+                save_checkpoint_style(folder, self.style.name)
             return str(folder)
         kind, _, target = self.config.model.partition(":")
         if kind != "hf":

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from policy.prompts import PromptStyle
+from policy.prompts import PromptStyle, save_checkpoint_style
 from policy.rewards import REWARDS, reward_columns
 from simulator.env import default_horizon
 from simulator.generator import LabelledInstance
@@ -231,6 +231,7 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     seconds = time.perf_counter() - start
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))  # a checkpoint without its tokenizer.json fails to load later
+    save_checkpoint_style(final, style.name)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     info = {"steps": steps, "seconds": seconds, "step_seconds": (sum(timer.times) / len(timer.times)) if timer.times else None,
             "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None}
@@ -297,6 +298,7 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     if save:
         trainer.model.save_pretrained(str(final)) if lora else trainer.save_model(str(final))
         tokenizer.save_pretrained(str(final))
+        save_checkpoint_style(final, style.name)
     logs = [entry for entry in trainer.state.log_history if "reward" in entry]
 
     def mean_of(key: str):

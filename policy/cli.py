@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from policy.prompts import PROMPT_STYLES
+
 
 def _rollout(args: argparse.Namespace) -> int:
     import uuid
@@ -117,7 +119,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     evaluation.add_argument("--quick", action="store_true", help="the suite's quick variant (10 instances per cell)")
     evaluation.add_argument("--out", default=None, help="replay folder (default runs/eval-POLICY-SUITE)")
     evaluation.add_argument("--json", action="store_true", help="print the table as JSON")
-    evaluation.add_argument("--style", default=None, choices=["natural", "compact"], help="prompt style (default natural)")
+    evaluation.add_argument("--style", default=None, choices=sorted(PROMPT_STYLES),
+                            help="prompt style (default: the one a run's checkpoint was trained with, else natural)")
     evaluation.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     evaluation.add_argument("--temperature", type=float, default=0.0, help="model sampling temperature (default 0: greedy)")
     evaluation.add_argument("--max-new-tokens", type=int, default=512, help="model answer length limit (default 512)")

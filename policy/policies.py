@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from policy.parsing import parse_plan
-from policy.prompts import PromptStyle, get_style, prompt_text
+from policy.prompts import PromptStyle, checkpoint_style, get_style, prompt_text
 from policy.scripted import SCRIPTED_POLICIES, make_scripted
 from simulator.env import default_horizon
 from simulator.errors import ConfigError
@@ -94,9 +94,10 @@ class ModelPolicy:
 def make_policy(spec: str, style: str | None = None, sampling=None):
     """``random`` / ``greedy`` / ``oracle``, or ``hf:`` / ``vllm:`` / ``openai:`` backend specs.
 
-    ``style`` defaults to ``natural`` (``compact`` for the embedded tiny model is chosen by the caller).
+    ``style`` defaults to the one recorded in a run's checkpoint folder (``policy.prompts.checkpoint_style``),
+    else ``natural``.
     """
-    chosen = get_style(style or "natural")
+    chosen = get_style(style or checkpoint_style(spec) or "natural")
     if spec in SCRIPTED_POLICIES:
         return ScriptedTextPolicy(spec, chosen)
     if ":" not in spec:

@@ -59,6 +59,20 @@ def test_run__two_stages_end_to_end_leave_complete_records(finished_run):
     assert sum(cell["episodes"] for cell in table["cells"].values()) == 80
 
 
+def test_checkpoints__remember_their_prompt_style_for_later_evaluation(finished_run, tmp_path):
+    from policy.policies import make_policy
+    from policy.prompts import STYLE_FILE, checkpoint_style
+
+    for part in ("model-init", "warm_start/model", "stage-01/model", "stage-02/model"):
+        folder = finished_run.run_dir / part
+        assert checkpoint_style(f"hf:{folder}") == finished_run.prompt_style, part
+    assert make_policy(f"hf:{finished_run.run_dir / 'stage-02' / 'model'}").style.name == finished_run.prompt_style
+    for text in ("not json", '{"prompt_style": "no-such-style"}', "[1]"):
+        (tmp_path / STYLE_FILE).write_text(text)
+        assert checkpoint_style(f"hf:{tmp_path}") is None, text
+    assert checkpoint_style("hf:Qwen/Qwen3-4B") is None and checkpoint_style("openai:gpt-4o") is None
+
+
 def test_report_and_compare__read_the_run(finished_run, tmp_path):
     run = load_run(finished_run.run_dir)
     text = render_report(run)

@@ -6,9 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mapf_strategies import instances
 from policy.parsing import MAX_COMPLETION_CHARS, PARSE_ERRORS, parse_plan
-from policy.prompts import compact_answer, compact_prompt, get_style, natural_answer, natural_messages
+from policy.prompts import (compact_answer, compact_nb_prompt, compact_prompt, get_style, natural_answer,
+                            natural_messages)
 from simulator import constants as C
+from simulator.judge import judge_plan
 from simulator.types import Instance, JointPlan
 
 U, D, L, R, W = C.UP, C.DOWN, C.LEFT, C.RIGHT, C.WAIT
@@ -77,7 +80,7 @@ def test_parse_plan__near_miss_texts_never_raise(lines):
     parse_plan("\n".join(lines), 3, 20)
 
 
-@pytest.mark.parametrize("style", ["natural", "compact"])
+@pytest.mark.parametrize("style", ["natural", "compact", "compact-nb"])
 def test_prompt_styles__the_style_answer_parses_back(style):
     inst = Instance(grid=[[0, 0, 1], [0, 0, 0]], starts=[[0, 0], [1, 2]], goals=[[1, 0], [0, 1]])
     plan = JointPlan.from_sequences([[D], [U, L]])
@@ -93,6 +96,33 @@ def test_compact_prompt__alphabet_and_layout():
     text = compact_prompt(inst)
     assert text == "n=4\n..H.\n....\n.H..\n....\nA0 3,2>2,3\nA1 0,0>1,1\n?\n"
     assert set(text + compact_answer(JointPlan.from_sequences([[U], [R, D, W, L]]))) <= set("0123456789.Hn=A,>?UDLRW \n")
+
+
+def test_compact_nb_prompt__adds_each_agents_start_neighbours():
+    inst = Instance(grid=[[0, 0, 1, 0], [0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]], starts=[[3, 2], [0, 0]],
+                    goals=[[2, 3], [1, 1]])
+    text = compact_nb_prompt(inst)
+    assert text == "n=4\n..H.\n....\n.H..\n....\nA0 3,2>2,3 U.DHL.R.\nA1 0,0>1,1 UHD.LHR.\n?\n"
+    assert text.replace(" U.DHL.R.", "").replace(" UHD.LHR.", "") == compact_prompt(inst)
+    assert set(text) <= set("0123456789.Hn=A,>?UDLRW \n")
+    assert get_style("compact-nb").answer is compact_answer
+
+
+@settings(max_examples=150, deadline=None)
+@given(instances(max_side=6, max_agents=3))
+def test_compact_nb_prompt__a_move_is_marked_blocked_exactly_when_the_judge_fails_it(inst):
+    """Reference: the plan judge, on the agent alone making that one move."""
+    lines = [line for line in compact_nb_prompt(inst).splitlines() if line.startswith("A")]
+    for k, line in enumerate(lines):
+        start, goal = inst.starts[k].tolist(), inst.goals[k].tolist()
+        if start == goal:  # an agent on its goal ignores its moves: nothing to compare
+            continue
+        marks = line.rsplit(" ", 1)[1]
+        alone = Instance(grid=inst.grid, starts=[start], goals=[goal])
+        for i, action in enumerate((C.UP, C.DOWN, C.LEFT, C.RIGHT)):
+            failure = judge_plan(alone, JointPlan.from_sequences([[action]])).failure
+            assert marks[2 * i] == C.ACTION_LETTERS[action]
+            assert (marks[2 * i + 1] == "H") == (failure in (C.ILLEGAL_MOVE, C.FELL_IN_HOLE)), (line, action, failure)
 
 
 def test_natural_prompt__states_rules_map_agents_and_format():
