@@ -4,8 +4,8 @@
 instances and prints seconds per step (the first step, which builds and warms everything, is reported apart)
 and the peak memory: on a GPU ``torch.cuda.max_memory_allocated``, on a CPU the process's peak resident set.
 
-* Default: the embedded tiny model, compact prompts, the ``tiny`` preset's batch (8 prompts x 8 generations,
-  40 tokens), on this machine's CPU with the preset's 2 threads.
+* Default: the embedded tiny model, ``compact-nb`` prompts, the ``tiny`` preset's batch (8 prompts x 8
+  generations, 40 tokens), on this machine's CPU with the preset's 2 threads.
 * The paper's model size on a GPU, random weights from its architecture and the real Qwen3 tokenizer (no
   download), full fine-tuning and LoRA::
 
@@ -39,7 +39,7 @@ def _peak_memory_gib(cuda: bool) -> float:
     return kib / 2**20
 
 
-def bench_grpo(model: str | None = None, *, style: str = "compact", steps: int = 4, prompts_per_step: int = 8,
+def bench_grpo(model: str | None = None, *, style: str = "compact-nb", steps: int = 4, prompts_per_step: int = 8,
                generations: int = 8, max_completion_length: int = 40, lora: bool = False, lora_rank: int = 16,
                cpu_threads: int | None = 2, side: int = 5, seed: int = 0) -> dict[str, Any]:
     """Run ``steps`` GRPO steps of ``model`` (a folder; None: a fresh tiny model) and return the figures."""

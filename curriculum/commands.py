@@ -136,7 +136,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
                     "process peak RSS). For the paper's model size on a GPU see the recipe in curriculum.bench_grpo.",
     )
     grpo.add_argument("--model", default=None, help="a model folder (default: a fresh embedded tiny model)")
-    grpo.add_argument("--style", default="compact", choices=sorted(PROMPT_STYLES), help="prompt style (default compact)")
+    grpo.add_argument("--style", default="compact-nb", choices=sorted(PROMPT_STYLES),
+                      help="prompt style (default compact-nb, the tiny preset's)")
     grpo.add_argument("--steps", type=int, default=4, help="optimizer steps, >= 2 (default 4)")
     grpo.add_argument("--prompts-per-step", type=int, default=8, help="GRPO groups per step (default 8)")
     grpo.add_argument("--generations", type=int, default=8, help="completions per prompt (default 8)")

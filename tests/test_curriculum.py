@@ -200,7 +200,7 @@ def test_grpo_stage__lora_trains_merges_and_saves_a_loadable_checkpoint(tmp_path
 
     items = generate(StageConfig.from_dict({"agents": 2, "samples": 8, "seed": 3, "sizes": {
         4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.5}}})).instances
-    info = grpo_stage(str(finished_run.run_dir / "warm_start" / "model"), items, get_style("compact"), tmp_path,
+    info = grpo_stage(str(finished_run.run_dir / "warm_start" / "model"), items, get_style(finished_run.prompt_style), tmp_path,
                       steps=1, prompts_per_step=2, generations=4, max_completion_length=24, learning_rate=1e-4,
                       temperature=1.0, beta=0.0, lora=True, lora_rank=4, use_vllm=False, vllm_mode="colocate",
                       enable_thinking=False, seed=0)
@@ -248,7 +248,7 @@ def test_grpo_stage__without_save_leaves_no_checkpoint(tmp_path, finished_run):
 
     items = generate(StageConfig.from_dict({"agents": 2, "samples": 8, "seed": 4, "sizes": {
         3: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.5}}})).instances
-    info = grpo_stage(str(finished_run.run_dir / "warm_start" / "model"), items, get_style("compact"), tmp_path,
+    info = grpo_stage(str(finished_run.run_dir / "warm_start" / "model"), items, get_style(finished_run.prompt_style), tmp_path,
                       steps=3, prompts_per_step=2, generations=2, max_completion_length=16, learning_rate=1e-4,
                       temperature=1.0, beta=0.0, lora=False, lora_rank=4, use_vllm=False, vllm_mode="colocate",
                       enable_thinking=False, seed=0, save=False)
