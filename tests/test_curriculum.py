@@ -254,3 +254,22 @@ def test_grpo_stage__without_save_leaves_no_checkpoint(tmp_path, finished_run):
                       enable_thinking=False, seed=0, save=False)
     assert info["first_step_seconds"] > 0 and info["later_step_seconds"] > 0
     assert not (tmp_path / "model").exists() and not any((tmp_path / "trainer").glob("checkpoint-*"))
+
+
+def test_bench_lift__grpo_and_sft_peer_validated_on_the_same_held_out_instances(finished_run):
+    from curriculum.bench_lift import bench_lift, render
+
+    model = str(finished_run.run_dir / "warm_start" / "model")
+    figures = bench_lift(model, steps=2, validation=12, cpu_threads=None, log=lambda message: None)
+    assert figures["style"] == finished_run.prompt_style and figures["validation_instances"] == 12
+    rows = figures["rows"]
+    assert list(rows) == ["checkpoint", "grpo", "sft"]
+    for name in ("grpo", "sft"):
+        assert rows[name]["lift"] == pytest.approx(rows[name]["valid"] - rows["checkpoint"]["valid"])
+        assert rows[name]["seconds"] > 0
+    for row in rows.values():
+        assert set(row["by_side"]) <= {3, 4, 5, 6} and 0.0 <= row["valid"] <= 100.0
+    text = render(figures)
+    assert "12 held-out instances" in text and "+ GRPO 2 steps" in text and "+ SFT 2 steps" in text
+    with pytest.raises(ConfigError, match="--validation"):
+        bench_lift(model, validation=5)
