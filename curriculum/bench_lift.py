@@ -34,15 +34,15 @@ def _valid_by_side(model_dir: str, items, style, cpu_threads: int | None) -> dic
 
     from policy.backends import HFBackend, Sampling
     from policy.policies import ModelPolicy
-    from policy.rewards import reward_breakdown, reward_columns
-    from simulator.env import default_horizon
+    from simulator.judge import judge_plans
 
     policy = ModelPolicy(f"hf:{model_dir}", style, Sampling(max_new_tokens=40, temperature=0.0, seed=0, batch_size=64),
                          backend=HFBackend(model_dir, cpu_threads=cpu_threads))
-    answers = policy.answer(items, seed=0)
-    columns = [reward_columns(it.instance, it.optimal_makespan, default_horizon(it.instance)) for it in items]
-    valid = reward_breakdown(answers.completions, [c["instance"] for c in columns],
-                             [c["optimal_makespan"] for c in columns], [c["horizon"] for c in columns])["valid"]
+    plans = policy.answer(items, seed=0).plans  # already parsed; None where the answer did not parse
+    parsed = [i for i, plan in enumerate(plans) if plan is not None]
+    valid = np.zeros(len(items), bool)
+    if parsed:
+        valid[parsed] = judge_plans([items[i].instance for i in parsed], [plans[i] for i in parsed]).valid
     sides = np.array([max(it.instance.height, it.instance.width) for it in items])
     return {"valid": 100.0 * float(valid.mean()),
             "by_side": {int(s): 100.0 * float(valid[sides == s].mean()) for s in sorted(set(sides.tolist()))}}
