@@ -29,8 +29,14 @@ def _train(args: argparse.Namespace) -> int:
     import yaml
 
     from curriculum.config import load_run_config, preset
-    from curriculum.report import compare_table, load_run, render_report, write_plots
+    from curriculum.report import (compare_table, load_run, render_report, render_seed_comparison, seed_comparison,
+                                   write_curves, write_plots)
     from curriculum.run import Run, resume, share_warm_start
+
+    if not 1 <= args.seeds <= 100:
+        from simulator.errors import ConfigError
+
+        raise ConfigError("--seeds", args.seeds, "1 <= seeds <= 100")
 
     if args.resume:
         resume(args.resume)
@@ -53,39 +59,77 @@ def _train(args: argparse.Namespace) -> int:
         print(render_report(run))
         write_plots(run, config.run_dir)
         return 0
+    arms = _parse_arms(args.arm)
+    seeds = [config.seed + offset for offset in range(args.seeds)]
     runs = []
-    first_dir = None
-    for spec in COMPARE_ENGINEERS:
-        name = f"{config.name}-{spec.replace(':', '-')}"
-        variant = config.with_overrides(name=name, **{"engineer.spec": spec})
-        if first_dir is not None:
-            share_warm_start(first_dir, variant.run_dir)
-        print(f"== {name}", file=sys.stderr)
-        Run(variant).execute()
-        first_dir = first_dir or variant.run_dir
-        runs.append(load_run(variant.run_dir))
-        write_plots(runs[-1], variant.run_dir)
-    for run in runs:
-        print(render_report(run))
+    for seed in seeds:
+        first_dir = None  # the seed's first arm trains the warm start; the others copy it
+        for arm, arm_overrides in arms.items():
+            name = f"{config.name}-{arm}" + (f"-s{seed}" if args.seeds > 1 else "")
+            variant = config.with_overrides(name=name, arm=arm, seed=seed, **arm_overrides)
+            if first_dir is not None:
+                share_warm_start(first_dir, variant.run_dir)
+            print(f"== {name}", file=sys.stderr)
+            Run(variant).execute()
+            first_dir = first_dir or variant.run_dir
+            runs.append(load_run(variant.run_dir))
+            write_plots(runs[-1], variant.run_dir)
+    if args.seeds == 1:
+        for run in runs:
+            print(render_report(run))
+            print()
+        print(compare_table(runs))
         print()
-    print(compare_table(runs))
+    print(render_seed_comparison(seed_comparison(runs)))
+    print(f"curves: {write_curves(runs, config.run_dir.parent / (config.name + '-compare'))}", file=sys.stderr)
     return 0
+
+
+def _parse_arms(specs: list[str] | None) -> dict[str, dict]:
+    """``--arm NAME=KEY=VALUE[;KEY=VALUE...]`` -> {name: overrides}; none given: one arm per compared engineer."""
+    from simulator.errors import ConfigError
+
+    if not specs:
+        return {spec.replace(":", "-"): {"engineer.spec": spec} for spec in COMPARE_ENGINEERS}
+    arms: dict[str, dict] = {}
+    for spec in specs:
+        name, sep, rest = spec.partition("=")
+        if not sep or not name or not rest or "/" in name or name in arms:
+            raise ConfigError("--arm", spec, "NAME=KEY=VALUE[;KEY=VALUE...] with a new plain name, "
+                              "e.g. nofail=engineer.context=[behavior]")
+        arms[name] = _parse_overrides([part for part in rest.split(";") if part])
+    return arms
 
 
 def _report(args: argparse.Namespace) -> int:
     from curriculum.report import load_run, render_report, write_plots
 
-    run = load_run(args.run)
-    print(render_report(run))
-    for path in write_plots(run, args.plots or args.run):
-        print(f"plot: {path}", file=sys.stderr)
+    from curriculum.report import write_curves
+
+    runs = [load_run(path) for path in args.run]
+    for index, run in enumerate(runs):
+        print(("\n" if index else "") + render_report(run))
+        for path in write_plots(run, args.plots or run["dir"]):
+            print(f"plot: {path}", file=sys.stderr)
+    if len(runs) > 1:
+        print(f"plot: {write_curves(runs, args.plots or args.run[0])}", file=sys.stderr)
     return 0
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from curriculum.report import compare_table, load_run
+    import json
 
-    print(compare_table([load_run(path) for path in args.runs]))
+    from curriculum.report import compare_table, load_run, render_seed_comparison, seed_comparison
+
+    runs = [load_run(path) for path in args.runs]
+    result = seed_comparison(runs, reference=args.reference)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    if any("final" in run for run in runs):
+        print(compare_table(runs))
+        print()
+    print(render_seed_comparison(result))
     return 0
 
 
@@ -117,6 +161,13 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     source.add_argument("--config", help="run config YAML (start from --print-config)")
     source.add_argument("--resume", metavar="RUN", help="continue the run in this folder after a crash or kill")
     train.add_argument("--compare", action="store_true", help="run the engineers' comparison set and print the table")
+    train.add_argument("--seeds", type=int, default=1, help="with --compare: run every arm for N seeds (the run "
+                       "seed, +1, ...; warm start shared per seed) and print mean ± 95%% interval and paired "
+                       "differences against fixed; rerun the same command to resume (default 1)")
+    train.add_argument("--arm", action="append", metavar="NAME=KEY=VALUE[;KEY=VALUE]",
+                       help="with --compare: a named arm of run-config overrides (repeat for more), e.g. "
+                       "--arm fixed=engineer.spec=fixed --arm nofail=engineer.context=[behavior]; default: "
+                       f"one arm per engineer ({', '.join(COMPARE_ENGINEERS)})")
     train.add_argument("--name", help="run name (folder under output_dir)")
     train.add_argument("--output-dir", help="parent folder of runs (default runs)")
     train.add_argument("--set", nargs="*", metavar="KEY=VALUE", help="override fields, e.g. training.steps=10 stages=2")
@@ -126,13 +177,19 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     report = commands.add_parser("report", help="per-stage metrics, config trajectory and PNG plots of a run",
                                  description="Prints per-stage metrics and the config trajectory; writes rates.png "
                                              "and mix.png into the run folder (or --plots DIR).")
-    report.add_argument("run", help="run folder")
-    report.add_argument("--plots", help="folder for the PNG plots (default: the run folder)")
+    report.add_argument("run", nargs="+", help="run folder(s); several: learning curves per arm over seeds too")
+    report.add_argument("--plots", help="folder for the PNG plots (default: the (first) run folder)")
     report.set_defaults(handler=_report)
 
     compare = commands.add_parser("compare", help="paper-style table across runs (final evaluation)",
-                                  description="Rows = runs, columns = map sizes (valid/optimal %), mean column.")
+                                  description="Rows = runs, columns = map sizes (valid/optimal %), mean column; then "
+                                              "the runs grouped by arm over seeds: mean ± 95% interval of the "
+                                              "held-out validation rates, the lift over the warm start and the "
+                                              "final suite, and paired differences against --reference.")
     compare.add_argument("runs", nargs="+", help="run folders")
+    compare.add_argument("--reference", default="fixed", help="arm the paired differences are taken against "
+                         "(default fixed)")
+    compare.add_argument("--json", action="store_true", help="print the seed comparison as JSON")
     compare.set_defaults(handler=_compare)
 
     grpo = bench.add_parser(

@@ -60,8 +60,12 @@ class WarmStart:
 
 @dataclass(frozen=True)
 class Training:
-    """One stage's GRPO budget (TRL GRPOTrainer)."""
+    """One stage's RL budget: TRL's GRPOTrainer (``trainer: grpo``) or rejection-sampling fine-tuning
+    (``trainer: rft``: sample, keep each instance's best valid own plan, TRL's SFTTrainer on them), with the same
+    generation budget at equal ``steps`` (``steps x prompts_per_step`` prompts x ``generations`` samples)."""
 
+    trainer: str = "grpo"
+    """``grpo`` or ``rft`` (``curriculum.trainers.STAGE_TRAINERS``)."""
     steps: int = 60
     """Optimizer steps per stage."""
     prompts_per_step: int = 4
@@ -86,6 +90,12 @@ class Training:
     rewards: dict = field(default_factory=lambda: {"default": 1.0})
     """Reward components (``policy.rewards.REWARDS``) and their weights, summed by TRL: e.g. ``{default: 1.0,
     progress: 0.5}`` adds partial credit for agents on their goal, a denser signal for weak policies."""
+    rft_rounds: int = 4
+    """``rft`` only: sample-then-train rounds the stage's budget is split into."""
+    rft_epochs: int = 2
+    """``rft`` only: passes over each round's kept plans."""
+    rft_batch_size: int = 64
+    """``rft`` only: kept plans per supervised step."""
 
     def validate(self) -> None:
         from policy.rewards import REWARDS
@@ -96,6 +106,11 @@ class Training:
             if name not in REWARDS:
                 raise ConfigError(f"training.rewards.{name}", weight, f"a reward among {sorted(REWARDS)}")
             _check_number(f"training.rewards.{name}", weight, -100.0, 100.0)
+        if self.trainer not in ("grpo", "rft"):
+            raise ConfigError("training.trainer", self.trainer, "grpo or rft")
+        _check_number("training.rft_rounds", self.rft_rounds, 1, 10_000, integer=True)
+        _check_number("training.rft_epochs", self.rft_epochs, 1, 1000, integer=True)
+        _check_number("training.rft_batch_size", self.rft_batch_size, 1, 65_536, integer=True)
         _check_number("training.steps", self.steps, 1, 10_000_000, integer=True)
         _check_number("training.prompts_per_step", self.prompts_per_step, 1, 65_536, integer=True)
         _check_number("training.generations", self.generations, 2, 1024, integer=True)
@@ -116,9 +131,13 @@ class Validation:
     """Stage config of the target distribution; its seed is offset so it never overlaps training data."""
     samples: int = 200
     max_new_tokens: int = 48
+    sampled_k: int = 0
+    """Sampled pass@1 beside the greedy rates: ``sampled_k`` samples per validation instance at the training
+    temperature (0: greedy only). GRPO can move sampling without moving the greedy answer, so both are shown."""
 
     def validate(self) -> None:
         _check_number("validation.samples", self.samples, 1, 1_000_000, integer=True)
+        _check_number("validation.sampled_k", self.sampled_k, 0, 1024, integer=True)
         _check_number("validation.max_new_tokens", self.max_new_tokens, 1, 1_000_000, integer=True)
         StageConfig.from_dict(self.config)
 
@@ -144,6 +163,9 @@ class RunConfig:
     """Everything a curriculum run does. Field docs below each field."""
 
     name: str = "run"
+    arm: str = ""
+    """Comparison arm this run belongs to (``train --compare`` sets it; ``compare`` groups runs by it and by
+    ``seed``); empty: the engineer spec names the arm."""
     model: str = "tiny"
     """``tiny`` (the embedded model, created at run start) or a backend spec ``hf:PATH_OR_NAME``."""
     prompt_style: str = "compact"
@@ -171,6 +193,8 @@ class RunConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or "/" in self.name:
             raise ConfigError("name", self.name, "a non-empty name without '/'")
+        if not isinstance(self.arm, str) or len(self.arm) > 100 or any(c in self.arm for c in "/\\\n"):
+            raise ConfigError("arm", self.arm, "a label of at most 100 characters without '/', '\\' or newlines")
         if not isinstance(self.model, str) or not (self.model == "tiny" or ":" in self.model):
             raise ConfigError("model", self.model, "tiny or a backend spec like hf:PATH")
         from policy.prompts import PROMPT_STYLES

@@ -135,3 +135,158 @@ def compare_table(runs: list[dict]) -> str:
                 if values else "-")
         lines.append(f"{Path(run['dir']).name:<24}" + "".join(f"{cell:>11}" for cell in row) + f"{mean:>11}")
     return "\n".join(lines)
+
+
+# --- comparisons over seeds -------------------------------------------------------------------------------------
+
+# Figures compared across arms, read from each run's last stage (held-out validation) and final evaluation.
+COMPARE_METRICS = (
+    ("valid", "valid %", "greedy valid rate on the held-out validation set after the last stage"),
+    ("optimal", "optimal %", "greedy optimal rate on the same set"),
+    ("pass1", "pass@1 %", "sampled pass@1 at the training temperature (validation.sampled_k samples each)"),
+    ("lift", "lift", "valid minus the warm start's valid rate (what the stages added)"),
+    ("final", "final %", "mean valid rate of the final evaluation suite"),
+)
+
+
+def run_arm(run: dict) -> str:
+    """The comparison arm a run belongs to: its ``arm`` field, else its engineer spec."""
+    config = run["manifest"]["run_config"]
+    return config.get("arm") or config["engineer"]["spec"]
+
+
+def run_seed(run: dict) -> int:
+    return int(run["manifest"]["run_config"]["seed"])
+
+
+def run_figures(run: dict) -> dict[str, float]:
+    """The :data:`COMPARE_METRICS` of one run that it has (a run without finished stages has none)."""
+    out: dict[str, float] = {}
+    if run["stages"]:
+        scores = run["stages"][-1]["scores"]
+        out["valid"] = scores["valid_rate"]
+        out["optimal"] = scores["optimal_rate"]
+        if scores.get("sampled_valid_rate") is not None:
+            out["pass1"] = scores["sampled_valid_rate"]
+        start = run.get("warm_start") or run.get("untrained")
+        if start:
+            out["lift"] = scores["valid_rate"] - start["valid_rate"]
+    if "final" in run:
+        cells = run["final"]["cells"].values()
+        out["final"] = sum(c["valid_rate"] for c in cells) / len(cells)
+    return out
+
+
+def seed_comparison(runs: list[dict], reference: str = "fixed") -> dict:
+    """Per arm and metric: mean and 95% interval over seeds; per arm: the paired difference against
+    ``reference`` (by seed) of every metric. Arms keep the order they first appear in."""
+    from curriculum.stats import mean_interval, paired_difference
+
+    by_arm: dict[str, dict[int, dict[str, float]]] = {}
+    for run in runs:
+        arm, seed = run_arm(run), run_seed(run)
+        if seed in by_arm.setdefault(arm, {}):
+            raise ConfigError("runs", run["dir"], f"one run per arm and seed (arm {arm!r} has seed {seed} twice)")
+        by_arm[arm][seed] = run_figures(run)
+    arms = {}
+    for arm, seeds in by_arm.items():
+        entry: dict = {"seeds": sorted(seeds), "metrics": {}, "vs_reference": {}}
+        for key, _, _ in COMPARE_METRICS:
+            values = {seed: figures[key] for seed, figures in seeds.items() if key in figures}
+            if values:
+                entry["metrics"][key] = mean_interval(list(values.values())).to_dict()
+            if arm != reference and reference in by_arm:
+                ref = {seed: f[key] for seed, f in by_arm[reference].items() if key in f}
+                diff = paired_difference(values, ref)
+                if diff is not None:
+                    entry["vs_reference"][key] = diff.to_dict()
+        arms[arm] = entry
+    return {"reference": reference if reference in by_arm else None, "arms": arms}
+
+
+def _cell(stats: dict | None, signed: bool = False) -> str:
+    from curriculum.stats import Interval
+
+    if not stats:
+        return "-"
+    return Interval(stats["mean"], stats["half_width"], stats["n"]).format(signed=signed)
+
+
+def render_seed_comparison(result: dict) -> str:
+    """The comparison as text: one row per arm, mean ± 95% half width over seeds, paired differences."""
+    shown = [key for key, _, _ in COMPARE_METRICS
+             if any(key in entry["metrics"] for entry in result["arms"].values())]
+    labels = {key: label for key, label, _ in COMPARE_METRICS}
+    reference = result["reference"]
+    lines = ["mean ± 95% interval over seeds (Student t); validation = held-out, greedy unless pass@1"]
+    head = f"{'arm':<14}{'seeds':>6}" + "".join(f"{labels[key]:>14}" for key in shown)
+    lines.append(head)
+    for arm, entry in result["arms"].items():
+        lines.append(f"{arm[:13]:<14}{len(entry['seeds']):>6}"
+                     + "".join(f"{_cell(entry['metrics'].get(key)):>14}" for key in shown))
+    if reference:
+        lines.append(f"paired difference against {reference} (same seeds), points")
+        lines.append(f"{'arm':<14}{'pairs':>6}" + "".join(f"{labels[key]:>14}" for key in shown))
+        for arm, entry in result["arms"].items():
+            if arm == reference:
+                continue
+            pairs = max((d["n"] for d in entry["vs_reference"].values()), default=0)
+            lines.append(f"{arm[:13]:<14}{pairs:>6}"
+                         + "".join(f"{_cell(entry['vs_reference'].get(key), signed=True):>14}" for key in shown))
+    seeds = sorted({seed for entry in result["arms"].values() for seed in entry["seeds"]})
+    lines.append(f"seeds: {', '.join(map(str, seeds))}")
+    return "\n".join(lines)
+
+
+def write_curves(runs: list[dict], out_dir: str | Path) -> Path:
+    """``curves.png``: held-out greedy valid rate per stage (0 = warm start), one line per arm (mean over seeds)
+    with a band of the 95% interval; sampled pass@1 dashed where recorded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from curriculum.stats import mean_interval
+
+    def curve(run: dict, key: str) -> dict[int, float]:
+        points = {}
+        start = run.get("warm_start") or run.get("untrained")
+        if start and key == "valid_rate":
+            points[0] = start["valid_rate"]
+        for record in run["stages"]:
+            if record["scores"].get(key) is not None:
+                points[record["stage"]] = record["scores"][key]
+        return points
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    arms: dict[str, list[dict]] = {}
+    for run in runs:
+        arms.setdefault(run_arm(run), []).append(run)
+    for index, (arm, members) in enumerate(arms.items()):
+        color = f"C{index % 10}"
+        for key, style in (("valid_rate", "-"), ("sampled_valid_rate", "--")):
+            curves = [curve(run, key) for run in members]
+            stages = sorted({stage for c in curves for stage in c})
+            if not stages:
+                continue
+            means, lows, highs = [], [], []
+            for stage in stages:
+                stats = mean_interval([100 * c[stage] for c in curves if stage in c])
+                means.append(stats.mean)
+                lows.append(stats.low if stats.low is not None else stats.mean)
+                highs.append(stats.high if stats.high is not None else stats.mean)
+            label = f"{arm} ({len(members)} seeds)" if key == "valid_rate" else f"{arm} pass@1"
+            ax.plot(stages, means, style, marker="o" if style == "-" else None, color=color, label=label)
+            if style == "-":
+                ax.fill_between(stages, lows, highs, color=color, alpha=0.15)
+    ax.set_xlabel("stage (0 = warm start)")
+    ax.set_ylabel("held-out valid %")
+    ax.set_title("validation per stage: mean and 95% interval over seeds")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    path = out_dir / "curves.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

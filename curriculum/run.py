@@ -158,8 +158,40 @@ class Run:
         with ReplayWriter(replay, header) as writer:
             writer.write_all(episodes)
         summary = summarize_episodes(episodes)  # the failure summary plus per-size figures for the engineer
+        if self.config.validation.sampled_k:
+            summary["sampled"] = self._sampled_pass1(model_dir, items)
         _write_json(summary_path, summary)
         return summary
+
+    def _sampled_pass1(self, model_dir: str, items) -> dict:
+        """Sampled pass@1 on ``items``: ``validation.sampled_k`` samples each at the training temperature; the
+        share of samples that are valid (and optimal), overall and per map side."""
+        import numpy as np
+
+        from policy.backends import HFBackend, Sampling
+        from policy.policies import ModelPolicy
+        from simulator.judge import judge_plans
+
+        k = self.config.validation.sampled_k
+        temperature = self.config.training.temperature
+        policy = ModelPolicy(f"hf:{model_dir}", self.style,
+                             Sampling(max_new_tokens=self.config.validation.max_new_tokens, temperature=temperature,
+                                      seed=self.config.seed + 1, batch_size=64),
+                             backend=HFBackend(model_dir, cpu_threads=self.config.cpu_threads))
+        repeated = [item for item in items for _ in range(k)]
+        plans = policy.answer(repeated, seed=self.config.seed).plans
+        parsed = [i for i, plan in enumerate(plans) if plan is not None]
+        valid = np.zeros(len(plans), bool)
+        optimal = np.zeros(len(plans), bool)
+        if parsed:
+            result = judge_plans([repeated[i].instance for i in parsed], [plans[i] for i in parsed])
+            valid[parsed] = result.valid
+            labels = np.array([repeated[i].optimal_makespan for i in parsed])
+            optimal[parsed] = result.valid & (result.makespan == labels)
+        sides = np.array([item.size for item in repeated])
+        return {"k": k, "temperature": temperature, "valid_rate": float(valid.mean()),
+                "optimal_rate": float(optimal.mean()),
+                "by_size": {str(int(side)): float(valid[sides == side].mean()) for side in sorted(set(sides.tolist()))}}
 
     def _greedy_policy(self, model_dir: str):
         """The checkpoint answering greedily (validation and final evaluation), on the run's CPU threads."""
@@ -206,8 +238,11 @@ class Run:
         return table
 
     def _scores(self, summary: dict) -> dict:
-        return {"valid_rate": summary["valid_rate"], "optimal_rate": summary["optimal_rate"],
-                "reward_mean": summary["reward"]["mean"]}
+        scores = {"valid_rate": summary["valid_rate"], "optimal_rate": summary["optimal_rate"],
+                  "reward_mean": summary["reward"]["mean"]}
+        if "sampled" in summary:
+            scores["sampled_valid_rate"] = summary["sampled"]["valid_rate"]
+        return scores
 
     def _warm_start(self, model: str, validation_items) -> str:
         from curriculum.trainers import warm_start
@@ -227,7 +262,7 @@ class Run:
         return str(folder / "model")
 
     def _stage(self, stage: int, model: str, base_model: str, config: StageConfig, validation_items, history) -> dict:
-        from curriculum.trainers import grpo_stage
+        from curriculum.trainers import train_stage
         from engineer import build_context, make_engineer
 
         cfg = self.config
@@ -237,14 +272,9 @@ class Run:
         save_config(config, folder / "config.yaml")
         items = generate(config).instances
         tr = cfg.training
-        self.log(f"stage {stage}: GRPO on {len(items)} instances, {tr.steps} steps")
-        train_info = grpo_stage(
-            model, items, self.style, folder, steps=tr.steps, prompts_per_step=tr.prompts_per_step,
-            generations=tr.generations, max_completion_length=tr.max_completion_length,
-            learning_rate=tr.learning_rate, temperature=tr.temperature, beta=tr.beta, lora=tr.lora,
-            lora_rank=tr.lora_rank, use_vllm=tr.use_vllm, vllm_mode=tr.vllm_mode, enable_thinking=tr.enable_thinking,
-            seed=stage_seed(cfg.seed, stage), rewards=dict(tr.rewards), cpu_threads=cfg.cpu_threads,
-        )
+        self.log(f"stage {stage}: {tr.trainer.upper()} on {len(items)} instances, {tr.steps} steps")
+        train_info = train_stage(tr, model, items, self.style, folder, seed=stage_seed(cfg.seed, stage),
+                                 cpu_threads=cfg.cpu_threads)
         checkpoint = str(folder / "model")
         summary = self.validate(checkpoint, folder, stage, validation_items)
         self.log(f"stage {stage}: valid {100 * summary['valid_rate']:.1f}%, optimal {100 * summary['optimal_rate']:.1f}%,"

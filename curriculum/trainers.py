@@ -323,3 +323,159 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     if save:
         _mark_checkpoint(final, info)
     return info
+
+
+def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, generations: int) -> tuple[list, dict]:
+    """For each instance (``generations`` consecutive samples each), the best valid sampled plan or None.
+
+    Best = least makespan, then least sum of costs, then fewest written actions. Returns the kept plans per
+    instance and the round's figures: sampled valid rate (the reward mean of a 0/1 reward), the share of
+    instances whose samples all agree (all valid or all invalid: a GRPO group with zero reward variance), and
+    the share of instances with at least one valid sample (the ones that teach anything)."""
+    import numpy as np
+
+    from simulator.judge import judge_plans
+
+    flat_items = [item for item in items for _ in range(generations)]
+    parsed = [i for i, plan in enumerate(plans) if plan is not None]
+    valid = np.zeros(len(plans), bool)
+    makespan = np.zeros(len(plans), np.int64)
+    cost = np.zeros(len(plans), np.int64)
+    if parsed:
+        result = judge_plans([flat_items[i].instance for i in parsed], [plans[i] for i in parsed])
+        valid[parsed] = result.valid
+        makespan[parsed] = result.makespan
+        cost[parsed] = result.sum_of_costs
+    kept = []
+    agree = 0
+    for index in range(len(items)):
+        lo, hi = index * generations, (index + 1) * generations
+        group = valid[lo:hi]
+        agree += int(group.all() or not group.any())
+        choices = [j for j in range(lo, hi) if valid[j]]
+        if not choices:
+            kept.append(None)
+            continue
+        best = min(choices, key=lambda j: (makespan[j], cost[j], int(plans[j].lengths.sum()), j))
+        kept.append(plans[best])
+    figures = {"sampled_valid_rate": float(valid.mean()) if len(valid) else 0.0,
+               "zero_variance_share": agree / max(len(items), 1),
+               "solved_share": sum(plan is not None for plan in kept) / max(len(items), 1)}
+    return kept, figures
+
+
+def rft_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *, steps: int,
+              prompts_per_step: int, generations: int, max_completion_length: int, learning_rate: float,
+              temperature: float, rounds: int, epochs: int, batch_size: int, seed: int,
+              cpu_threads: int | None = None, save: bool = True) -> dict:
+    """One rejection-sampling fine-tuning stage (expert iteration): RL with a filtered positive signal.
+
+    The generation budget is GRPO's at equal ``steps``: ``steps x prompts_per_step`` prompts, ``generations``
+    samples each at ``temperature``. They are spent in ``rounds`` rounds; in each, the current checkpoint samples
+    its share of the stage's instances, the plan judge keeps each instance's best valid sample (no solver plan is
+    ever used), and TRL's ``SFTTrainer`` trains on the kept (prompt, own plan) pairs for ``epochs`` passes at
+    ``learning_rate`` (cosine to 0 within the round). Each round's checkpoint is saved under
+    ``out_dir/round-NN`` and skipped on resume; the last one becomes ``out_dir/model``. Returns the same metric
+    keys as :func:`grpo_stage` (``reward_mean`` is the sampled valid rate, ``zero_variance_share`` the share of
+    instances whose samples all agree) plus per-round figures."""
+    import math
+    import shutil
+    from dataclasses import replace as replace_item
+
+    from policy.backends import HFBackend, Sampling
+    from policy.policies import ModelPolicy
+
+    final = out_dir / "model"
+    if _checkpoint_done(final):
+        return json.loads((final / "checkpoint_done.json").read_text())
+    quiet_libraries()
+    total_prompts = steps * prompts_per_step
+    order = list(range(len(items)))
+    import random
+
+    random.Random(seed).shuffle(order)
+    chosen = [items[order[i % len(order)]] for i in range(total_prompts)]
+    per_round = math.ceil(total_prompts / rounds)
+    current = model_dir
+    figures: list[dict] = []
+    start = time.perf_counter()
+    for round_index in range(rounds):
+        round_items = chosen[round_index * per_round:(round_index + 1) * per_round]
+        if not round_items:
+            break
+        folder = out_dir / f"round-{round_index + 1:02d}"
+        done = folder / "model"
+        if _checkpoint_done(done):
+            figures.append(json.loads((done / "checkpoint_done.json").read_text())["round"])
+            current = str(done)
+            continue
+        began = time.perf_counter()
+        policy = ModelPolicy(f"hf:{current}", style,
+                             Sampling(max_new_tokens=max_completion_length, temperature=temperature,
+                                      seed=seed * 1000 + round_index, batch_size=64),
+                             backend=HFBackend(current, cpu_threads=cpu_threads))
+        repeated = [item for item in round_items for _ in range(generations)]
+        plans = policy.answer(repeated, seed=seed).plans
+        kept, round_figures = _best_valid_plans(round_items, plans, generations)
+        pairs = [replace_item(item, plan=plan) for item, plan in zip(round_items, kept) if plan is not None]
+        round_figures.update(round=round_index + 1, prompts=len(round_items), kept=len(pairs),
+                             sample_seconds=time.perf_counter() - began)
+        if pairs:
+            sft_steps = max(math.ceil(len(pairs) * epochs / batch_size), 1)
+            info = warm_start(current, pairs, style, folder, steps=sft_steps, batch_size=batch_size,
+                              learning_rate=learning_rate, max_length=512, seed=seed + round_index,
+                              cpu_threads=cpu_threads)
+            round_figures.update(sft_steps=sft_steps, last_loss=info.get("last_loss"))
+            shutil.rmtree(folder / "trainer", ignore_errors=True)
+        else:  # nothing valid to learn from: the checkpoint stays as it was
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(current, done, dirs_exist_ok=True, ignore=shutil.ignore_patterns("checkpoint_done.json"))
+            round_figures.update(sft_steps=0, last_loss=None)
+        _mark_checkpoint(done, {"round": round_figures})
+        figures.append(round_figures)
+        current = str(done)
+    seconds = time.perf_counter() - start
+
+    def mean_of(key: str):
+        values = [f[key] for f in figures if f.get(key) is not None]
+        return sum(values) / len(values) if values else None
+
+    info = {"trainer": "rft", "steps": steps, "seconds": seconds, "step_seconds": seconds / max(steps, 1),
+            "reward_mean": mean_of("sampled_valid_rate"), "zero_variance_share": mean_of("zero_variance_share"),
+            "solved_share": mean_of("solved_share"), "rounds": figures,
+            "reward_first": figures[0]["sampled_valid_rate"] if figures else None,
+            "reward_last": figures[-1]["sampled_valid_rate"] if figures else None,
+            "completion_tokens_mean": None}
+    if save:
+        final.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(current, final, dirs_exist_ok=True, ignore=shutil.ignore_patterns("checkpoint_done.json"))
+        _mark_checkpoint(final, info)
+    return info
+
+
+def train_stage(training, model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *,
+                seed: int, cpu_threads: int | None = None, save: bool = True) -> dict:
+    """One stage with the trainer ``training.trainer`` names (a ``curriculum.config.Training``)."""
+    return STAGE_TRAINERS[training.trainer](training, model_dir, items, style, out_dir, seed=seed,
+                                            cpu_threads=cpu_threads, save=save)
+
+
+def _grpo_from_config(tr, model_dir, items, style, out_dir, *, seed, cpu_threads, save):
+    return grpo_stage(model_dir, items, style, out_dir, steps=tr.steps, prompts_per_step=tr.prompts_per_step,
+                      generations=tr.generations, max_completion_length=tr.max_completion_length,
+                      learning_rate=tr.learning_rate, temperature=tr.temperature, beta=tr.beta, lora=tr.lora,
+                      lora_rank=tr.lora_rank, use_vllm=tr.use_vllm, vllm_mode=tr.vllm_mode,
+                      enable_thinking=tr.enable_thinking, seed=seed, rewards=dict(tr.rewards),
+                      cpu_threads=cpu_threads, save=save)
+
+
+def _rft_from_config(tr, model_dir, items, style, out_dir, *, seed, cpu_threads, save):
+    return rft_stage(model_dir, items, style, out_dir, steps=tr.steps, prompts_per_step=tr.prompts_per_step,
+                     generations=tr.generations, max_completion_length=tr.max_completion_length,
+                     learning_rate=tr.learning_rate, temperature=tr.temperature, rounds=tr.rft_rounds,
+                     epochs=tr.rft_epochs, batch_size=tr.rft_batch_size, seed=seed, cpu_threads=cpu_threads,
+                     save=save)
+
+
+# The stage trainers by ``training.trainer`` name.
+STAGE_TRAINERS = {"grpo": _grpo_from_config, "rft": _rft_from_config}
