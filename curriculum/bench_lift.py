@@ -1,15 +1,16 @@
-"""What GRPO buys over a warm-started checkpoint, against the honest peer: more supervised steps.
+"""What RL buys over a warm-started checkpoint, against the honest peer: more supervised steps.
 
-``mapf-lake bench lift --model RUN/warm_start/model`` trains two copies of the checkpoint on the same instances
-(the ``tiny`` preset's training distribution, 2-agent boards of sides 3..6):
+``mapf-lake bench lift --model RUN/warm_start/model [--preset P]`` trains two copies of the checkpoint on the same
+instances of the preset's training distribution (``initial_config``; ``tiny``: 2-agent boards of sides 3..6):
 
-* ``grpo``: one GRPO stage (``curriculum.trainers.grpo_stage``) with the preset's knobs: ``--steps`` steps of
-  8 prompts x 8 generations, learning rate 5e-5, reward = the plan judge;
+* ``rl``: one stage of the preset's trainer (``curriculum.trainers.train_stage``: GRPO, or rejection-sampling
+  fine-tuning) with the preset's knobs, ``--steps`` steps (default: the preset's stage length), reward = the
+  plan judge; without ``--model`` the preset's own warm start is trained first and is the checkpoint;
 * ``sft``: supervised fine-tuning (``curriculum.trainers.warm_start``) on the same instances' optimal plans,
   the same number of steps with batches of 64, peak learning rate ``--sft-learning-rate`` (cosine to 0);
 
 and validates the checkpoint and both results greedily on the same held-out instances (the preset's
-validation distribution, seeded apart from every run's own sets), with the valid rate per map side and the
+validation distribution, seeded apart from every run's own sets and from the training instances), with the valid rate per map side and the
 seconds each training took. A lift is a difference of valid rates on the same instances; with 1,200 instances
 the standard error of one rate near 40% is about 1.4 points.
 """
@@ -48,61 +49,85 @@ def _valid_by_side(model_dir: str, items, style, cpu_threads: int | None) -> dic
             "by_side": {int(s): 100.0 * float(valid[sides == s].mean()) for s in sorted(set(sides.tolist()))}}
 
 
-def bench_lift(model: str, *, style: str | None = None, steps: int = 300, validation: int = 1200,
-               sft_learning_rate: float = 2e-4, cpu_threads: int | None = 2, peer: bool = True, seed: int = 1,
+def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: str | None = None,
+               steps: int | None = None, validation: int = 1200, sft_learning_rate: float = 2e-4,
+               cpu_threads: int | None = 2, peer: bool = True, seed: int = 1, overrides: dict | None = None,
                log=None) -> dict[str, Any]:
-    """Train ``model`` with GRPO (and, with ``peer``, with SFT) for ``steps`` steps; validate all; return figures."""
+    """Train ``model`` with the preset's stage trainer (and, with ``peer``, with SFT) for ``steps`` steps (the
+    preset's stage length by default) on the preset's training distribution; validate all greedily on held-out
+    instances of the preset's validation distribution; return the figures. Without ``model`` the preset's own
+    warm start is trained first (seeded by ``seed``) and is the checkpoint."""
+    from dataclasses import replace
+
     from curriculum.config import preset
-    from curriculum.trainers import grpo_stage, quiet_libraries, warm_start
+    from curriculum.run import Run
+    from curriculum.trainers import quiet_libraries, train_stage, warm_start
     from policy.prompts import checkpoint_style, get_style
     from simulator.config import StageConfig
     from simulator.generator import generate
 
-    if not (Path(model) / "config.json").exists():
+    run = preset(preset_name)
+    if overrides:
+        run = run.with_overrides(**overrides)
+    if model is not None and not (Path(model) / "config.json").exists():
         raise ConfigError("--model", model, "a model folder with config.json (e.g. RUN/warm_start/model)")
-    if steps < 1:
+    if steps is not None and steps < 1:
         raise ConfigError("--steps", steps, "at least 1")
     if not 10 <= validation <= 100_000:
         raise ConfigError("--validation", validation, "10 <= validation <= 100000")
     log = log or (lambda message: print(message, file=sys.stderr, flush=True))
-    chosen = get_style(style or checkpoint_style(f"hf:{model}") or "compact-nb")
-    tiny = preset("tiny")
-    tr = tiny.training
+    tr = run.training if steps is None else replace(run.training, steps=steps)
     quiet_libraries()
-    train_items = generate(StageConfig.from_dict({**tiny.initial_config, "samples": steps * tr.prompts_per_step,
+    train_items = generate(StageConfig.from_dict({**run.initial_config, "samples": tr.steps * tr.prompts_per_step,
                                                   "seed": seed})).instances
-    held_out = generate(StageConfig.from_dict({**tiny.validation.config, "samples": validation,
+    held_out = generate(StageConfig.from_dict({**run.validation.config, "samples": validation,
                                                "seed": VALIDATION_SEED})).instances
-    log(f"validating the checkpoint on {len(held_out)} held-out instances")
-    rows = {"checkpoint": {**_valid_by_side(model, held_out, chosen, cpu_threads), "seconds": None}}
     with tempfile.TemporaryDirectory(prefix="mapf-bench-lift-") as tmp:
+        warm_seconds = None
+        if model is None:
+            start = time.perf_counter()
+            config = replace(run, name="warm", output_dir=tmp, seed=seed, cpu_threads=cpu_threads)
+            runner = Run(config, log=log)
+            ws = run.warm_start
+            items = generate(StageConfig.from_dict({**(ws.config or run.initial_config), "samples": ws.samples,
+                                                    "seed": 1000 * seed})).instances
+            log(f"warm start of preset {preset_name}: {ws.steps} supervised steps on {len(items)} optimal plans")
+            warm_start(runner.initial_model(), items, runner.style, Path(tmp) / "warm", steps=ws.steps,
+                       batch_size=ws.batch_size, learning_rate=ws.learning_rate, max_length=ws.max_length,
+                       seed=seed, cpu_threads=cpu_threads)
+            model = str(Path(tmp) / "warm" / "model")
+            warm_seconds = time.perf_counter() - start
+        chosen = get_style(style or checkpoint_style(f"hf:{model}") or run.prompt_style)
+        log(f"validating the checkpoint on {len(held_out)} held-out instances")
+        rows = {"checkpoint": {**_valid_by_side(model, held_out, chosen, cpu_threads), "seconds": warm_seconds}}
         start = time.perf_counter()
-        grpo_stage(model, train_items, chosen, Path(tmp) / "grpo", steps=steps, prompts_per_step=tr.prompts_per_step,
-                   generations=tr.generations, max_completion_length=tr.max_completion_length,
-                   learning_rate=tr.learning_rate, temperature=tr.temperature, beta=tr.beta, lora=False, lora_rank=16,
-                   use_vllm=False, vllm_mode="colocate", enable_thinking=False, seed=seed, rewards=dict(tr.rewards),
-                   cpu_threads=cpu_threads)
-        rows["grpo"] = {**_valid_by_side(str(Path(tmp) / "grpo" / "model"), held_out, chosen, cpu_threads),
-                        "seconds": time.perf_counter() - start}
+        log(f"{tr.trainer}: {tr.steps} steps on {len(train_items)} instances")
+        train_stage(tr, model, train_items, chosen, Path(tmp) / "rl", seed=seed, cpu_threads=cpu_threads)
+        rows["rl"] = {**_valid_by_side(str(Path(tmp) / "rl" / "model"), held_out, chosen, cpu_threads),
+                      "seconds": time.perf_counter() - start}
         if peer:
             start = time.perf_counter()
-            warm_start(model, train_items, chosen, Path(tmp) / "sft", steps=steps, batch_size=64,
+            log(f"supervised peer: {tr.steps} steps on the same instances' optimal plans")
+            warm_start(model, train_items, chosen, Path(tmp) / "sft", steps=tr.steps, batch_size=64,
                        learning_rate=sft_learning_rate, max_length=160, seed=seed, cpu_threads=cpu_threads)
             rows["sft"] = {**_valid_by_side(str(Path(tmp) / "sft" / "model"), held_out, chosen, cpu_threads),
                            "seconds": time.perf_counter() - start}
     base = rows["checkpoint"]["valid"]
-    for name in ("grpo", "sft"):
+    for name in ("rl", "sft"):
         if name in rows:
             rows[name]["lift"] = rows[name]["valid"] - base
-    return {"model": model, "style": chosen.name, "steps": steps, "train_instances": len(train_items),
-            "validation_instances": len(held_out), "grpo": {"prompts_per_step": tr.prompts_per_step,
-            "generations": tr.generations, "learning_rate": tr.learning_rate},
-            "sft": {"batch_size": 64, "learning_rate": sft_learning_rate} if peer else None, "rows": rows}
+    return {"model": model if warm_seconds is None else f"preset {preset_name} warm start (seed {seed})",
+            "preset": preset_name, "trainer": tr.trainer, "style": chosen.name, "steps": tr.steps, "seed": seed,
+            "train_instances": len(train_items), "validation_instances": len(held_out),
+            "rl": {"prompts_per_step": tr.prompts_per_step, "generations": tr.generations,
+                   "learning_rate": tr.learning_rate},
+            "sft": {"batch_size": 64, "learning_rate": sft_learning_rate} if peer else None,
+            "overrides": dict(overrides or {}), "rows": rows}
 
 
 def render(figures: dict[str, Any]) -> str:
     sides = sorted({side for row in figures["rows"].values() for side in row["by_side"]})
-    labels = {"checkpoint": "checkpoint", "grpo": f"+ GRPO {figures['steps']} steps",
+    labels = {"checkpoint": "checkpoint", "rl": f"+ {figures['trainer'].upper()} {figures['steps']} steps",
               "sft": f"+ SFT {figures['steps']} steps"}
     head = f"{'':<22}{'valid %':>8}{'lift':>7}" + "".join(f"{f'{s}x{s}':>7}" for s in sides) + f"{'seconds':>9}"
     lines = [f"{figures['validation_instances']} held-out instances, greedy, style {figures['style']}", head]
@@ -115,7 +140,11 @@ def render(figures: dict[str, Any]) -> str:
 
 
 def main_args(args) -> int:
-    figures = bench_lift(args.model, style=args.style, steps=args.steps, validation=args.validation,
-                         sft_learning_rate=args.sft_learning_rate, cpu_threads=args.cpu_threads, peer=not args.no_sft)
+    from curriculum.commands import _parse_overrides
+
+    figures = bench_lift(args.model, preset_name=args.preset, style=args.style, steps=args.steps,
+                         validation=args.validation, sft_learning_rate=args.sft_learning_rate,
+                         cpu_threads=args.cpu_threads, peer=not args.no_sft, seed=args.seed,
+                         overrides=_parse_overrides(args.set))
     print(json.dumps(figures, indent=2) if args.json else render(figures), file=sys.stdout)
     return 0

@@ -12,8 +12,11 @@ COMPARE_ENGINEERS = ("rule", "fixed", "random", "llm:self")
 
 
 def _parse_overrides(pairs: list[str]) -> dict:
+    """``KEY=VALUE`` pairs -> {dotted key: value}; each VALUE is read as YAML the way config files are
+    (``1e-3`` is a number, anchors and aliases are refused)."""
     import yaml
 
+    from simulator.config import load_yaml
     from simulator.errors import ConfigError
 
     out = {}
@@ -21,7 +24,12 @@ def _parse_overrides(pairs: list[str]) -> dict:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise ConfigError("--set", pair, "KEY=VALUE with a dotted key, e.g. training.steps=10")
-        out[key] = yaml.safe_load(value)
+        try:
+            out[key] = load_yaml(value)
+        except (yaml.YAMLError, RecursionError, ValueError) as exc:
+            reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+            raise ConfigError(f"--set {key}", value, "a YAML value (a number, word, [list] or {mapping})",
+                              reason) from None
     return out
 
 
@@ -212,17 +220,25 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     grpo.set_defaults(handler=_bench_grpo)
 
     lift = bench.add_parser(
-        "lift", help="valid-rate lift of GRPO over a checkpoint, against more supervised steps (held-out, greedy)",
-        description="Train two copies of a checkpoint on the same instances of the tiny preset's training "
-                    "distribution: GRPO with the preset's knobs, and supervised fine-tuning on the instances' optimal "
-                    "plans for the same number of steps. Validate all three greedily on the same held-out instances "
-                    "and print the valid rate per map side, the lift over the checkpoint and the training seconds. "
-                    "Takes about (steps x 1 s) on 2 CPU cores for the tiny model.",
+        "lift", help="valid-rate lift of RL over a checkpoint, against more supervised steps (held-out, greedy)",
+        description="Train two copies of a checkpoint on the same instances of the preset's training "
+                    "distribution: the preset's stage trainer (GRPO or rejection-sampling fine-tuning) with its "
+                    "knobs, and supervised fine-tuning on the instances' optimal plans for the same number of "
+                    "steps. Validate all three greedily on the same held-out instances and print the valid rate per "
+                    "map side, the lift over the checkpoint and the training seconds. Without --model the preset's "
+                    "warm start is trained first. Example: mapf-lake bench lift --preset small",
     )
-    lift.add_argument("--model", required=True, help="checkpoint folder, e.g. RUN/warm_start/model")
+    lift.add_argument("--model", help="checkpoint folder, e.g. RUN/warm_start/model (default: train the "
+                      "preset's own warm start first)")
+    lift.add_argument("--preset", default="tiny", help="preset whose training and validation distributions and "
+                      "stage trainer are used (default tiny)")
+    lift.add_argument("--set", nargs="*", metavar="KEY=VALUE", help="run-config overrides of the preset, e.g. "
+                      "training.trainer=rft training.learning_rate=5e-4")
+    lift.add_argument("--seed", type=int, default=1, help="seed of the training instances and trainers (default 1)")
     lift.add_argument("--style", default=None, choices=sorted(PROMPT_STYLES),
                       help="prompt style (default: the one the checkpoint was trained with)")
-    lift.add_argument("--steps", type=int, default=300, help="optimizer steps of each training (default 300)")
+    lift.add_argument("--steps", type=int, default=None, help="steps of each training (default: the preset's "
+                      "training.steps)")
     lift.add_argument("--validation", type=int, default=1200, help="held-out instances (default 1200)")
     lift.add_argument("--sft-learning-rate", type=float, default=2e-4, help="peak SFT learning rate (default 2e-4)")
     lift.add_argument("--no-sft", action="store_true", help="GRPO only, no supervised peer")

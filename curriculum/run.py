@@ -121,17 +121,18 @@ class Run:
     # --- the model -----------------------------------------------------------------------------------------
     def initial_model(self) -> str:
         """Folder (or hub name) of the model before any training."""
-        if self.config.model == "tiny":
-            from policy.models import init_tiny_model
+        from policy.models import EMBEDDED_SHAPES, init_tiny_model
 
+        if self.config.model in EMBEDDED_SHAPES:
             folder = self.dir / "model-init"
             if not (folder / "config.json").exists() or not (folder / "tokenizer.json").exists():
-                init_tiny_model(folder, seed=self.config.seed)
+                init_tiny_model(folder, seed=self.config.seed, shape=self.config.model)
                 save_checkpoint_style(folder, self.style.name)
             return str(folder)
         kind, _, target = self.config.model.partition(":")
         if kind != "hf":
-            raise ConfigError("model", self.config.model, "tiny or hf:PATH_OR_NAME (training needs transformers weights)")
+            raise ConfigError("model", self.config.model, "tiny, small or hf:PATH_OR_NAME (training needs transformers "
+                              "weights)")
         return target
 
     # --- validation ----------------------------------------------------------------------------------------

@@ -202,7 +202,8 @@ class _Progress:
 
 
 def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *, steps: int,
-               batch_size: int, learning_rate: float, max_length: int, seed: int, cpu_threads: int | None = None) -> dict:
+               batch_size: int, learning_rate: float, max_length: int, seed: int, cpu_threads: int | None = None,
+               warmup_steps: int = 0) -> dict:
     """Supervised fine-tuning on optimal plans; saves model + tokenizer to ``out_dir/model``. Resumable."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
@@ -218,7 +219,7 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         **_common_arguments(out_dir, steps, learning_rate, steps // 4, seed, model),
         per_device_train_batch_size=batch_size,
         lr_scheduler_type="cosine",
-        warmup_steps=0,
+        warmup_steps=warmup_steps,
         logging_steps=max(steps // 20, 1),
         max_length=max_length,
     )
@@ -422,9 +423,11 @@ def rft_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptSt
                              sample_seconds=time.perf_counter() - began)
         if pairs:
             sft_steps = max(math.ceil(len(pairs) * epochs / batch_size), 1)
+            # A fresh Adam moves every weight by about the learning rate per step whatever its gradient; a
+            # linear warm-up over the first tenth keeps a converged checkpoint from being knocked off its optimum.
             info = warm_start(current, pairs, style, folder, steps=sft_steps, batch_size=batch_size,
                               learning_rate=learning_rate, max_length=512, seed=seed + round_index,
-                              cpu_threads=cpu_threads)
+                              cpu_threads=cpu_threads, warmup_steps=sft_steps // 10)
             round_figures.update(sft_steps=sft_steps, last_loss=info.get("last_loss"))
             shutil.rmtree(folder / "trainer", ignore_errors=True)
         else:  # nothing valid to learn from: the checkpoint stays as it was

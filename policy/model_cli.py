@@ -22,10 +22,10 @@ def _tokenizer_dir(args: argparse.Namespace) -> str:
     return args.tokenizer
 
 
-def _init_tiny(args: argparse.Namespace) -> Path:
+def _init_tiny(args: argparse.Namespace, shape: str = "tiny") -> Path:
     from policy.models import init_tiny_model
 
-    return init_tiny_model(args.out, seed=args.seed)
+    return init_tiny_model(args.out, seed=args.seed, shape=shape)
 
 
 def _init_qwen3_tokenizer(args: argparse.Namespace) -> Path:
@@ -58,6 +58,10 @@ class ModelInit:
 MODEL_INITS: dict[str, ModelInit] = {
     "tiny": ModelInit(
         "the embedded tiny model: 27-token compact tokenizer + random Qwen3 (~0.8 M parameters)", _init_tiny
+    ),
+    "small": ModelInit(
+        "the wider embedded model: the same tokenizer + random Qwen3 (~3.2 M parameters)",
+        lambda args: _init_tiny(args, shape="small"),
     ),
     "qwen3-tokenizer": ModelInit("the real Qwen3 tokenizer and chat template, built offline", _init_qwen3_tokenizer),
     "tiny-qwen3": ModelInit("a tiny random Qwen3 on the real tokenizer (needs --tokenizer)", _init_tiny_qwen3),

@@ -56,6 +56,14 @@ TINY_SHAPE: dict[str, Any] = {
     "max_position_embeddings": 1024,
 }
 
+# Shapes of the embedded compact-prompt models by name (``init_tiny_model(..., shape=NAME)``; run configs'
+# ``model: tiny`` / ``model: small``). ``small`` (~3.2 M parameters) doubles the width of ``tiny`` (~0.8 M).
+EMBEDDED_SHAPES: dict[str, dict[str, Any]] = {
+    "tiny": TINY_SHAPE,
+    "small": {**TINY_SHAPE, "hidden_size": 256, "num_attention_heads": 8, "num_key_value_heads": 4,
+              "intermediate_size": 768},
+}
+
 # --- the real Qwen3 tokenizer ---------------------------------------------------------------------------------
 
 # Qwen's pre-tokenizer split (the regex of Qwen2/2.5/3's tokenizer.json): contractions, letter runs with one
@@ -142,9 +150,13 @@ def compact_text_problems(text: str) -> str:
     return "".join(sorted(set(text) - set(COMPACT_ALPHABET)))
 
 
-def tiny_config(vocab_size: int, pad_id: int, eos_id: int | list[int], bos_id: int | None) -> "Qwen3Config":
-    """A :data:`TINY_SHAPE` Qwen3 config for a vocabulary of ``vocab_size`` rows."""
+def tiny_config(vocab_size: int, pad_id: int, eos_id: int | list[int], bos_id: int | None,
+                shape: str = "tiny") -> "Qwen3Config":
+    """A Qwen3 config of the :data:`EMBEDDED_SHAPES` entry ``shape`` for a vocabulary of ``vocab_size`` rows."""
     from transformers import Qwen3Config
+
+    if shape not in EMBEDDED_SHAPES:
+        raise ConfigError("shape", shape, f"one of {sorted(EMBEDDED_SHAPES)}")
 
     return Qwen3Config(
         vocab_size=vocab_size,
@@ -152,7 +164,7 @@ def tiny_config(vocab_size: int, pad_id: int, eos_id: int | list[int], bos_id: i
         pad_token_id=pad_id,
         eos_token_id=eos_id,
         bos_token_id=bos_id,
-        **TINY_SHAPE,
+        **EMBEDDED_SHAPES[shape],
     )
 
 
@@ -183,8 +195,9 @@ def _save_random_model(
     return sum(parameter.numel() for parameter in model.parameters())
 
 
-def init_tiny_model(out_dir: str | Path, seed: int = 0) -> Path:
-    """Create the embedded tiny model in ``out_dir``: compact tokenizer + random Qwen3 (~0.8 M parameters).
+def init_tiny_model(out_dir: str | Path, seed: int = 0, shape: str = "tiny") -> Path:
+    """Create the embedded tiny model in ``out_dir``: compact tokenizer + random Qwen3 (~0.8 M parameters; with
+    ``shape="small"`` the wider ~3.2 M one of :data:`EMBEDDED_SHAPES`).
 
     The folder loads with ``hf:out_dir``; its tokenizer has no chat template, so it takes raw compact prompts
     only (``"n=4\\n..H.\\n...?\\n"``) and answers lines such as ``"A0 UUL\\nA1 DR\\n"`` followed by ``<eos>``.
@@ -196,7 +209,7 @@ def init_tiny_model(out_dir: str | Path, seed: int = 0) -> Path:
     pad_id = tokenizer.token_to_id(COMPACT_PAD)
     eos_id = tokenizer.token_to_id(COMPACT_EOS)
     _save_tokenizer(tokenizer, out, pad_token=COMPACT_PAD, eos_token=COMPACT_EOS, bos_token=COMPACT_EOS)
-    _save_random_model(tiny_config(COMPACT_VOCAB_SIZE, pad_id, eos_id, eos_id), out, seed)
+    _save_random_model(tiny_config(COMPACT_VOCAB_SIZE, pad_id, eos_id, eos_id, shape=shape), out, seed)
     return out
 
 

@@ -386,11 +386,19 @@ def default_stage_config() -> StageConfig:
 
 # --- text and files ------------------------------------------------------------------------------------------
 class _StrictYamlLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys and reads ``1e-3`` as a number.
+    """SafeLoader that rejects duplicate keys and anchors/aliases, and reads ``1e-3`` as a number.
 
     PyYAML follows YAML 1.1, where a float needs a dot (``1e-3`` would load as the *string* "1e-3"); YAML 1.2
-    and JSON read it as a number, and an engineer model writing ``hole_ratio: 1e-3`` means the number.
+    and JSON read it as a number, and an engineer model writing ``hole_ratio: 1e-3`` means the number. Aliases
+    are refused because a few hundred bytes of them expand into gigabytes (a "billion laughs" document); no
+    config needs them.
     """
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent) or getattr(self.peek_event(), "anchor", None) is not None:
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, "anchors and aliases are not accepted", event.start_mark)
+        return super().compose_node(parent, index)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         self.flatten_mapping(node)  # resolve `<<` merge keys first, so merged keys are not called duplicates
@@ -414,6 +422,13 @@ _StrictYamlLoader.add_implicit_resolver(
     re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
     list("-+0123456789."),
 )
+
+
+def load_yaml(text: str) -> Any:
+    """Plain data from YAML text, read the way every config file and ``--set`` value of the project is: safe
+    (no Python objects), duplicate keys and anchors/aliases refused, ``1e-3`` a number. Raises ``yaml.YAMLError``
+    (callers turn it into a ConfigError naming their source) and RecursionError for absurdly deep nesting."""
+    return yaml.load(text, Loader=_StrictYamlLoader)  # a SafeLoader subclass: builds plain values only
 
 
 def _reject_duplicate_json_keys(pairs: list[tuple[str, Any]]) -> dict:
@@ -444,7 +459,7 @@ def parse_config_text(text: str, format: str, source: str = "<text>") -> StageCo
         raise ConfigError(source, text, f"a {format.upper()} mapping of the stage config", "the document is empty")
     try:
         if format == "yaml":
-            data = yaml.load(text, Loader=_StrictYamlLoader)  # a SafeLoader subclass: builds plain values only
+            data = load_yaml(text)
         else:
             data = json.loads(text, object_pairs_hook=_reject_duplicate_json_keys)
     except (yaml.YAMLError, ValueError, RecursionError) as error:

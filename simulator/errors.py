@@ -6,7 +6,39 @@ the value it had and what is allowed, so a user (or an engineer model) can fix t
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
+
+
+class _BoundedRepr(reprlib.Repr):
+    """A ``repr`` whose work is bounded whatever the value: containers are cut after a few items and levels (a
+    YAML alias bomb is never expanded to be printed), long strings and huge integers are shortened without
+    building their full text (Python refuses ``repr`` of an integer over 4,300 digits)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxlist = self.maxtuple = self.maxset = self.maxfrozenset = self.maxdeque = self.maxdict = 8
+        self.maxstring = 100
+        self.maxother = 100
+        self.maxlong = 60
+
+    def repr_int(self, value: int, level: int) -> str:
+        if value.bit_length() > 190:  # more than ~57 digits: say how big instead of writing it
+            return f"<an integer of about {int(value.bit_length() * 0.30103) + 1} digits>"
+        return super().repr_int(value, level)
+
+
+_REPR = _BoundedRepr()
+
+
+def short_repr(value: Any, limit: int = 120) -> str:
+    """``repr(value)`` cut to ``limit`` characters, in time and memory bounded by the limit, not the value."""
+    try:
+        shown = _REPR.repr(value)
+    except Exception:  # a value whose own __repr__ fails: name its type only
+        shown = f"<{type(value).__name__}>"
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 class ConfigError(ValueError):
@@ -22,9 +54,7 @@ class ConfigError(ValueError):
         self.field = field
         self.value = value
         self.allowed = allowed
-        shown = repr(value)
-        if len(shown) > 120:
-            shown = shown[:117] + "..."
+        shown = short_repr(value)
         message = f"{field} = {shown} is not allowed: {allowed}"
         if detail:
             message += f" ({detail})"

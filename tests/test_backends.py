@@ -344,28 +344,30 @@ class FakeOpenAI:
                     failure = server.failures.pop(0) if server.failures else None
                     delay = server.delays.pop(0) if server.delays else 0.0
                 try:
-                    time.sleep(delay)
-                    if not self._authorised():
-                        return
-                    if failure:
-                        return self._reply(failure[0], {"error": {"message": "scripted failure"}}, failure[1])
-                    for field in sorted(server.refused_fields & set(body)):
-                        message = f"Unsupported parameter: '{field}' is not supported with this model."
-                        return self._reply(400, {"error": {"message": message, "param": field}})
-                    if self.path == "/v1/chat/completions":
-                        message = {"role": "assistant", "content": "echo:" + body["messages"][-1]["content"]}
-                        if server.reasoning:
-                            message["reasoning_content"] = server.reasoning
-                        choice = {"index": 0, "message": message, "finish_reason": "stop"}
-                    elif self.path == "/v1/completions":
-                        choice = {"index": 0, "text": "echo:" + body["prompt"], "finish_reason": "stop"}
-                    else:
-                        return self._reply(404, {"error": {"message": "not found"}})
-                    usage = {"prompt_tokens": 11, "completion_tokens": 3 + body.get("seed", 0) % 5}
-                    self._reply(200, {"choices": [choice], "usage": usage})
+                    time.sleep(delay)  # the request's work: what the client's concurrency bounds
                 finally:
+                    # Counted down before the reply goes out: a client that reuses its worker at once must not
+                    # meet this handler still counted (seen under load: 4 in flight with concurrency 3).
                     with server.lock:
                         server.in_flight -= 1
+                if not self._authorised():
+                    return
+                if failure:
+                    return self._reply(failure[0], {"error": {"message": "scripted failure"}}, failure[1])
+                for field in sorted(server.refused_fields & set(body)):
+                    message = f"Unsupported parameter: '{field}' is not supported with this model."
+                    return self._reply(400, {"error": {"message": message, "param": field}})
+                if self.path == "/v1/chat/completions":
+                    message = {"role": "assistant", "content": "echo:" + body["messages"][-1]["content"]}
+                    if server.reasoning:
+                        message["reasoning_content"] = server.reasoning
+                    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+                elif self.path == "/v1/completions":
+                    choice = {"index": 0, "text": "echo:" + body["prompt"], "finish_reason": "stop"}
+                else:
+                    return self._reply(404, {"error": {"message": "not found"}})
+                usage = {"prompt_tokens": 11, "completion_tokens": 3 + body.get("seed", 0) % 5}
+                self._reply(200, {"choices": [choice], "usage": usage})
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"

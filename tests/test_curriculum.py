@@ -82,7 +82,7 @@ def test_report_and_compare__read_the_run(finished_run, tmp_path):
     assert "small" in compare_table([run, run])
 
 
-@pytest.mark.parametrize("name", ["tiny", "qwen3-4b"])
+@pytest.mark.parametrize("name", ["tiny", "small", "qwen3-4b"])
 def test_presets__validate_and_survive_a_yaml_round_trip(tmp_path, name):
     from curriculum.config import load_run_config, save_run_config
 
@@ -263,8 +263,8 @@ def test_bench_lift__grpo_and_sft_peer_validated_on_the_same_held_out_instances(
     figures = bench_lift(model, steps=2, validation=12, cpu_threads=None, log=lambda message: None)
     assert figures["style"] == finished_run.prompt_style and figures["validation_instances"] == 12
     rows = figures["rows"]
-    assert list(rows) == ["checkpoint", "grpo", "sft"]
-    for name in ("grpo", "sft"):
+    assert list(rows) == ["checkpoint", "rl", "sft"]
+    for name in ("rl", "sft"):
         assert rows[name]["lift"] == pytest.approx(rows[name]["valid"] - rows["checkpoint"]["valid"])
         assert rows[name]["seconds"] > 0
     for row in rows.values():
@@ -273,3 +273,84 @@ def test_bench_lift__grpo_and_sft_peer_validated_on_the_same_held_out_instances(
     assert "12 held-out instances" in text and "+ GRPO 2 steps" in text and "+ SFT 2 steps" in text
     with pytest.raises(ConfigError, match="--validation"):
         bench_lift(model, validation=5)
+
+
+def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, finished_run):
+    from curriculum.trainers import _best_valid_plans, rft_stage
+    from policy.prompts import get_style
+    from simulator.config import StageConfig
+    from simulator.generator import generate
+    from simulator.types import JointPlan
+
+    items = generate(StageConfig.from_dict({"agents": 2, "samples": 6, "seed": 5, "sizes": {
+        3: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})).instances
+    # Two samples per instance: the solver's plan (valid) and an empty plan (never reaches the goals; starts and
+    # goals differ) or no parse at all. The kept plan is always the valid one; the group agrees only when both fail.
+    empty = JointPlan.from_sequences([[], []])
+    plans = [p for item in items for p in (item.plan, empty)]
+    plans[2:4] = [None, empty]  # instance 1: nothing valid
+    kept, figures = _best_valid_plans(items, plans, 2)
+    assert kept[1] is None and all(k is item.plan for k, item in zip(kept, items) if k is not None)
+    assert figures["solved_share"] == pytest.approx(5 / 6) and figures["zero_variance_share"] == pytest.approx(1 / 6)
+    assert figures["sampled_valid_rate"] == pytest.approx(5 / 12)
+
+    model = str(finished_run.run_dir / "warm_start" / "model")
+    kwargs = dict(steps=2, prompts_per_step=3, generations=4, max_completion_length=24, learning_rate=1e-4,
+                  temperature=1.0, rounds=2, epochs=1, batch_size=8, seed=0, cpu_threads=1)
+    info = rft_stage(model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs)
+    assert info["trainer"] == "rft" and [r["prompts"] for r in info["rounds"]] == [3, 3]
+    assert all(r["kept"] <= r["prompts"] for r in info["rounds"]) and (tmp_path / "a" / "model" / "config.json").exists()
+    # a stage killed after its first round: the round is read back, the second is done again, same figures
+    (tmp_path / "a" / "round-02" / "model" / "checkpoint_done.json").unlink()
+    (tmp_path / "a" / "model" / "checkpoint_done.json").unlink()
+    again = rft_stage(model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs)
+    assert [r["kept"] for r in again["rounds"]] == [r["kept"] for r in info["rounds"]]
+
+
+@pytest.mark.parametrize("pair, field", [
+    ("name=..", "name"),
+    ("name=.", "name"),
+    ("name=a\\b", "name"),
+    ("training.steps=[1", "--set training.steps"),
+    ("bogus.key=1", "bogus.key"),
+    ("training.steps.x=1", "training.steps.x"),
+    ("training.bogus=1", "training.bogus"),
+    ("engineer.context=5", "engineer.context"),
+    ("training.steps=" + "9" * 5000, "--set training.steps"),
+    ("training.steps=&a [1]", "--set training.steps"),
+])
+def test_set_overrides__bad_pairs_name_the_key_in_one_line(pair, field):
+    from curriculum.commands import _parse_overrides
+
+    with pytest.raises(ConfigError) as caught:
+        preset("tiny").with_overrides(**_parse_overrides([pair]))
+    assert caught.value.field == field and len(str(caught.value)) < 400
+
+
+def test_set_overrides__exponent_numbers_are_numbers():
+    from curriculum.commands import _parse_overrides
+
+    config = preset("tiny").with_overrides(**_parse_overrides(["training.learning_rate=5e-5", "name=ok-name"]))
+    assert config.training.learning_rate == 5e-5 and config.name == "ok-name"
+
+
+def test_load_run_config__refuses_an_alias_bomb_quickly(tmp_path):
+    from curriculum.config import load_run_config
+
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 12)]
+    (tmp_path / "bomb.yaml").write_text("\n".join(lines) + "\nname: *a11\n")
+    start = time.perf_counter()
+    with pytest.raises(ConfigError, match="anchors and aliases"):
+        load_run_config(tmp_path / "bomb.yaml")
+    assert time.perf_counter() - start < 5
+
+
+def test_config_error__never_expands_a_huge_value_to_print_it():
+    nested = ["x"] * 9
+    for _ in range(12):
+        nested = [nested] * 9  # 9**13 leaves if expanded
+    start = time.perf_counter()
+    message = str(ConfigError("field", nested, "anything"))
+    assert time.perf_counter() - start < 1 and len(message) < 200
+    assert "about 5001 digits" in str(ConfigError("field", 10**5000, "anything"))

@@ -206,6 +206,18 @@ def test_model_cli__init_tiny_writes_a_loadable_folder(tmp_path):
     assert len(AutoTokenizer.from_pretrained(str(tmp_path / "tiny"), local_files_only=True)) == 27
 
 
+def test_model_cli__init_small_is_the_wider_embedded_model(tmp_path):
+    from transformers import AutoConfig
+
+    assert _cli("model", "init", "small", "--out", str(tmp_path / "small")) == 0
+    config = AutoConfig.from_pretrained(str(tmp_path / "small"), local_files_only=True)
+    for name, value in models.EMBEDDED_SHAPES["small"].items():
+        assert getattr(config, name) == value, name
+    assert config.hidden_size == 2 * models.TINY_SHAPE["hidden_size"] and config.vocab_size == 27
+    with pytest.raises(ConfigError, match="shape"):
+        models.init_tiny_model(tmp_path / "bad", shape="huge")
+
+
 def test_model_cli__tiny_qwen3_without_tokenizer_names_the_flag(tmp_path):
     with pytest.raises(ConfigError, match="--tokenizer"):
         _cli("model", "init", "tiny-qwen3", "--out", str(tmp_path / "m"))
