@@ -8,23 +8,41 @@ from pathlib import Path
 from simulator.errors import ConfigError
 
 
+def _read_json(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict:
+    """A JSON object from ``path`` with ``keys`` present, or ConfigError naming the file (never a traceback)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ConfigError(str(path), "unreadable", f"the {what} mapf-lake train wrote (JSON)",
+                          " ".join(str(exc).split())[:200]) from None
+    missing = [key for key in keys if not isinstance(data, dict) or key not in data]
+    if missing:
+        raise ConfigError(str(path), "incomplete", f"the {what} mapf-lake train wrote", f"no {missing[0]!r}")
+    return data
+
+
 def load_run(run_dir: str | Path) -> dict:
-    """Everything a report needs from a run folder: stages, untrained/warm-start scores, final table."""
+    """Everything a report needs from a run folder: stages, untrained/warm-start scores, final table. A missing
+    or corrupt record raises ConfigError naming the file."""
     run_dir = Path(run_dir)
-    if not (run_dir / "manifest.json").exists():
+    if not (run_dir / "manifest.json").is_file():
         raise ConfigError("run", str(run_dir), "a run folder made by mapf-lake train (with manifest.json)")
-    stages = []
-    for path in sorted(run_dir.glob("stage-*/stage.json")):
-        stages.append(json.loads(path.read_text()))
-    out = {"dir": str(run_dir), "manifest": json.loads((run_dir / "manifest.json").read_text()), "stages": stages}
+    manifest = _read_json(run_dir / "manifest.json", "run manifest", ("run_config",))
+    config = manifest["run_config"]
+    if not isinstance(config, dict) or not isinstance(config.get("engineer"), dict) or "seed" not in config:
+        raise ConfigError(str(run_dir / "manifest.json"), "incomplete", "the run manifest mapf-lake train wrote",
+                          "its run_config lacks engineer or seed")
+    stages = [_read_json(path, "stage record", ("stage", "scores", "train", "decision", "config"))
+              for path in sorted(run_dir.glob("stage-*/stage.json"))]
+    out = {"dir": str(run_dir), "manifest": manifest, "stages": stages}
     for part in ("untrained", "warm_start"):
         summary = run_dir / part / "summary.json"
         if summary.exists():
-            data = json.loads(summary.read_text())
+            data = _read_json(summary, "validation summary", ("valid_rate", "optimal_rate"))
             out[part] = {"valid_rate": data["valid_rate"], "optimal_rate": data["optimal_rate"]}
     table = run_dir / "final" / "table.json"
     if table.exists():
-        out["final"] = json.loads(table.read_text())
+        out["final"] = _read_json(table, "final table", ("cells", "mean", "suite"))
     return out
 
 

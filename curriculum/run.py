@@ -325,6 +325,8 @@ class Run:
         from simulator.suites import suite_size
 
         table_path = self.dir / "final" / "table.json"
+        if table_path.exists():  # a finished run: read its table back, write nothing (resumed comparisons)
+            return json.loads(table_path.read_text())
         policy = self._greedy_policy(model)
         update, close = _progress(suite_size(self.config.evaluation_suite), "final evaluation")
         try:

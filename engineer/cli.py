@@ -13,6 +13,7 @@ def _option_pairs(pairs: list[str]) -> dict[str, Any]:
     """``["timeout_s=30", "low=0.1"]`` -> ``{"timeout_s": 30, "low": 0.1}``; values read as YAML scalars/lists."""
     import yaml
 
+    from simulator.config import load_yaml
     from simulator.errors import ConfigError
 
     options: dict[str, Any] = {}
@@ -20,9 +21,9 @@ def _option_pairs(pairs: list[str]) -> dict[str, Any]:
         key, equals, text = pair.partition("=")
         if not equals or not key.strip():
             raise ConfigError("--option", pair, "KEY=VALUE, e.g. timeout_s=60 or low=0.1")
-        try:
-            options[key.strip()] = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError:
+        try:  # the config files' YAML reading: 1e-3 is a number, aliases refused
+            options[key.strip()] = load_yaml(text) if text.strip() else ""
+        except (yaml.YAMLError, ValueError, RecursionError):
             options[key.strip()] = text
     return options
 

@@ -35,8 +35,13 @@ PARSE_ERRORS = {
     "too_many_steps": "an agent's sequence is longer than the horizon",
 }
 
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+# Tags are found one at a time, each search starting where the last ended, so the work stays linear in the text
+# (a non-greedy ``<think>.*?</think>`` regex rescans the rest of the text from every unclosed opening tag: 8,000
+# ``<think>`` tags took ~6 s).
+_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+_ANSWER_OPEN = re.compile(r"<answer>", re.IGNORECASE)
+_ANSWER_CLOSE = re.compile(r"</answer>", re.IGNORECASE)
 _FENCE_BLOCK = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 # "agent 0:", "Agent 0 -", "A0", "a_0", "**Agent 0**:" (markdown bold around the label is tolerated)
 _AGENT_LINE = re.compile(r"^[\s*#>\-]*(?:agent|a)[\s_#]*(\d{1,4})\b[\s*]*[:=\-]?[\s*]*(.*)$", re.IGNORECASE)
@@ -60,17 +65,49 @@ def _fail(key: str, detail: str = "") -> ParseResult:
     return ParseResult(None, PARSE_ERRORS[key] + (f": {detail}" if detail else ""))
 
 
+def _without_thinking(text: str) -> str | None:
+    """``text`` with every closed ``<think>...</think>`` block replaced by a newline (each opening tag closes at
+    the first closing tag after it), or None when a block is never closed. Linear time."""
+    parts: list[str] = []
+    position = 0
+    while (opening := _THINK_OPEN.search(text, position)) is not None:
+        closing = _THINK_CLOSE.search(text, opening.end())
+        if closing is None:  # an unclosed block: whatever follows is still thinking
+            return None
+        parts.append(text[position:opening.start()])
+        parts.append("\n")
+        position = closing.end()
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+def _last_answer_block(text: str) -> str | None:
+    """The content of the last closed ``<answer>...</answer>`` block (each opening tag closes at the first closing
+    tag after it), or None. Once an opening tag has no closing tag after it, no later one can. Linear time."""
+    found = None
+    position = 0
+    while (opening := _ANSWER_OPEN.search(text, position)) is not None:
+        closing = _ANSWER_CLOSE.search(text, opening.end())
+        if closing is None:
+            break
+        found = text[opening.end():closing.start()]
+        position = closing.end()
+    return found
+
+
 def _answer_region(text: str) -> str | None:
     """The part of ``text`` that holds the answer, or None when thinking never ends."""
-    text = _THINK_BLOCK.sub("\n", text)
-    lowered = text.lower()
-    if "<think>" in lowered:  # an unclosed block: whatever follows is still thinking
+    text = _without_thinking(text)
+    if text is None:
         return None
-    if "</think>" in lowered:  # a template that opens the block in the prompt leaves only the closing tag
-        text = text[lowered.rfind("</think>") + len("</think>"):]
-    blocks = _ANSWER_BLOCK.findall(text)
-    if blocks:
-        return blocks[-1]
+    last_close = None
+    for last_close in _THINK_CLOSE.finditer(text):  # a template that opens the block in the prompt leaves only
+        pass                                        # the closing tag: the answer follows the last one
+    if last_close is not None:
+        text = text[last_close.end():]
+    block = _last_answer_block(text)
+    if block is not None:
+        return block
     fences = _FENCE_BLOCK.findall(text)
     if fences:
         return fences[-1]

@@ -172,3 +172,15 @@ def test_train_compare__two_seeds_two_arms_end_to_end_then_kill_and_resume(tmp_p
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr[-2000:]
     assert (tmp_path / "plots" / "curves.png").exists()
+
+
+@pytest.mark.parametrize("text", ["", "{not json", "[1, 2]", '{"run_config": 5}', '{"seed": 0}'])
+def test_compare__corrupt_or_empty_manifest_is_one_line_exit_2(tmp_path, text):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text(text)
+    for command in ("compare", "report"):
+        result = subprocess.run([sys.executable, "-m", "curriculum.cli", command, str(run)], cwd=ROOT,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-1000:]
+        assert "manifest.json" in result.stderr and len(result.stderr.strip().splitlines()) == 1

@@ -137,3 +137,17 @@ def test_compact_prompt__non_square_maps_stay_in_the_alphabet():
     inst = Instance(grid=[[0, 0, 0, 1, 0]] * 3, starts=[[0, 0]], goals=[[2, 4]])
     text = compact_prompt(inst)
     assert text.startswith("n=3,5\n") and set(text) <= set("0123456789.Hn=A,>?UDLRW \n")
+
+
+@pytest.mark.parametrize("unit", ["<think>", "<answer>", "</think>", "<THINK>x", "<answer></answer>", "```\n", "```x",
+                                  "<think></think>", "A0 R\n"])
+def test_parse_plan__megabyte_worst_cases_stay_linear(unit):
+    # Quadratic scanning took ~6 s for 56 kB of "<think>"; linear parsing reads 1 MB in well under a second
+    # (the bound is 20x that, so only a return to quadratic work can fail it).
+    import time
+
+    text = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
+    start = time.perf_counter()
+    result = parse_plan(text, 2)
+    assert time.perf_counter() - start < 5
+    assert result.plan is None or result.plan.n_agents == 2
