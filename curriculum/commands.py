@@ -41,10 +41,13 @@ def _train(args: argparse.Namespace) -> int:
                                    write_curves, write_plots)
     from curriculum.run import Run, resume, share_warm_start
 
-    if not 1 <= args.seeds <= 100:
-        from simulator.errors import ConfigError
+    from simulator.errors import ConfigError
 
+    if not 1 <= args.seeds <= 100:
         raise ConfigError("--seeds", args.seeds, "1 <= seeds <= 100")
+    if not args.compare and (args.seeds != 1 or args.arm):
+        raise ConfigError("--seeds" if args.seeds != 1 else "--arm", args.seeds if args.seeds != 1 else args.arm[0],
+                          "used with --compare (a single run has one seed: --set seed=N)")
 
     if args.resume:
         resume(args.resume)
@@ -159,13 +162,16 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
         help="a curriculum run: warm start, then GRPO stages with the environment engineer in the loop",
         description=(
             "Run (or resume) a curriculum: generate the stage's instances from its config, train with TRL GRPO "
-            "(reward = the plan judge), validate on held-out instances, write replays, summarise failures, let the "
-            "engineer write the next stage's config; finally evaluate on a benchmark suite. --compare runs the "
-            f"comparison set ({', '.join(COMPARE_ENGINEERS)}) with the same budget and seeds."
+            "or rejection-sampling fine-tuning (training.trainer; reward = the plan judge), validate on held-out "
+            "instances, write replays, summarise failures, let the engineer write the next stage's config; "
+            "finally evaluate on a benchmark suite. --compare runs the comparison arms (default: the engineers "
+            f"{', '.join(COMPARE_ENGINEERS)}) with the same budget, for --seeds seeds. Example: mapf-lake train "
+            "--preset small --compare --seeds 3 --arm rule=engineer.spec=rule --arm fixed=engineer.spec=fixed"
         ),
     )
     source = train.add_mutually_exclusive_group()
-    source.add_argument("--preset", default="tiny", help="tiny (CPU, embedded model) or qwen3-4b (GPU); default tiny")
+    source.add_argument("--preset", default="tiny", help="tiny (CPU quick demo), small (CPU, a warm start with "
+                        "room for RL), or qwen3-4b (GPU); default tiny")
     source.add_argument("--config", help="run config YAML (start from --print-config)")
     source.add_argument("--resume", metavar="RUN", help="continue the run in this folder after a crash or kill")
     train.add_argument("--compare", action="store_true", help="run the engineers' comparison set and print the table")

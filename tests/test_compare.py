@@ -184,3 +184,16 @@ def test_compare__corrupt_or_empty_manifest_is_one_line_exit_2(tmp_path, text):
                                 capture_output=True, text=True, timeout=120)
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-1000:]
         assert "manifest.json" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--seeds", "3"], "--seeds"),
+    (["--arm", "a=engineer.spec=rule"], "--arm"),
+    (["--compare", "--seeds", "0"], "--seeds"),
+    (["--compare", "--arm", "bad"], "--arm"),
+])
+def test_train__seed_and_arm_flags_are_checked_before_any_work(tmp_path, args, field):
+    result = subprocess.run([sys.executable, "-m", "curriculum.cli", "train", "--output-dir", str(tmp_path), *args],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and field in result.stderr and "Traceback" not in result.stderr
+    assert not any(tmp_path.iterdir())  # nothing was started
