@@ -49,6 +49,8 @@ class WarmStart:
     """Tokens of prompt + answer kept."""
 
     def validate(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ConfigError("warm_start.enabled", self.enabled, "true or false")
         _check_number("warm_start.samples", self.samples, 1, 10_000_000, integer=True)
         _check_number("warm_start.steps", self.steps, 1, 10_000_000, integer=True)
         _check_number("warm_start.batch_size", self.batch_size, 1, 65_536, integer=True)
@@ -106,6 +108,9 @@ class Training:
             if name not in REWARDS:
                 raise ConfigError(f"training.rewards.{name}", weight, f"a reward among {sorted(REWARDS)}")
             _check_number(f"training.rewards.{name}", weight, -100.0, 100.0)
+        for flag in ("lora", "use_vllm", "enable_thinking"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(f"training.{flag}", getattr(self, flag), "true or false")
         if self.trainer not in ("grpo", "rft"):
             raise ConfigError("training.trainer", self.trainer, "grpo or rft")
         _check_number("training.rft_rounds", self.rft_rounds, 1, 10_000, integer=True)

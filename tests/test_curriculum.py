@@ -104,6 +104,14 @@ def test_presets__validate_and_survive_a_yaml_round_trip(tmp_path, name):
     ("prompt_style", "verbose"),
     ("evaluation_suite", "no-such-suite"),
     ("engineer.context", ["behavior", "gossip"]),
+    ("training.lora", "maybe"),
+    ("training.use_vllm", 1),
+    ("warm_start.enabled", "yes please"),
+    ("training.trainer", "ppo"),
+    ("training.rft_rounds", 0),
+    ("validation.sampled_k", -1),
+    ("arm", "a/b"),
+    ("model", "medium"),
 ])
 def test_run_config__bad_value_names_the_field(field, value):
     with pytest.raises(ConfigError) as caught:
