@@ -39,6 +39,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _innermost_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser of the command ``args`` ran: ``mapf-lake bench sim`` -> the ``bench sim`` parser."""
+    while True:
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, actions[0].dest, None) if actions else None
+        if chosen is None or chosen not in actions[0].choices:
+            return parser
+        parser = actions[0].choices[chosen]
+
+
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
     """The curriculum's own subcommands (this module is also the command's entry point)."""
     from curriculum.commands import register as register_curriculum
@@ -48,7 +58,9 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # report them with the usage line of the subcommand that was given them, not the top level's
+        _innermost_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         result = args.handler(args)
     except USER_ERRORS as exc:

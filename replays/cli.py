@@ -4,15 +4,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from simulator.cli import add_bench_target
+
+
+def _finite(value):
+    """``value`` with every NaN or infinite float replaced by None (JSON has no NaN; ``json.dumps`` would write one)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _summarize(args: argparse.Namespace) -> int:
     from replays.mining import render_summary, summarize_paths
 
     summary = summarize_paths(args.path, exemplars_per_category=args.exemplars)
-    print(json.dumps(summary.to_dict(), indent=2) if args.json else render_summary(summary), end="" if not args.json else "\n")
+    if args.json:
+        print(json.dumps(_finite(summary.to_dict()), indent=2, allow_nan=False))
+    else:
+        print(render_summary(summary), end="")
     return 0
 
 

@@ -118,3 +118,22 @@ def test_cli_bench_gen__quick_json():
 def test_cli_bench_reward__quick():
     data = json.loads(run("bench", "reward", "--quick", "--json").stdout)
     assert data["completions"] == 512 and data["best_ms"] > 0 and 0.5 < data["reward_mean"] < 1.6
+
+
+def test_summarize_json__non_finite_figures_become_null():
+    from replays.cli import _finite
+
+    data = {"a": float("nan"), "b": [1.0, float("inf"), {"c": -float("inf")}], "d": "nan", "e": 3}
+    assert _finite(data) == {"a": None, "b": [1.0, None, {"c": None}], "d": "nan", "e": 3}
+    json.dumps(_finite(data), allow_nan=False)  # valid JSON
+
+
+@pytest.mark.parametrize("args, usage", [
+    (["train", "--bogus"], "mapf-lake train"),
+    (["bench", "sim", "--bogus"], "mapf-lake bench sim"),
+    (["gen", "--size", "3", "--n", "1", "--bogus", "x"], "mapf-lake gen"),
+])
+def test_cli__unknown_flag_names_the_subcommand_usage(args, usage):
+    result = run(*args, check=False)
+    assert result.returncode == 2 and f"{usage}: error: unrecognized arguments" in result.stderr
+    assert result.stderr.splitlines()[0].startswith(f"usage: {usage}")
