@@ -66,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     except USER_ERRORS as exc:
         print(f"mapf-lake: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a path that cannot be read or written (a file where a folder should be, ...)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"mapf-lake: error: {where}{exc.strerror or type(exc).__name__}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("mapf-lake: interrupted", file=sys.stderr)
         return 130

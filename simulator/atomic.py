@@ -6,6 +6,7 @@ Everything the product writes (configs, instance files, replays, run records) go
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -23,6 +24,14 @@ class AtomicWriter:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
+        if self.path.is_dir():  # checked first: os.replace would fail only after the whole write, naming the temp file
+            raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(self.path))
+        for parent in self.path.parents:  # a file where a folder must be: name it, not the mkdir that trips on it
+            if parent.exists():
+                if not parent.is_dir():
+                    raise NotADirectoryError(errno.ENOTDIR, "is a file, so it cannot hold "
+                                             f"{self.path.name}", str(parent))
+                break
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._mode = self.path.stat().st_mode & 0o777

@@ -137,3 +137,20 @@ def test_cli__unknown_flag_names_the_subcommand_usage(args, usage):
     result = run(*args, check=False)
     assert result.returncode == 2 and f"{usage}: error: unrecognized arguments" in result.stderr
     assert result.stderr.splitlines()[0].startswith(f"usage: {usage}")
+
+
+@pytest.mark.parametrize("args", [
+    ["gen", "--size", "3", "--n", "2", "--out", "{file}/x.jsonl"],
+    ["gen", "--size", "3", "--n", "2", "--out", "{folder}"],
+    ["gen", "--size", "3", "--n", "2", "--out", "{file}/deeper/x.jsonl"],
+    ["model", "init", "tiny", "--out", "{file}"],
+])
+def test_cli__output_path_that_cannot_be_written_is_one_line_exit_2(tmp_path, args):
+    (tmp_path / "a-file").write_text("keep me")
+    (tmp_path / "a-folder").mkdir()
+    args = [a.format(file=tmp_path / "a-file", folder=tmp_path / "a-folder") for a in args]
+    result = run(*args, check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-800:]
+    assert result.stderr.strip().splitlines()[-1].startswith("mapf-lake: error: ")
+    assert ".tmp" not in result.stderr and (tmp_path / "a-file").read_text() == "keep me"
+    assert list((tmp_path / "a-folder").iterdir()) == []
