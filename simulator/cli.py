@@ -145,8 +145,9 @@ def _read_instance(source: str):
     if stripped.startswith("{"):
         try:
             data = json.loads(stripped.splitlines()[0] if "\n" in stripped.strip() else stripped)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(source, stripped[:40], "an instance as JSON or as map text", str(exc)) from None
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError; absurd nesting recurses
+            reason = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
+            raise ConfigError(source, stripped[:40], "an instance as JSON or as map text", reason) from None
         return Instance.from_dict(data)
     return parse_instance(text)
 

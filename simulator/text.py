@@ -92,7 +92,8 @@ def parse_instance(text: str) -> Instance:
             if token in (C.SYMBOL_ICE, C.SYMBOL_HOLE):
                 continue
             kind, number = token[:1], token[1:]
-            if kind not in (C.SYMBOL_AGENT, C.SYMBOL_GOAL) or not number.isdigit():
+            # ASCII digits only: "²".isdigit() is true, but int("²") fails
+            if kind not in (C.SYMBOL_AGENT, C.SYMBOL_GOAL) or not (number.isascii() and number.isdigit()):
                 raise ConfigError(
                     f"instance text line {r + 1} token {c + 1}", token,
                     f"'{C.SYMBOL_ICE}', '{C.SYMBOL_HOLE}', '{C.SYMBOL_AGENT}<k>' or '{C.SYMBOL_GOAL}<k>'",

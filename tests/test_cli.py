@@ -154,3 +154,12 @@ def test_cli__output_path_that_cannot_be_written_is_one_line_exit_2(tmp_path, ar
     assert result.stderr.strip().splitlines()[-1].startswith("mapf-lake: error: ")
     assert ".tmp" not in result.stderr and (tmp_path / "a-file").read_text() == "keep me"
     assert list((tmp_path / "a-folder").iterdir()) == []
+
+
+@pytest.mark.parametrize("content", ['{"a":' * 100_000 + "1" + "}" * 100_000, ". A\u00b2\nG\u00b2 .\n", "A\u0661 .\n. G\u0661\n"])
+def test_cli_solve__deep_json_and_non_ascii_digits_are_one_line_exit_2(tmp_path, content):
+    path = tmp_path / "instance.txt"
+    path.write_text(content, encoding="utf-8")
+    result = run("solve", str(path), check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-800:]
+    assert len(result.stderr.strip().splitlines()) == 1
