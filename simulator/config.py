@@ -455,6 +455,8 @@ def parse_config_text(text: str, format: str, source: str = "<text>") -> StageCo
     ``sizes.6.hole_ratio``) and its message starts with ``source``.
     """
     format = _check_format(format, source)
+    if not isinstance(text, str):
+        raise ConfigError(source, type(text).__name__, f"a {format.upper()} document as a str")
     if not text.strip():
         raise ConfigError(source, text, f"a {format.upper()} mapping of the stage config", "the document is empty")
     try:

@@ -116,6 +116,9 @@ def pack_instances(instances: Sequence[Instance]) -> PackedInstances:
 def pack_plans(plans: Sequence[JointPlan], n_agents: np.ndarray) -> PackedPlans:
     """Stack plans into ``(B, K, T)``; plan b must have exactly ``n_agents[b]`` agents."""
     plans = list(plans)
+    for b, plan in enumerate(plans):  # before any attribute is read: a string or dict is a clear error, not a crash
+        if not isinstance(plan, JointPlan):
+            raise ConfigError(f"plans[{b}]", type(plan).__name__, "a simulator.types.JointPlan")
     if len(plans) != len(n_agents):
         raise ConfigError("plans", f"{len(plans)} plans", f"one plan per instance ({len(n_agents)} instances)")
     k_max = int(n_agents.max()) if len(n_agents) else 1

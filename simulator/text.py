@@ -76,6 +76,8 @@ def parse_instance(text: str) -> Instance:
     """
     from simulator.errors import ConfigError
 
+    if not isinstance(text, str):
+        raise ConfigError("instance text", type(text).__name__, "a str of map rows")
     rows = [line.split() for line in text.strip("\n").splitlines() if line.strip()]
     if not rows:
         raise ConfigError("instance text", text[:40], "at least one row of tokens")

@@ -7,7 +7,7 @@ All arrays are NumPy with fixed dtypes; shapes are written beside each field. Co
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -179,7 +179,13 @@ class JointPlan:
     @classmethod
     def from_sequences(cls, sequences: Sequence[Sequence[int]]) -> "JointPlan":
         """Build from one list of action codes per agent (lists may differ in length)."""
+        if isinstance(sequences, (str, bytes)) or not isinstance(sequences, Iterable):
+            raise ConfigError("plan.sequences", sequences, "a list of action-code lists, one per agent")
         sequences = list(sequences)
+        for k, seq in enumerate(sequences):
+            if isinstance(seq, (str, bytes)) or not isinstance(seq, Iterable):
+                raise ConfigError(f"plan.actions[{k}]", seq, f"a list of action codes 0..{C.N_ACTIONS - 1}")
+            sequences[k] = list(seq)
         horizon = max((len(seq) for seq in sequences), default=0)
         actions = np.zeros((len(sequences), horizon), dtype=np.int64)
         for k, seq in enumerate(sequences):

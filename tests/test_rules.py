@@ -117,3 +117,19 @@ def test_success_probability__matches_closed_form():
     estimate = success_probability(inst, JointPlan.from_sequences([[R]]), 0.4, n_samples=20_000, seed=3)
     assert abs(estimate - 0.6) < 0.02
     assert success_probability(inst, JointPlan.from_sequences([[R]]), 0.0, n_samples=10) == 1.0
+
+
+def test_public_api__wrong_types_raise_the_documented_error():
+    from simulator.config import parse_config_text
+    from simulator.errors import ConfigError
+    from simulator.judge import judge_plans
+    from simulator.text import parse_instance
+    from simulator.types import Instance, JointPlan
+
+    instance = parse_instance("A0 .\n. G0\n")
+    assert isinstance(instance, Instance)
+    for call in (lambda: judge_plans([instance], ["RR"]), lambda: JointPlan.from_sequences(None),
+                 lambda: JointPlan.from_sequences(["RR"]), lambda: JointPlan.from_sequences([5]),
+                 lambda: parse_instance(None), lambda: parse_config_text(None, "yaml")):
+        with pytest.raises(ConfigError):
+            call()
