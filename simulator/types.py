@@ -29,6 +29,19 @@ def _as_int_array(value, name: str, dtype, ndim: int) -> np.ndarray:
             pass
         else:
             raise ConfigError(name, value, "integers only")
+    if array.size and array.dtype != dtype and not np.issubdtype(array.dtype, np.bool_):
+        # checked before the cast: numpy wraps out-of-range integers silently (4294967296 -> 0 as int32)
+        info = np.iinfo(dtype)
+        try:
+            low, high = array.min(), array.max()
+            out_of_range = low < info.min or high > info.max
+        except (TypeError, OverflowError):  # Python ints too large for any numpy type (object arrays)
+            out_of_range = True
+        if out_of_range:
+            at = next((i for i, v in np.ndenumerate(array) if not info.min <= v <= info.max), None)
+            shown = array[at].item() if at is not None else value
+            raise ConfigError(name + (str(list(at)) if at is not None else ""), shown,
+                              f"an integer in [{info.min}, {info.max}]")
     return np.ascontiguousarray(array, dtype=dtype)
 
 

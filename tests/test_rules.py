@@ -133,3 +133,18 @@ def test_public_api__wrong_types_raise_the_documented_error():
                  lambda: parse_instance(None), lambda: parse_config_text(None, "yaml")):
         with pytest.raises(ConfigError):
             call()
+
+
+@pytest.mark.parametrize("grid, starts, field", [
+    ([[0, 0], [0, 0]], [[0, 4294967296]], "instance.starts"),
+    ([[256, 0], [0, 0]], [[0, 0]], "instance.grid"),
+    ([[257, 0], [0, 0]], [[0, 0]], "instance.grid"),
+    ([[0, 0], [0, 0]], [[-(2**40), 0]], "instance.starts"),
+])
+def test_instance__out_of_range_integers_are_refused_not_wrapped(grid, starts, field):
+    from simulator.errors import ConfigError
+    from simulator.types import Instance
+
+    with pytest.raises(ConfigError) as caught:
+        Instance(grid=grid, starts=starts, goals=[[1, 1]])
+    assert caught.value.field.startswith(field)
