@@ -35,15 +35,11 @@ def _valid_by_side(model_dir: str, items, style, cpu_threads: int | None) -> dic
 
     from policy.backends import HFBackend, Sampling
     from policy.policies import ModelPolicy
-    from simulator.judge import judge_plans
+    from policy.rollout import judge_answers
 
     policy = ModelPolicy(f"hf:{model_dir}", style, Sampling(max_new_tokens=40, temperature=0.0, seed=0, batch_size=64),
                          backend=HFBackend(model_dir, cpu_threads=cpu_threads))
-    plans = policy.answer(items, seed=0).plans  # already parsed; None where the answer did not parse
-    parsed = [i for i, plan in enumerate(plans) if plan is not None]
-    valid = np.zeros(len(items), bool)
-    if parsed:
-        valid[parsed] = judge_plans([items[i].instance for i in parsed], [plans[i] for i in parsed]).valid
+    valid = judge_answers(items, policy.answer(items, seed=0).plans)["valid"]  # answers parsed once, by the policy
     sides = np.array([max(it.instance.height, it.instance.width) for it in items])
     return {"valid": 100.0 * float(valid.mean()),
             "by_side": {int(s): 100.0 * float(valid[sides == s].mean()) for s in sorted(set(sides.tolist()))}}

@@ -171,7 +171,7 @@ class Run:
 
         from policy.backends import HFBackend, Sampling
         from policy.policies import ModelPolicy
-        from simulator.judge import judge_plans
+        from policy.rollout import judge_answers
 
         k = self.config.validation.sampled_k
         temperature = self.config.training.temperature
@@ -180,15 +180,8 @@ class Run:
                                       seed=self.config.seed + 1, batch_size=64),
                              backend=HFBackend(model_dir, cpu_threads=self.config.cpu_threads))
         repeated = [item for item in items for _ in range(k)]
-        plans = policy.answer(repeated, seed=self.config.seed).plans
-        parsed = [i for i, plan in enumerate(plans) if plan is not None]
-        valid = np.zeros(len(plans), bool)
-        optimal = np.zeros(len(plans), bool)
-        if parsed:
-            result = judge_plans([repeated[i].instance for i in parsed], [plans[i] for i in parsed])
-            valid[parsed] = result.valid
-            labels = np.array([repeated[i].optimal_makespan for i in parsed])
-            optimal[parsed] = result.valid & (result.makespan == labels)
+        verdicts = judge_answers(repeated, policy.answer(repeated, seed=self.config.seed).plans)
+        valid, optimal = verdicts["valid"], verdicts["optimal"]
         sides = np.array([item.size for item in repeated])
         return {"k": k, "temperature": temperature, "valid_rate": float(valid.mean()),
                 "optimal_rate": float(optimal.mean()),

@@ -333,20 +333,10 @@ def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, genera
     instance and the round's figures: sampled valid rate (the reward mean of a 0/1 reward), the share of
     instances whose samples all agree (all valid or all invalid: a GRPO group with zero reward variance), and
     the share of instances with at least one valid sample (the ones that teach anything)."""
-    import numpy as np
+    from policy.rollout import judge_answers
 
-    from simulator.judge import judge_plans
-
-    flat_items = [item for item in items for _ in range(generations)]
-    parsed = [i for i, plan in enumerate(plans) if plan is not None]
-    valid = np.zeros(len(plans), bool)
-    makespan = np.zeros(len(plans), np.int64)
-    cost = np.zeros(len(plans), np.int64)
-    if parsed:
-        result = judge_plans([flat_items[i].instance for i in parsed], [plans[i] for i in parsed])
-        valid[parsed] = result.valid
-        makespan[parsed] = result.makespan
-        cost[parsed] = result.sum_of_costs
+    verdicts = judge_answers([item for item in items for _ in range(generations)], plans)
+    valid, makespan, cost = verdicts["valid"], verdicts["makespan"], verdicts["sum_of_costs"]
     kept = []
     agree = 0
     for index in range(len(items)):
@@ -380,6 +370,7 @@ def rft_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptSt
     keys as :func:`grpo_stage` (``reward_mean`` is the sampled valid rate, ``zero_variance_share`` the share of
     instances whose samples all agree) plus per-round figures."""
     import math
+    import random
     import shutil
     from dataclasses import replace as replace_item
 
@@ -392,8 +383,6 @@ def rft_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptSt
     quiet_libraries()
     total_prompts = steps * prompts_per_step
     order = list(range(len(items)))
-    import random
-
     random.Random(seed).shuffle(order)
     chosen = [items[order[i % len(order)]] for i in range(total_prompts)]
     per_round = math.ceil(total_prompts / rounds)

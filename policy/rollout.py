@@ -18,6 +18,26 @@ from simulator.judge import judge_plans
 from simulator.types import JointPlan
 
 
+def judge_answers(items: Sequence[LabelledInstance], plans: Sequence[JointPlan | None]) -> dict[str, np.ndarray]:
+    """Verdicts on parsed answers without building episodes (rates, sampled pass@1, rejection sampling): all parsed
+    plans in one kernel call; a None plan (a parse failure) is invalid.
+
+    Returns ``valid``, ``optimal`` (valid with the instance's optimal makespan): ``(B,) bool``; ``makespan``,
+    ``sum_of_costs``: ``(B,) int64`` (0 where the plan did not parse)."""
+    n = len(plans)
+    out = {"valid": np.zeros(n, bool), "optimal": np.zeros(n, bool), "makespan": np.zeros(n, np.int64),
+           "sum_of_costs": np.zeros(n, np.int64)}
+    parsed = [i for i, plan in enumerate(plans) if plan is not None]
+    if parsed:
+        result = judge_plans([items[i].instance for i in parsed], [plans[i] for i in parsed])
+        labels = np.array([items[i].optimal_makespan for i in parsed])
+        out["valid"][parsed] = result.valid
+        out["optimal"][parsed] = result.valid & (result.makespan == labels)
+        out["makespan"][parsed] = result.makespan
+        out["sum_of_costs"][parsed] = result.sum_of_costs
+    return out
+
+
 def judge_episodes(
     items: Sequence[LabelledInstance],
     plans: Sequence[JointPlan | None],

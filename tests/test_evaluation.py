@@ -48,3 +48,18 @@ def test_evaluate__garbage_answers_are_parse_errors_with_zero_reward(tmp_path):
     _, episodes = read_replay(cell_file(tmp_path, 2, 4))
     assert all(ep.reward == 0.0 and ep.parse_error and ep.plan is None for ep in episodes)
     assert episodes[0].completion_tokens == 2
+
+
+def test_judge_answers__parse_failures_are_invalid_and_optimal_needs_the_optimal_makespan():
+    from simulator.config import StageConfig
+    from simulator.generator import generate
+    from simulator.types import JointPlan
+    from policy.rollout import judge_answers
+
+    items = generate(StageConfig.from_dict({"agents": 2, "samples": 3, "seed": 7, "sizes": {
+        4: {"data_ratio": 1.0, "hole_ratio": 0.0, "wait_ratio": 0.0}}})).instances
+    longer = JointPlan.from_sequences([list(seq[: n]) + [0] for seq, n in zip(items[1].plan.actions, items[1].plan.lengths)])
+    verdicts = judge_answers(items, [items[0].plan, longer, None])
+    assert verdicts["valid"].tolist() == [True, True, False]
+    assert verdicts["optimal"].tolist()[0] is True and verdicts["optimal"].tolist()[2] is False
+    assert verdicts["makespan"][0] == items[0].optimal_makespan and verdicts["makespan"][2] == 0
