@@ -60,6 +60,10 @@ class WarmStart:
             StageConfig.from_dict(self.config)
 
 
+# TRL 1.16's GRPO loss aggregations (GRPOConfig.loss_type).
+GRPO_LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+
+
 @dataclass(frozen=True)
 class Training:
     """One stage's RL budget: TRL's GRPOTrainer (``trainer: grpo``) or rejection-sampling fine-tuning
@@ -98,6 +102,16 @@ class Training:
     """``rft`` only: passes over each round's kept plans."""
     rft_batch_size: int = 64
     """``rft`` only: kept plans per supervised step."""
+    loss_type: str = "dapo"
+    """``grpo`` only: TRL's loss aggregation (``GRPO_LOSS_TYPES``; ``dapo``: over the batch's tokens)."""
+    num_iterations: int = 1
+    """``grpo`` only: optimizer passes over each generated batch (PPO's mu; above 1 the clipped ratio acts)."""
+    scale_rewards: str = "group"
+    """``grpo`` only: advantages divided by the group's reward std (``group``), the batch's (``batch``), or
+    not at all (``none``)."""
+    warmup_ratio: float = 0.0
+    """Share of a stage's steps over which the learning rate rises linearly from 0 (a fresh Adam moves every
+    weight by about the learning rate on its first steps, whatever the gradient)."""
 
     def validate(self) -> None:
         from policy.rewards import REWARDS
@@ -126,6 +140,12 @@ class Training:
         _check_number("training.lora_rank", self.lora_rank, 1, 4096, integer=True)
         if self.vllm_mode not in ("colocate", "server"):
             raise ConfigError("training.vllm_mode", self.vllm_mode, "colocate or server")
+        if self.loss_type not in GRPO_LOSS_TYPES:
+            raise ConfigError("training.loss_type", self.loss_type, f"one of {', '.join(GRPO_LOSS_TYPES)}")
+        if self.scale_rewards not in ("group", "batch", "none"):
+            raise ConfigError("training.scale_rewards", self.scale_rewards, "group, batch or none")
+        _check_number("training.num_iterations", self.num_iterations, 1, 64, integer=True)
+        _check_number("training.warmup_ratio", self.warmup_ratio, 0.0, 1.0)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from policy.prompts import get_style, save_checkpoint_style
 from replays.format import ReplayHeader
 from engineer import summarize_episodes
 from replays.writer import ReplayWriter
-from simulator.atomic import atomic_write
+from simulator.atomic import atomic_folder, atomic_write
 from simulator.config import StageConfig, save_config
 from simulator.errors import ConfigError
 from simulator.generator import generate
@@ -125,9 +125,11 @@ class Run:
 
         if self.config.model in EMBEDDED_SHAPES:
             folder = self.dir / "model-init"
-            if not (folder / "config.json").exists() or not (folder / "tokenizer.json").exists():
-                init_tiny_model(folder, seed=self.config.seed, shape=self.config.model)
-                save_checkpoint_style(folder, self.style.name)
+            if not _complete_model(folder):
+                shutil.rmtree(folder, ignore_errors=True)  # a folder a kill left half-written before renames
+                with atomic_folder(folder) as building:
+                    init_tiny_model(building, seed=self.config.seed, shape=self.config.model)
+                    save_checkpoint_style(building, self.style.name)
             return str(folder)
         kind, _, target = self.config.model.partition(":")
         if kind != "hf":
@@ -349,4 +351,12 @@ def share_warm_start(source: Path, target: Path) -> None:
         src = source / part
         dst = target / part
         if src.exists() and not dst.exists():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("trainer"))
+            # Copied under a temporary name and renamed: a kill mid-copy must not leave a model folder with its
+            # config but no weights (or a warm start marked done without its checkpoint) for the resume to trust.
+            with atomic_folder(dst) as building:
+                shutil.copytree(src, building, dirs_exist_ok=True, ignore=shutil.ignore_patterns("trainer"))
+
+
+def _complete_model(folder: Path) -> bool:
+    """Whether ``folder`` holds a loadable embedded model: config, tokenizer and weights."""
+    return all((folder / name).exists() for name in ("config.json", "tokenizer.json", "model.safetensors"))

@@ -244,7 +244,8 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
                prompts_per_step: int, generations: int, max_completion_length: int, learning_rate: float,
                temperature: float, beta: float, lora: bool, lora_rank: int, use_vllm: bool, vllm_mode: str,
                enable_thinking: bool, seed: int, rewards: dict | None = None, cpu_threads: int | None = None,
-               save: bool = True) -> dict:
+               save: bool = True, loss_type: str = "dapo", num_iterations: int = 1, scale_rewards: str = "group",
+               warmup_ratio: float = 0.0) -> dict:
     """One GRPO stage from ``model_dir`` on ``items``; saves model + tokenizer to ``out_dir/model``. Resumable
     from the last TRL checkpoint of a killed stage. Returns metrics: reward mean/std, share of groups with zero
     reward variance, tokens per completion, seconds per step (all steps; and the first apart from the rest),
@@ -278,6 +279,10 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         logging_steps=1,
         use_vllm=use_vllm,
         reward_weights=list(rewards.values()),
+        loss_type=loss_type,
+        num_iterations=num_iterations,
+        scale_rewards=scale_rewards,
+        warmup_steps=round(warmup_ratio * steps),
     )
     if not save:
         options["save_strategy"] = "no"
@@ -458,7 +463,8 @@ def _grpo_from_config(tr, model_dir, items, style, out_dir, *, seed, cpu_threads
                       learning_rate=tr.learning_rate, temperature=tr.temperature, beta=tr.beta, lora=tr.lora,
                       lora_rank=tr.lora_rank, use_vllm=tr.use_vllm, vllm_mode=tr.vllm_mode,
                       enable_thinking=tr.enable_thinking, seed=seed, rewards=dict(tr.rewards),
-                      cpu_threads=cpu_threads, save=save)
+                      cpu_threads=cpu_threads, save=save, loss_type=tr.loss_type, num_iterations=tr.num_iterations,
+                      scale_rewards=tr.scale_rewards, warmup_ratio=tr.warmup_ratio)
 
 
 def _rft_from_config(tr, model_dir, items, style, out_dir, *, seed, cpu_threads, save):

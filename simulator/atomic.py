@@ -6,11 +6,13 @@ Everything the product writes (configs, instance files, replays, run records) go
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import shutil
 import tempfile
 from pathlib import Path
-from typing import IO
+from typing import IO, Iterator
 
 
 class AtomicWriter:
@@ -83,3 +85,25 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> None:
     payload = data.encode("utf-8") if isinstance(data, str) else data
     with AtomicWriter(path) as writer:
         writer.write(payload)
+
+
+@contextlib.contextmanager
+def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
+    """Build a folder under a temporary name beside ``path`` and rename it to ``path`` when the block ends.
+
+    The block fills the yielded folder; leaving it normally moves the folder into place in one rename, so a
+    process killed half-way leaves at most a hidden ``.NAME.*.tmp`` folder, never a ``path`` missing files (a
+    model folder with its config but no weights). An exception removes the temporary folder. ``path`` must not
+    exist yet: a finished folder is never replaced.
+    """
+    target = Path(path)
+    if target.exists():
+        raise FileExistsError(errno.EEXIST, "already exists", str(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        yield temp
+        os.rename(temp, target)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise

@@ -1,0 +1,69 @@
+"""Atomic writes: a file or folder is whole or absent, whatever happens half-way."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from curriculum.run import Run, share_warm_start
+from simulator.atomic import atomic_folder, atomic_write
+from tests.test_curriculum import small_config
+
+
+def test_atomic_write__replaces_whole_and_leaves_no_temp_file(tmp_path):
+    path = tmp_path / "a.txt"
+    atomic_write(path, "one")
+    atomic_write(path, "two")
+    assert path.read_text() == "two" and [p.name for p in tmp_path.iterdir()] == ["a.txt"]
+
+
+def test_atomic_folder__appears_only_when_the_block_ends(tmp_path):
+    target = tmp_path / "model"
+    with atomic_folder(target) as building:
+        (building / "config.json").write_text("{}")
+        assert not target.exists()
+    assert (target / "config.json").read_text() == "{}"
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
+def test_atomic_folder__an_exception_leaves_nothing_and_a_finished_folder_is_never_replaced(tmp_path):
+    target = tmp_path / "model"
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_folder(target) as building:
+            (building / "config.json").write_text("{}")
+            raise KeyboardInterrupt
+    assert list(tmp_path.iterdir()) == []
+    target.mkdir()
+    with pytest.raises(FileExistsError):
+        with atomic_folder(target):
+            pass
+
+
+def test_run__rebuilds_a_half_written_model_init_a_kill_left(tmp_path):
+    """A kill while the embedded model was being written left config and tokenizer but no weights: a resume
+    must rebuild the folder, not hand the trainer a model it cannot load."""
+    run = Run(small_config(tmp_path, "half"), log=lambda message: None)
+    folder = run.dir / "model-init"
+    whole = {p.name: p.read_bytes() for p in Path(run.initial_model()).iterdir()}
+    (folder / "model.safetensors").unlink()
+    assert set(whole) >= {"config.json", "tokenizer.json", "model.safetensors"}
+    rebuilt = {p.name: p.read_bytes() for p in Path(run.initial_model()).iterdir()}
+    assert rebuilt == whole  # same seed, same weights
+
+
+def test_share_warm_start__copies_whole_folders_and_keeps_the_target_s_own(tmp_path):
+    source, target = tmp_path / "a", tmp_path / "b"
+    (source / "model-init").mkdir(parents=True)
+    (source / "model-init" / "config.json").write_text("{}")
+    (source / "warm_start" / "trainer").mkdir(parents=True)
+    (source / "warm_start" / "model.safetensors").write_text("w")
+    (target / "untrained").mkdir(parents=True)
+    (target / "untrained" / "summary.json").write_text("mine")
+    share_warm_start(source, target)
+    assert (target / "model-init" / "config.json").read_text() == "{}"
+    assert (target / "warm_start" / "model.safetensors").read_text() == "w"
+    assert not (target / "warm_start" / "trainer").exists()  # optimizer state is not copied
+    assert (target / "untrained" / "summary.json").read_text() == "mine"
+    assert sorted(p.name for p in target.iterdir()) == ["model-init", "untrained", "warm_start"]
