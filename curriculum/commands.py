@@ -8,7 +8,7 @@ import sys
 from policy.prompts import PROMPT_STYLES
 
 # The comparison set of ``train --compare``: same budget and seeds, only the engineer differs.
-COMPARE_ENGINEERS = ("rule", "fixed", "random", "llm:self")
+COMPARE_ENGINEERS = ("rule", "learnability", "fixed", "random", "llm:self")
 
 
 def _parse_overrides(pairs: list[str]) -> dict:
@@ -39,7 +39,7 @@ def _train(args: argparse.Namespace) -> int:
     from curriculum.config import load_run_config, preset
     from curriculum.report import (compare_table, load_run, render_report, render_seed_comparison, seed_comparison,
                                    write_curves, write_plots)
-    from curriculum.run import Run, resume, share_warm_start
+    from curriculum.run import Run, resume, share_first_stage, share_warm_start
 
     from simulator.errors import ConfigError
 
@@ -74,15 +74,18 @@ def _train(args: argparse.Namespace) -> int:
     seeds = [config.seed + offset for offset in range(args.seeds)]
     runs = []
     for seed in seeds:
-        first_dir = None  # the seed's first arm trains the warm start; the others copy it
+        first = None  # the seed's first arm trains the warm start (and stage 1, where only engineers differ)
         for arm, arm_overrides in arms.items():
             name = f"{config.name}-{arm}" + (f"-s{seed}" if args.seeds > 1 else "")
             variant = config.with_overrides(name=name, arm=arm, seed=seed, **arm_overrides)
-            if first_dir is not None:
-                share_warm_start(first_dir, variant.run_dir)
+            if first is not None:
+                share_warm_start(first.run_dir, variant.run_dir)
+                if share_first_stage(first, variant):
+                    print(f"{name}: stage 1 shared with {first.name} (the arms differ only in the engineer)",
+                          file=sys.stderr)
             print(f"== {name}", file=sys.stderr)
             Run(variant).execute()
-            first_dir = first_dir or variant.run_dir
+            first = first or variant
             runs.append(load_run(variant.run_dir))
             write_plots(runs[-1], variant.run_dir)
     if args.seeds == 1:

@@ -357,6 +357,36 @@ def share_warm_start(source: Path, target: Path) -> None:
                 shutil.copytree(src, building, dirs_exist_ok=True, ignore=shutil.ignore_patterns("trainer"))
 
 
+# Run-config keys that cannot change what stage 1 trains on: the engineer acts only after stage 1 is validated.
+_STAGE_ONE_NEUTRAL = ("name", "arm", "engineer")
+_STAGE_ONE_PARTS = ("config.yaml", "model", "validation.mlr", "summary.json")
+
+
+def share_first_stage(source: RunConfig, target: RunConfig) -> bool:
+    """Copy ``source``'s finished stage 1 (its config, trained model and validation) into ``target``'s run folder
+    when the two runs differ only in the engineer (and name/arm): every arm of a seed trains stage 1 on the same
+    ``initial_config`` from the same warm start with the same seed, so training it once per seed is the same
+    experiment at a third less cost (three stages). The engineer's decision is not copied: ``target`` makes its
+    own. Returns whether anything was shared (False when the configs differ or stage 1 is not finished)."""
+    def neutral(config: RunConfig) -> dict:
+        return {key: value for key, value in config.to_dict().items() if key not in _STAGE_ONE_NEUTRAL}
+
+    src = source.run_dir / "stage-01"
+    dst = target.run_dir / "stage-01"
+    if neutral(source) != neutral(target) or not (src / "stage.json").exists() or (dst / "model").exists():
+        return False
+    dst.mkdir(parents=True, exist_ok=True)
+    for part in _STAGE_ONE_PARTS:
+        if (dst / part).exists():
+            continue
+        if (src / part).is_dir():
+            with atomic_folder(dst / part) as building:
+                shutil.copytree(src / part, building, dirs_exist_ok=True)
+        else:
+            atomic_write(dst / part, (src / part).read_bytes())
+    return True
+
+
 def _complete_model(folder: Path) -> bool:
     """Whether ``folder`` holds a loadable embedded model: config, tokenizer and weights."""
     return all((folder / name).exists() for name in ("config.json", "tokenizer.json", "model.safetensors"))

@@ -3,8 +3,9 @@
 Pieces, one file each: :mod:`engineer.evidence` (replays -> summary with per-size figures),
 :mod:`engineer.context` (evidence -> named, switchable sections as text and data), :mod:`engineer.prompt`
 (the LLM's prompt), :mod:`engineer.proposal` (answer -> repaired, validated config, or the fallback),
-:mod:`engineer.decision` (the record of each decision), :mod:`engineer.rule` and :mod:`engineer.llm` (two
-engineers), :mod:`engineer.engineers` (the registry: ``fixed``, ``random``, ``rule``, ``llm:BACKEND_SPEC``) and
+:mod:`engineer.decision` (the record of each decision), :mod:`engineer.rule`, :mod:`engineer.learnability` and
+:mod:`engineer.llm` (three engineers), :mod:`engineer.engineers` (the registry: ``fixed``, ``random``, ``rule``,
+``learnability``, ``llm:BACKEND_SPEC``) and
 :mod:`engineer.cli` (``mapf-lake engineer``).
 
 Typical use::

@@ -1,4 +1,4 @@
-"""Engineers, looked up by name: ``fixed``, ``random``, ``rule``, ``llm:BACKEND_SPEC``.
+"""Engineers, looked up by name: ``fixed``, ``random``, ``rule``, ``learnability``, ``llm:BACKEND_SPEC``.
 
 Every engineer has a ``name`` and ``propose(context, config, seed=0) -> EngineerDecision``; the decision's
 ``config`` is always a valid StageConfig (the previous one when a proposal is rejected). ``make_engineer(spec,
@@ -8,6 +8,7 @@ Every engineer has a ``name`` and ``propose(context, config, seed=0) -> Engineer
 * ``fixed``: never changes the config (the fixed-environment baseline).
 * ``random``: samples a valid config (the paper's "GRPO (random)" baseline); see :class:`RandomEngineer`.
 * ``rule``: the transparent rule-based engineer of :mod:`engineer.rule`.
+* ``learnability``: weights sizes by ``p(1 - p)`` of their success rate (:mod:`engineer.learnability`).
 * ``llm:BACKEND_SPEC``: a language model through a policy backend (:mod:`engineer.llm`).
 """
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
+from engineer.learnability import LearnabilityEngineer
 from engineer.llm import LLMEngineer
 from engineer.rule import RuleEngineer, hole_ratio_cap, rounded_shares
 from simulator.config import MAX_HOLE_RATIO, MAX_SIZE, MAX_STAGE_AGENTS, MIN_SIZE, SizeSpec, StageConfig
@@ -127,6 +129,7 @@ ENGINEERS: dict[str, EngineerKind] = {
     "fixed": EngineerKind(FixedEngineer, False, "fixed"),
     "random": EngineerKind(RandomEngineer, False, "random"),
     "rule": EngineerKind(RuleEngineer, False, "rule"),
+    "learnability": EngineerKind(LearnabilityEngineer, False, "learnability"),
     "llm": EngineerKind(LLMEngineer, True, "llm:BACKEND_SPEC (llm:hf:PATH, llm:vllm:PATH, llm:openai:MODEL)"),
 }
 ENGINEER_FORMS = ", ".join(kind.form for kind in ENGINEERS.values())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from curriculum.run import Run, share_warm_start
+from curriculum.run import Run, share_first_stage, share_warm_start
 from simulator.atomic import atomic_folder, atomic_write
 from tests.test_curriculum import small_config
 
@@ -67,3 +67,22 @@ def test_share_warm_start__copies_whole_folders_and_keeps_the_target_s_own(tmp_p
     assert not (target / "warm_start" / "trainer").exists()  # optimizer state is not copied
     assert (target / "untrained" / "summary.json").read_text() == "mine"
     assert sorted(p.name for p in target.iterdir()) == ["model-init", "untrained", "warm_start"]
+
+
+def test_share_first_stage__only_between_arms_that_differ_in_the_engineer(tmp_path):
+    source = small_config(tmp_path, "a").with_overrides(**{"engineer.spec": "rule", "arm": "rule"})
+    stage = source.run_dir / "stage-01"
+    (stage / "model").mkdir(parents=True)
+    (stage / "model" / "model.safetensors").write_text("w")
+    for name in ("config.yaml", "validation.mlr", "summary.json", "stage.json", "decision.json"):
+        (stage / name).write_text(name)
+    same = small_config(tmp_path, "b").with_overrides(**{"engineer.spec": "fixed", "arm": "fixed"})
+    other = small_config(tmp_path, "c").with_overrides(**{"engineer.spec": "fixed", "training.learning_rate": 1e-4})
+    assert share_first_stage(source, same)
+    shared = same.run_dir / "stage-01"
+    assert sorted(p.name for p in shared.iterdir()) == ["config.yaml", "model", "summary.json", "validation.mlr"]
+    assert (shared / "model" / "model.safetensors").read_text() == "w"  # the decision is the target's own to make
+    assert not share_first_stage(source, same)  # already there: nothing replaced
+    assert not share_first_stage(source, other) and not other.run_dir.exists()
+    (stage / "stage.json").unlink()
+    assert not share_first_stage(source, small_config(tmp_path, "d"))  # an unfinished stage 1 is not shared

@@ -126,7 +126,7 @@ TINY_COMPARE = ["stages=1", "training.steps=2", "training.prompts_per_step=2", "
 def _compare_command(out: Path) -> list[str]:
     return [sys.executable, "-m", "curriculum.cli", "train", "--preset", "tiny", "--compare", "--seeds", "2",
             "--name", "cmp", "--output-dir", str(out), "--arm", "fixed=engineer.spec=fixed",
-            "--arm", "rft=engineer.spec=rule;training.trainer=rft;training.rft_rounds=2", "--set", *TINY_COMPARE]
+            "--arm", "rule=engineer.spec=rule", "--arm", "rft=engineer.spec=rule;training.trainer=rft;training.rft_rounds=2", "--set", *TINY_COMPARE]
 
 
 def test_train_compare__two_seeds_two_arms_end_to_end_then_kill_and_resume(tmp_path):
@@ -135,7 +135,7 @@ def test_train_compare__two_seeds_two_arms_end_to_end_then_kill_and_resume(tmp_p
     # Kill the comparison once the first seed's two runs are finished and the second seed's run has started.
     process = subprocess.Popen(_compare_command(out), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
-    finished_first = [out / "cmp-fixed-s0" / "final" / "table.json", out / "cmp-rft-s0" / "final" / "table.json"]
+    finished_first = [out / f"cmp-{arm}-s0" / "final" / "table.json" for arm in ("fixed", "rule", "rft")]
     deadline = time.time() + 600
     while time.time() < deadline and process.poll() is None:
         if all(p.exists() for p in finished_first) and (out / "cmp-fixed-s1" / "manifest.json").exists():
@@ -157,6 +157,14 @@ def test_train_compare__two_seeds_two_arms_end_to_end_then_kill_and_resume(tmp_p
     ws = {name: (out / name / "warm_start" / "model" / "model.safetensors").read_bytes()
           for name in ("cmp-fixed-s0", "cmp-rft-s0", "cmp-fixed-s1")}
     assert ws["cmp-fixed-s0"] == ws["cmp-rft-s0"] != ws["cmp-fixed-s1"]
+    # stage 1 is trained once per seed for arms that differ only in the engineer, never across trainers
+    stage_one = {name: (out / name / "stage-01" / "model" / "model.safetensors").read_bytes()
+                 for name in ("cmp-fixed-s1", "cmp-rule-s1", "cmp-rft-s1")}
+    assert stage_one["cmp-fixed-s1"] == stage_one["cmp-rule-s1"] != stage_one["cmp-rft-s1"]
+    assert "cmp-rule-s1: stage 1 shared with cmp-fixed-s1" in result.stderr and "cmp-rft-s1: stage 1" not in result.stderr
+    decisions = [json.loads((out / name / "stage-01" / "decision.json").read_text())["engineer"]
+                 for name in ("cmp-fixed-s1", "cmp-rule-s1")]
+    assert decisions == ["fixed", "rule"]
     record = json.loads((out / "cmp-rft-s1" / "stage-01" / "stage.json").read_text())
     assert record["train"]["trainer"] == "rft" and 0.0 <= record["scores"]["sampled_valid_rate"] <= 1.0
     summary = json.loads((out / "cmp-rft-s1" / "stage-01" / "summary.json").read_text())

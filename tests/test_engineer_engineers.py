@@ -55,6 +55,54 @@ def _propose(spec: str, rates: dict[int, float], config: StageConfig = CONFIG, s
     return make_engineer(spec, **options).propose(context, config, seed=1)
 
 
+# --- learnability --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("rates, expected", [
+    # solved, mid, mid, hopeless: the floor (0.05) each, the rest (0.8) by p(1-p) = 0, 0.25, 0.25, 0
+    ({3: 1.0, 4: 0.5, 5: 0.5, 6: 0.0}, [0.05, 0.45, 0.45, 0.05]),
+    # p(1-p) = 0.09, 0.21, 0.25, 0.21 (sum 0.76): 0.05 + 0.8 * score / 0.76; the largest absorbs the rounding
+    ({3: 0.9, 4: 0.7, 5: 0.5, 6: 0.3}, [0.1447, 0.2711, 0.3131, 0.2711]),
+    # equal rates: equal weights, whatever the rate
+    ({3: 0.2, 4: 0.2, 5: 0.8, 6: 0.8}, [0.25, 0.25, 0.25, 0.25]),
+])
+def test_learnability__weights_follow_p_times_one_minus_p_above_the_floor(rates, expected):
+    decision = _propose("learnability", rates)
+    sizes = decision.config.sizes
+    assert [sizes[side].data_ratio for side in (3, 4, 5, 6)] == expected
+    assert all(sizes[side].hole_ratio == 0.2 and sizes[side].wait_ratio == 0.3 for side in sizes)  # weights only
+    assert (decision.config.samples, decision.config.seed, decision.config.agents) == (400, 3, 2)
+
+
+def test_learnability__all_solved_or_hopeless_or_no_evidence_moves_nothing():
+    for rates in ({3: 1.0, 4: 1.0, 5: 0.0, 6: 0.0}, {3: 0.0, 4: 0.0, 5: 0.0, 6: 0.0}):
+        decision = _propose("learnability", rates)
+        assert decision.diff == [] and "solved or hopeless" in decision.rationale
+    assert _propose("learnability", {3: 0.9, 4: 0.5}, min_episodes=50).diff == []
+    no_behavior = _propose("learnability", {3: 0.9, 4: 0.5}, sections=("failures",))
+    assert no_behavior.diff == [] and "no behavior" in no_behavior.reason
+
+
+def test_learnability__sizes_without_evidence_keep_their_weight_and_smoothing_keeps_part_of_the_old():
+    config = StageConfig.from_dict({"agents": 2, "samples": 100, "sizes": {
+        3: {"data_ratio": 0.4, "hole_ratio": 0.1, "wait_ratio": 0.2},
+        4: {"data_ratio": 0.4, "hole_ratio": 0.1, "wait_ratio": 0.2},
+        5: {"data_ratio": 0.2, "hole_ratio": 0.1, "wait_ratio": 0.2}}})
+    # size 5 has no validation episodes: it keeps 0.2; sizes 3 and 4 share their 0.8 (floor 0 here)
+    sizes = _propose("learnability", {3: 0.5, 4: 0.9}, config, floor=0.0).config.sizes
+    assert [sizes[side].data_ratio for side in (3, 4, 5)] == [round(0.8 * 0.25 / 0.34, 4), round(0.8 * 0.09 / 0.34, 4), 0.2]
+    smooth = _propose("learnability", {3: 0.5, 4: 0.9}, config, floor=0.0, smoothing=0.5).config.sizes
+    assert smooth[3].data_ratio == round(0.5 * 0.4 + 0.5 * 0.8 * 0.25 / 0.34, 4)
+
+
+def test_learnability__decisions_are_always_valid_configs_and_bad_options_are_config_errors():
+    for rates in ({3: 0.0}, {3: 1.0, 4: 0.001}, {3: 0.5, 4: 0.5, 5: 0.5, 6: 0.5}):
+        config = _propose("learnability", rates).config
+        assert StageConfig.from_dict(config.to_dict()) == config
+        assert all(spec.data_ratio > 0 for spec in config.sizes.values())  # no used size drops out
+    for option, value in (("floor", 1.5), ("smoothing", 1.0), ("min_episodes", -1), ("metric", "reward")):
+        with pytest.raises(ConfigError, match=f"learnability.{option}"):
+            make_engineer("learnability", **{option: value})
+
+
 # --- rule ----------------------------------------------------------------------------------------------------
 def test_rule__weight_moves_from_solved_and_hopeless_sizes_to_mid_range_ones():
     decision = _propose("rule", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05})
@@ -141,7 +189,7 @@ def test_make_engineer__bad_specs_are_config_errors(spec):
 def test_make_engineer__unknown_option_names_the_allowed_ones():
     with pytest.raises(ConfigError, match="low, high"):
         make_engineer("rule", lo=0.1)
-    assert set(ENGINEERS) == {"fixed", "random", "rule", "llm"}
+    assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "llm"}
 
 
 # --- llm with stand-in backends ------------------------------------------------------------------------------

@@ -1,0 +1,117 @@
+"""The learnability engineer: train where the policy succeeds about half the time.
+
+A size whose success rate is ``p`` gives GRPO groups whose reward varies with probability rising in ``p(1 - p)``
+(a group of ``G`` samples carries no signal with probability ``p^G + (1-p)^G``); a solved size (``p = 1``) and a
+hopeless one (``p = 0``) teach nothing. Per prompt this is the sampling rule of learning at the frontier of
+learnability; here it is applied per map size, from the stage's validation rates:
+
+1. Every used size with at least ``min_episodes`` validation episodes gets the score ``p(1 - p)``, ``p`` its
+   ``metric`` (``valid_rate`` by default, or ``optimal_rate``). Sizes without enough episodes keep their weight.
+2. The scored sizes share the weight they had between them: ``floor`` each (so no used size drops out, and a
+   size that becomes learnable again is still seen), the rest in proportion to the scores. When every score is 0
+   (all solved or all hopeless) nothing moves: there is no evidence of where the signal is.
+3. ``smoothing`` in [0, 1) keeps that share of the previous weights: ``w = smoothing * old + (1 - smoothing) * new``.
+
+Hole and wait ratios, agents, samples, seed, slip and horizon never change: this engineer decides only what the
+next stage sees how often. Ratios are rounded to 4 decimals (the largest absorbs the rounding).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+
+from engineer.context import EngineerContext
+from engineer.decision import EngineerDecision, make_decision
+from engineer.rule import RULE_METRICS, rounded_shares
+from simulator.config import SizeSpec, StageConfig
+from simulator.errors import ConfigError
+
+
+def learnability_weights(rates: dict[int, float], previous: dict[int, float], floor: float,
+                         smoothing: float) -> dict[int, float] | None:
+    """The new weights of the sizes in ``rates`` (the mass they held in ``previous`` is redistributed by
+    ``p(1 - p)`` above ``floor`` each), or None when every score is 0. Sizes of ``previous`` without a rate keep
+    their weight. Not rounded."""
+    scores = {side: rate * (1.0 - rate) for side, rate in rates.items()}
+    total = math.fsum(scores.values())
+    if total <= 0.0:
+        return None
+    mass = math.fsum(previous[side] for side in rates)
+    floor_each = min(floor, 1.0 / len(rates)) * mass
+    spread = mass - floor_each * len(rates)
+    weights = dict(previous)
+    for side, score in scores.items():
+        fresh = floor_each + spread * score / total
+        weights[side] = smoothing * previous[side] + (1.0 - smoothing) * fresh
+    return weights
+
+
+@dataclass
+class LearnabilityEngineer:
+    """See the module docstring. Options: ``make_engineer("learnability", floor=0.1, smoothing=0.5)``."""
+
+    floor: float = 0.05
+    """Least share of the scored sizes' weight each keeps (times their total weight)."""
+    smoothing: float = 0.0
+    """Share of the previous weights kept, in [0, 1)."""
+    min_episodes: int = 4
+    """Fewer validation episodes of a size than this: no evidence, the size keeps its weight."""
+    metric: str = "valid_rate"
+    name: str = "learnability"
+
+    def __post_init__(self) -> None:
+        for option, high in (("floor", 1.0), ("smoothing", 0.99)):
+            value = getattr(self, option)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= high:
+                raise ConfigError(f"learnability.{option}", value, f"a number in [0, {high}]")
+        if isinstance(self.min_episodes, bool) or not isinstance(self.min_episodes, int) or self.min_episodes < 0:
+            raise ConfigError("learnability.min_episodes", self.min_episodes, "an integer >= 0")
+        if self.metric not in RULE_METRICS:
+            raise ConfigError("learnability.metric", self.metric, f"one of {', '.join(RULE_METRICS)}")
+
+    def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
+        """The next config's weights by ``p(1 - p)``; ``seed`` is unused (the rule is deterministic)."""
+        started = time.perf_counter()
+
+        def decide(proposal: StageConfig | None, reason: str, notes: list[str]) -> EngineerDecision:
+            return make_decision(self.name, config, proposal, reason,
+                                 proposal=proposal.to_dict() if proposal is not None else None,
+                                 rationale="\n".join(notes), context_text=context.text,
+                                 seconds=time.perf_counter() - started)
+
+        behavior = context.section("behavior")
+        if behavior is None:
+            return decide(config, "learnability: no behavior section in the context, nothing to act on",
+                          ["kept the config: no evidence of behavior"])
+        by_size = behavior.get("by_size", {})
+        notes: list[str] = []
+        rates: dict[int, float] = {}
+        for side in config.used_sizes():
+            group = by_size.get(str(side))
+            episodes = group.get("episodes", 0) if group else 0
+            if episodes < self.min_episodes:
+                notes.append(f"size {side}: {episodes} episodes (< {self.min_episodes}), keeps its weight")
+                continue
+            rates[side] = float(group[self.metric])
+        previous = {side: spec.data_ratio for side, spec in config.sizes.items()}
+        weights = learnability_weights(rates, previous, self.floor, self.smoothing) if rates else None
+        if weights is None:
+            notes.append("every scored size is solved or hopeless (p(1-p) = 0): no weight moves" if rates
+                         else "no size has enough episodes: no weight moves")
+            return decide(config, "learnability: nothing to change", notes)
+        shares = rounded_shares(weights)
+        sizes = {side: SizeSpec(shares[side], spec.hole_ratio, spec.wait_ratio) for side, spec in config.sizes.items()}
+        for side, rate in sorted(rates.items()):
+            notes.append(f"size {side}: {self.metric} {rate:.3f}, p(1-p) {rate * (1 - rate):.3f}: data_ratio "
+                         f"{previous[side]!r} -> {shares[side]!r}")
+        try:
+            proposal = replace(config, sizes=sizes)
+        except ConfigError as error:  # not expected (shares of used sizes stay positive); keep the config, say why
+            return decide(None, f"rejected: the learnability proposal was invalid: {error}", notes)
+        return decide(proposal, "learnability: accepted" if proposal != config else "learnability: nothing to change",
+                      notes)
+
+
+__all__ = ["LearnabilityEngineer", "learnability_weights"]
