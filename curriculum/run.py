@@ -287,7 +287,8 @@ class Run:
             engineer = make_engineer(spec)
             history_for_engineer = history + [{"stage": stage, "config": config.to_dict(), **self._scores(summary),
                                                "zero_variance_share": train_info.get("zero_variance_share")}]
-            context = build_context(summary, config, history_for_engineer, sections=tuple(cfg.engineer.context))
+            evidence = {**summary, "training_signal": train_info.get("signal")}  # the trainer's own groups
+            context = build_context(evidence, config, history_for_engineer, sections=tuple(cfg.engineer.context))
             decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage)).to_dict()
             _write_json(decision_path, decision)
         next_config = decision["config"]

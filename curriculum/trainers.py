@@ -1,5 +1,6 @@
 """The two trainers of a run, both TRL: the supervised warm start (``SFTTrainer``) on the solver's optimal plans,
-and one GRPO stage (``GRPOTrainer``) whose rewards come from ``policy.rewards.REWARDS`` (the batched plan judge).
+and one GRPO stage (``GRPOTrainer``) whose reward is ``policy.rewards.StageReward`` (the run's weighted reward
+components, judged by the batched plan judge), which also records the stage's training signal per map size.
 
 Nothing here decides a curriculum: the stage loop (``curriculum.run``) passes instances in and gets a checkpoint
 folder (model + tokenizer, always saved together) and metrics out.
@@ -14,7 +15,8 @@ from pathlib import Path
 from typing import Sequence
 
 from policy.prompts import PromptStyle, save_checkpoint_style
-from policy.rewards import REWARDS, reward_columns
+from policy.rewards import StageReward, reward_columns
+from simulator.atomic import atomic_write
 from simulator.env import default_horizon
 from simulator.generator import LabelledInstance
 
@@ -152,6 +154,23 @@ def _format_seconds(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
+SIGNAL_FILE = "stage_signal.json"  # the StageReward tallies, beside each TRL checkpoint of a GRPO stage
+
+
+def _SignalSaver(reward: StageReward):
+    """A TrainerCallback that writes ``reward``'s tallies into every checkpoint TRL saves, so a stage resumed
+    from that checkpoint continues its per-size training signal instead of starting the counts again."""
+    from transformers import TrainerCallback
+
+    class SignalSaver(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if folder.is_dir():
+                atomic_write(folder / SIGNAL_FILE, json.dumps(reward.state()))
+
+    return SignalSaver()
+
+
 class _Progress:
     """A TrainerCallback (made lazily so transformers loads on demand) that times every optimizer step and keeps
     one live status line on stderr: phase, step/total, seconds per step, time left, and the latest loss or reward.
@@ -278,7 +297,7 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         beta=beta,
         logging_steps=1,
         use_vllm=use_vllm,
-        reward_weights=list(rewards.values()),
+        reward_weights=[1.0],  # the one StageReward already weighs the components
         loss_type=loss_type,
         num_iterations=num_iterations,
         scale_rewards=scale_rewards,
@@ -291,12 +310,16 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     if style.chat:
         options["chat_template_kwargs"] = {"enable_thinking": enable_thinking}
     timer = _Progress.make(f"GRPO {out_dir.name}", steps)
-    trainer = GRPOTrainer(model=model, reward_funcs=[REWARDS[name] for name in rewards], args=GRPOConfig(**options),
+    reward = StageReward(rewards, generations, scale_rewards)
+    resume_from = _latest_trainer_checkpoint(out_dir / "trainer")
+    if resume_from and (Path(resume_from) / SIGNAL_FILE).exists():
+        reward.load_state(json.loads((Path(resume_from) / SIGNAL_FILE).read_text()))
+    trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=GRPOConfig(**options),
                           train_dataset=grpo_dataset(items, style), processing_class=tokenizer,
-                          peft_config=peft_config, callbacks=[timer])
+                          peft_config=peft_config, callbacks=[timer, _SignalSaver(reward)])
     _quiet(trainer)
     start = time.perf_counter()
-    trainer.train(resume_from_checkpoint=_latest_trainer_checkpoint(out_dir / "trainer"))
+    trainer.train(resume_from_checkpoint=resume_from)
     seconds = time.perf_counter() - start
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     if lora:
@@ -325,6 +348,7 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         "completion_tokens_mean": mean_of("completions/mean_length"),
         "reward_first": logs[0]["reward"] if logs else None,
         "reward_last": logs[-1]["reward"] if logs else None,
+        "signal": reward.signal(),
     }
     if save:
         _mark_checkpoint(final, info)

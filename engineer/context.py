@@ -12,7 +12,10 @@ Sections (:data:`CONTEXT_SECTIONS`, always rendered in this order, whatever orde
     each cut to ``exemplar_chars`` characters).
 ``env_stats``
     the current config, and per size what the generator achieved: hole ratio, share of instances that need a
-    wait, optimal makespans (from ``size_stats``); the failed-vs-succeeded instance statistics.
+    wait, optimal makespans (from ``size_stats``); the failed-vs-succeeded instance statistics; and, when the
+    summary carries ``training_signal`` (the GRPO stage's own groups, ``policy.rewards.StageReward.signal``), per
+    size the groups trained on, their mean reward and sampled valid rate, the share with zero reward variance
+    (no gradient) and the mean absolute advantage.
 ``history``
     the last ``history_limit`` previous stages: their configs and the scores they led to.
 
@@ -46,6 +49,7 @@ _ACHIEVED_KEYS = (
     "episodes", "hole_ratio_mean", "needs_wait_share", "optimal_makespan_mean", "optimal_makespan_min",
     "optimal_makespan_max",
 )
+_SIGNAL_KEYS = ("groups", "reward_mean", "valid_rate", "zero_variance_share", "abs_advantage_mean")
 _HISTORY_SCORES = ("valid_rate", "optimal_rate", "zero_variance_share")
 
 
@@ -218,12 +222,17 @@ def _env_stats_data(summary: Mapping, config: StageConfig, history: list, option
     optimal_makespan_mean, optimal_makespan_min, optimal_makespan_max}}, instance_stats: {failed, succeeded}}``;
     ``achieved`` is empty when the summary has no ``size_stats``."""
     size_stats = summary.get("size_stats") or {}
+    signal = (summary.get("training_signal") or {}).get("by_size") or {}
     return {
         "config": config.to_dict(),
         "achieved": {
             side: {key: size_stats[side].get(key, 0) for key in _ACHIEVED_KEYS} for side in _side_order(size_stats)
         },
         "instance_stats": dict(summary.get("instance_stats") or {}),
+        "training_signal": {
+            side: {key: _score(signal[side].get(key)) for key in _SIGNAL_KEYS} for side in _side_order(signal)
+            if isinstance(signal[side], Mapping)
+        },
     }
 
 
@@ -331,6 +340,15 @@ def _env_stats_text(data: Mapping) -> list[str]:
             f" vs {_num(succeeded.get('optimal_makespan_mean'), 1)}, agents {_num(failed.get('agents_mean'), 1)} vs "
             f"{_num(succeeded.get('agents_mean'), 1)}"
         )
+    if data.get("training_signal"):
+        lines.append("training signal of the stage just trained (its GRPO groups):")
+        for side, figures in data["training_signal"].items():
+            groups = figures["groups"]
+            lines.append(
+                f"  {side}x{side}: {int(groups) if groups is not None else '-'} groups, reward "
+                f"{_num(figures['reward_mean'])}, sampled valid {_pct(figures['valid_rate'])}, zero-variance "
+                f"{_pct(figures['zero_variance_share'])}, mean |advantage| {_num(figures['abs_advantage_mean'])}"
+            )
     return lines
 
 

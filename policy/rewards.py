@@ -15,6 +15,8 @@ Components (each a list of floats, one per completion):
 ==================  =======  ==================================================================================
 
 Look them up by name in ``REWARDS``; :func:`reward_breakdown` returns every component at once (for replays).
+:class:`StageReward` is a weighted sum of components as one reward function that also records each GRPO group's
+signal (reward, zero variance, mean absolute advantage) per map size, for the engineer.
 """
 
 from __future__ import annotations
@@ -97,3 +99,90 @@ REWARDS: dict[str, Callable[..., list[float]]] = {
     name: _component(name) for name in ("default", "format", "valid", "optimal", "progress")
 }
 mapf_reward = REWARDS["default"]
+
+
+class StageReward:
+    """The weighted sum of reward components as one TRL reward function, recording what each group taught.
+
+    ``weights`` maps component names (``REWARDS``) to weights; a call returns ``sum(weight * component)`` per
+    completion, as TRL would sum them given the components separately (one judge pass instead of one per
+    component). TRL scores a generation batch in groups of ``generations`` consecutive completions of one prompt;
+    each call also computes each group's advantages the way TRL's GRPO does (``scale_rewards``: ``group`` divides
+    by the group's std, Bessel-corrected, plus 1e-4; ``batch`` by the batch's; ``none`` only centres) and adds
+    them to per-size tallies. :meth:`signal` returns them: the trainer's own training signal per map size and per
+    agents x size, for the engineer.
+    """
+
+    __name__ = "mapf_stage_reward"
+
+    def __init__(self, weights: dict[str, float], generations: int, scale_rewards: str = "group") -> None:
+        unknown = [name for name in weights if name not in REWARDS]
+        if unknown or not weights:
+            raise ValueError(f"reward weights {weights!r}: names among {sorted(REWARDS)}")
+        if scale_rewards not in ("group", "batch", "none"):
+            raise ValueError(f"scale_rewards {scale_rewards!r}: group, batch or none")
+        self.weights = dict(weights)
+        self.generations = int(generations)
+        self.scale_rewards = scale_rewards
+        self._tallies: dict[tuple[int, int], dict[str, float]] = {}
+
+    def __call__(self, prompts=None, completions=(), instance=(), optimal_makespan=(), horizon=(),
+                 **_columns) -> list[float]:
+        parts = reward_breakdown(completions, instance, optimal_makespan, horizon)
+        total = np.zeros(len(completions), np.float64)
+        for name, weight in self.weights.items():
+            total += weight * parts[name]
+        self._record(list(instance), total, parts["valid"])
+        return total.tolist()
+
+    def _record(self, instance: list[str], total: np.ndarray, valid: np.ndarray) -> None:
+        g = self.generations
+        if g < 2 or total.size % g or any(len(set(instance[i:i + g])) != 1 for i in range(0, total.size, g)):
+            return  # not TRL's grouped layout (a direct call): there are no groups to learn from
+        grouped = total.reshape(-1, g)
+        centred = grouped - grouped.mean(axis=1, keepdims=True)
+        group_std = grouped.std(axis=1, ddof=1)
+        if self.scale_rewards == "group":
+            advantages = centred / (group_std[:, None] + 1e-4)
+        elif self.scale_rewards == "batch":
+            advantages = centred / (total.std(ddof=1) + 1e-4)
+        else:
+            advantages = centred
+        for row in range(grouped.shape[0]):
+            inst = _instance(instance[row * g])
+            key = (inst.n_agents, max(inst.height, inst.width))
+            tally = self._tallies.setdefault(key, {"groups": 0, "reward": 0.0, "valid": 0.0, "zero_variance": 0,
+                                                   "abs_advantage": 0.0})
+            tally["groups"] += 1
+            tally["reward"] += float(grouped[row].mean())
+            tally["valid"] += float(valid[row * g:(row + 1) * g].mean())
+            tally["zero_variance"] += int(np.isclose(group_std[row], 0.0, atol=1e-8, rtol=0.0))
+            tally["abs_advantage"] += float(np.abs(advantages[row]).mean())
+
+    def state(self) -> dict[str, dict[str, float]]:
+        """The tallies as JSON (saved beside each trainer checkpoint, so a resumed stage keeps its counts)."""
+        return {f"{agents}x{side}": dict(tally) for (agents, side), tally in sorted(self._tallies.items())}
+
+    def load_state(self, state: dict[str, dict[str, float]]) -> None:
+        self._tallies = {}
+        for key, tally in state.items():
+            agents, _, side = key.partition("x")
+            self._tallies[(int(agents), int(side))] = {name: float(value) for name, value in tally.items()}
+
+    def signal(self) -> dict[str, dict[str, dict[str, float | int]]]:
+        """``{"by_size": {side: figures}, "by_agents_size": {"AxS": figures}}``; figures: ``groups``,
+        ``reward_mean``, ``valid_rate`` (of the sampled completions), ``zero_variance_share`` and
+        ``abs_advantage_mean`` (mean over the groups of their completions' mean absolute advantage)."""
+        def figures(tallies: list[dict[str, float]]) -> dict[str, float | int]:
+            groups = sum(t["groups"] for t in tallies)
+            return {"groups": int(groups),
+                    "reward_mean": sum(t["reward"] for t in tallies) / groups,
+                    "valid_rate": sum(t["valid"] for t in tallies) / groups,
+                    "zero_variance_share": sum(t["zero_variance"] for t in tallies) / groups,
+                    "abs_advantage_mean": sum(t["abs_advantage"] for t in tallies) / groups}
+
+        sides = sorted({side for _, side in self._tallies})
+        return {
+            "by_size": {str(side): figures([t for (_, s), t in self._tallies.items() if s == side]) for side in sides},
+            "by_agents_size": {f"{agents}x{side}": figures([t]) for (agents, side), t in sorted(self._tallies.items())},
+        }

@@ -55,6 +55,16 @@ def test_run__two_stages_end_to_end_leave_complete_records(finished_run):
     assert [json.loads(line)["stage"] for line in lines] == [1, 2]
     record = json.loads((run_dir / "stage-02" / "stage.json").read_text())
     assert 0.0 <= record["scores"]["zero_variance_share"] <= 1.0 and record["train"]["step_seconds"] > 0
+    # the per-size training signal covers every group trained on and agrees with TRL's own per-step logs
+    signal = record["train"]["signal"]["by_size"]
+    groups = sum(figures["groups"] for figures in signal.values())
+    assert groups == SMALL["training.steps"] * SMALL["training.prompts_per_step"] and set(signal) <= {"3", "4", "5", "6"}
+    share = sum(f["groups"] * f["zero_variance_share"] for f in signal.values()) / groups
+    reward = sum(f["groups"] * f["reward_mean"] for f in signal.values()) / groups
+    assert share == pytest.approx(record["train"]["zero_variance_share"])
+    assert reward == pytest.approx(record["train"]["reward_mean"], abs=1e-6)
+    context = json.loads((run_dir / "stage-02" / "decision.json").read_text())["context_text"]
+    assert "training signal of the stage just trained" in context
     table = json.loads((run_dir / "final" / "table.json").read_text())
     assert sum(cell["episodes"] for cell in table["cells"].values()) == 80
 

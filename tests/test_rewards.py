@@ -41,3 +41,70 @@ def test_rewards__conversational_completions_and_extra_columns():
 def test_reward_breakdown__parse_error_reasons_recorded():
     breakdown = reward_breakdown(["nope"], [COLUMNS["instance"]], [2], [12])
     assert breakdown["parse_error"][0].startswith("no line of the answer names an agent")
+
+
+# --- StageReward: one weighted reward and the per-size training signal ------------------------------------------
+BIG = Instance(grid=[[0] * 4 for _ in range(4)], starts=[[0, 0], [3, 3]], goals=[[0, 3], [3, 0]])
+BIG_COLUMNS = reward_columns(BIG, optimal_makespan=3, horizon=16)
+ANSWERS = {"optimal": TABLE[0][1], "valid": TABLE[1][1], "hole": TABLE[2][1], "garbage": TABLE[5][1]}
+
+
+def _batch(groups):
+    """TRL's layout: each group's completions consecutive, the instance columns repeated per completion."""
+    completions, columns = [], {key: [] for key in COLUMNS}
+    for cols, answers in groups:
+        for answer in answers:
+            completions.append(answer)
+            for key in columns:
+                columns[key].append(cols[key])
+    return completions, columns
+
+
+def _trl_advantages(rewards, generations, scale):
+    """The advantages TRL's GRPOTrainer computes (sum_then_normalize), with TRL's own nanstd."""
+    import torch
+    from trl.trainer.utils import nanstd
+
+    r = torch.tensor(rewards, dtype=torch.float64)
+    mean = r.view(-1, generations).mean(dim=1).repeat_interleave(generations)
+    std = nanstd(r.view(-1, generations), dim=1).repeat_interleave(generations) if scale != "batch" else nanstd(r)
+    return ((r - mean) / (std + 1e-4) if scale != "none" else r - mean).abs().tolist()
+
+
+@pytest.mark.parametrize("scale", ["group", "batch", "none"])
+def test_stage_reward__sums_components_and_tallies_trl_s_advantages_per_size(scale):
+    from policy.rewards import StageReward
+
+    weights = {"default": 1.0, "progress": 0.5}
+    groups = [(COLUMNS, ["optimal", "valid", "hole", "garbage"]), (COLUMNS, ["garbage"] * 4),
+              (BIG_COLUMNS, ["garbage"] * 4), (COLUMNS, ["optimal", "optimal", "valid", "valid"])]
+    completions, columns = _batch([(cols, [ANSWERS[a] for a in answers]) for cols, answers in groups])
+    reward = StageReward(weights, generations=4, scale_rewards=scale)
+    got = reward(prompts=["p"] * 16, completions=completions, **columns)
+    separate = [sum(w * REWARDS[name](prompts=["p"] * 16, completions=completions, **columns)[i]
+                    for name, w in weights.items()) for i in range(16)]
+    assert got == pytest.approx(separate)
+    advantages = _trl_advantages(got, 4, scale)
+    signal = reward.signal()
+    three, four = signal["by_size"]["3"], signal["by_size"]["4"]
+    assert three["groups"] == 3 and four["groups"] == 1 and signal["by_agents_size"]["2x3"] == three
+    assert three["zero_variance_share"] == pytest.approx(1 / 3) and four["zero_variance_share"] == 1.0
+    assert three["valid_rate"] == pytest.approx((0.5 + 0.0 + 1.0) / 3)
+    assert three["reward_mean"] == pytest.approx((sum(got[0:4]) + sum(got[4:8]) + sum(got[12:16])) / 12)
+    per_group = [sum(advantages[i:i + 4]) / 4 for i in range(0, 16, 4)]
+    assert three["abs_advantage_mean"] == pytest.approx((per_group[0] + per_group[1] + per_group[3]) / 3)
+    assert four["abs_advantage_mean"] == pytest.approx(per_group[2])
+    again = StageReward(weights, generations=4, scale_rewards=scale)
+    again.load_state(reward.state())  # what a resumed stage reloads from its checkpoint
+    assert again.signal() == signal
+
+
+def test_stage_reward__a_batch_not_in_groups_scores_but_records_nothing():
+    from policy.rewards import StageReward
+
+    reward = StageReward({"valid": 1.0}, generations=4)
+    completions, columns = _batch([(COLUMNS, [ANSWERS["optimal"], ANSWERS["garbage"]]), (BIG_COLUMNS, ["x", "y"])])
+    assert reward(completions=completions, **columns) == [1.0, 0.0, 0.0, 0.0]
+    assert reward.signal() == {"by_size": {}, "by_agents_size": {}}
+    with pytest.raises(ValueError, match="names among"):
+        StageReward({"nope": 1.0}, generations=4)
