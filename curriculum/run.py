@@ -285,6 +285,10 @@ class Run:
             elif spec == "llm:base":
                 spec = f"llm:hf:{base_model}"
             engineer = make_engineer(spec)
+            if hasattr(engineer, "load_state"):  # a stateful engineer continues from its previous decision
+                previous = self.stage_dir(stage - 1) / "decision.json"
+                engineer.load_state((json.loads(previous.read_text()).get("details") or {}).get("state")
+                                    if stage > 1 and previous.exists() else None)
             history_for_engineer = history + [{"stage": stage, "config": config.to_dict(), **self._scores(summary),
                                                "zero_variance_share": train_info.get("zero_variance_share")}]
             evidence = {**summary, "training_signal": train_info.get("signal")}  # the trainer's own groups

@@ -1,4 +1,4 @@
-"""Engineers, looked up by name: ``fixed``, ``random``, ``rule``, ``learnability``, ``llm:BACKEND_SPEC``.
+"""Engineers, looked up by name: ``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``, ``llm:BACKEND_SPEC``.
 
 Every engineer has a ``name`` and ``propose(context, config, seed=0) -> EngineerDecision``; the decision's
 ``config`` is always a valid StageConfig (the previous one when a proposal is rejected). ``make_engineer(spec,
@@ -9,6 +9,8 @@ Every engineer has a ``name`` and ``propose(context, config, seed=0) -> Engineer
 * ``random``: samples a valid config (the paper's "GRPO (random)" baseline); see :class:`RandomEngineer`.
 * ``rule``: the transparent rule-based engineer of :mod:`engineer.rule`.
 * ``learnability``: weights sizes by ``p(1 - p)`` of their success rate (:mod:`engineer.learnability`).
+* ``bandit``: a non-stationary bandit over sizes valued by the stage's mean absolute GRPO advantage
+  (:mod:`engineer.bandit`); its state is in each decision's ``details`` and continues through ``load_state``.
 * ``llm:BACKEND_SPEC``: a language model through a policy backend (:mod:`engineer.llm`).
 """
 
@@ -25,6 +27,7 @@ import numpy as np
 
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
+from engineer.bandit import BanditEngineer
 from engineer.learnability import LearnabilityEngineer
 from engineer.llm import LLMEngineer
 from engineer.rule import RuleEngineer, hole_ratio_cap, rounded_shares
@@ -130,6 +133,7 @@ ENGINEERS: dict[str, EngineerKind] = {
     "random": EngineerKind(RandomEngineer, False, "random"),
     "rule": EngineerKind(RuleEngineer, False, "rule"),
     "learnability": EngineerKind(LearnabilityEngineer, False, "learnability"),
+    "bandit": EngineerKind(BanditEngineer, False, "bandit"),
     "llm": EngineerKind(LLMEngineer, True, "llm:BACKEND_SPEC (llm:hf:PATH, llm:vllm:PATH, llm:openai:MODEL)"),
 }
 ENGINEER_FORMS = ", ".join(kind.form for kind in ENGINEERS.values())

@@ -209,6 +209,26 @@ def test_run__resume_after_sigkill_matches_an_uninterrupted_run(tmp_path, finish
         assert resumed["decision"]["accepted"] == clean["decision"]["accepted"]
 
 
+def test_run__the_bandit_engineer_s_state_survives_a_sigkill_and_resume(tmp_path):
+    from curriculum.config import save_run_config
+
+    config = small_config(tmp_path, "bandit", **{"engineer.spec": "bandit"})
+    save_run_config(config, tmp_path / "run.yaml")
+    killed = _kill_when(_train_in_subprocess(tmp_path / "run.yaml"),
+                        lambda: (config.run_dir / "stage-02" / "trainer").exists())
+    assert killed, "the run ended before stage 2 could be killed"
+    result = subprocess.run([sys.executable, "-m", "curriculum.cli", "train", "--resume", str(config.run_dir)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    signals = [json.loads((config.run_dir / f"stage-0{n}" / "stage.json").read_text())["train"]["signal"]["by_size"]
+               for n in (1, 2)]
+    state = json.loads((config.run_dir / "stage-02" / "decision.json").read_text())["details"]["state"]
+    # the counts cover both stages' groups: the resumed stage-2 decision continued stage 1's bandit
+    expected = {side: sum(s.get(side, {}).get("groups", 0) for s in signals) for side in {*signals[0], *signals[1]}}
+    assert state["counts"] == {side: n for side, n in sorted(expected.items(), key=lambda kv: int(kv[0])) if n}
+    assert sum(state["counts"].values()) == 2 * SMALL["training.steps"] * SMALL["training.prompts_per_step"]
+
+
 def test_grpo_stage__lora_trains_merges_and_saves_a_loadable_checkpoint(tmp_path, finished_run):
     from curriculum.trainers import grpo_stage
     from policy.backends import Sampling, make_backend

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
@@ -103,6 +104,60 @@ def test_learnability__decisions_are_always_valid_configs_and_bad_options_are_co
             make_engineer("learnability", **{option: value})
 
 
+# --- bandit -------------------------------------------------------------------------------------------------
+def _signal_context(signal: dict[int, tuple[int, float]], config: StageConfig = CONFIG, sections=None):
+    """A context whose env_stats carry a training signal: {side: (groups, mean |advantage|)}."""
+    summary = {**summary_with({side: 0.5 for side in config.sizes}),
+               "training_signal": {"by_size": {str(side): {"groups": g, "reward_mean": 0.5, "valid_rate": 0.5,
+                                                           "zero_variance_share": 0.0, "abs_advantage_mean": a}
+                                               for side, (g, a) in signal.items()}}}
+    return build_context(summary, config, [], sections=sections)
+
+
+def test_bandit__values_follow_the_signal_and_the_weights_are_a_softmax_above_the_floor():
+    from engineer.bandit import softmax_shares
+
+    bandit = make_engineer("bandit", temperature=0.2, step_size=0.5, floor=0.05)
+    # solved (no advantage), two learnable sizes, hopeless (no advantage)
+    first = bandit.propose(_signal_context({3: (8, 0.0), 4: (8, 0.8), 5: (8, 0.6), 6: (8, 0.0)}), CONFIG)
+    assert first.details["state"] == {"values": {"3": 0.0, "4": 0.8, "5": 0.6, "6": 0.0},
+                                      "counts": {"3": 8, "4": 8, "5": 8, "6": 8}}
+    expected = softmax_shares({3: 0.0, 4: 0.8, 5: 0.6, 6: 0.0}, 0.2, 0.05)
+    shares = {side: spec.data_ratio for side, spec in first.config.sizes.items()}
+    assert shares == pytest.approx(expected, abs=2e-4) and math.fsum(shares.values()) == 1.0  # 4 decimals, the largest absorbs
+    assert shares[4] > shares[5] > shares[3] == shares[6] >= 0.05
+    assert all(spec.hole_ratio == 0.2 and spec.wait_ratio == 0.3 for spec in first.config.sizes.values())
+    # next stage: size 4 got solved (its advantage fell to 0), 6 untrained keeps its value
+    bandit.propose(_signal_context({3: (2, 0.0), 4: (10, 0.0), 5: (8, 1.0)}), first.config)
+    assert bandit.state()["values"] == {"3": 0.0, "4": 0.4, "5": 0.8, "6": 0.0}
+    assert bandit.state()["counts"] == {"3": 10, "4": 18, "5": 16, "6": 8}
+
+
+def test_bandit__state_from_the_previous_decision_continues_the_same_bandit():
+    one = make_engineer("bandit")
+    context_a = _signal_context({3: (8, 0.2), 4: (8, 0.9)})
+    context_b = _signal_context({3: (8, 0.7), 4: (8, 0.1)})
+    one.propose(context_a, CONFIG)
+    straight = one.propose(context_b, CONFIG)
+    resumed = make_engineer("bandit")
+    resumed.load_state(make_engineer("bandit").propose(context_a, CONFIG).to_dict()["details"]["state"])
+    again = resumed.propose(context_b, CONFIG)
+    assert again.config == straight.config and again.details == straight.details
+
+
+def test_bandit__no_signal_moves_nothing_and_bad_options_or_state_are_config_errors():
+    assert make_engineer("bandit").propose(_signal_context({}), CONFIG).diff == []
+    hidden = make_engineer("bandit").propose(_signal_context({3: (8, 0.9)}, sections=("behavior",)), CONFIG)
+    assert hidden.diff == [] and "no training signal" in hidden.rationale  # the env_stats ablation hides it
+    lone = make_engineer("bandit").propose(_signal_context({4: (8, 0.9)}), CONFIG)
+    assert lone.config.sizes[4].data_ratio == 0.25  # every arm at the one valued arm's level: equal shares
+    for option, value in (("temperature", 0.0), ("step_size", 0.0), ("floor", 2.0)):
+        with pytest.raises(ConfigError, match=f"bandit.{option}"):
+            make_engineer("bandit", **{option: value})
+    with pytest.raises(ConfigError, match="bandit state"):
+        make_engineer("bandit").load_state({"values": {"x": "y"}})
+
+
 # --- rule ----------------------------------------------------------------------------------------------------
 def test_rule__weight_moves_from_solved_and_hopeless_sizes_to_mid_range_ones():
     decision = _propose("rule", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05})
@@ -189,7 +244,7 @@ def test_make_engineer__bad_specs_are_config_errors(spec):
 def test_make_engineer__unknown_option_names_the_allowed_ones():
     with pytest.raises(ConfigError, match="low, high"):
         make_engineer("rule", lo=0.1)
-    assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "llm"}
+    assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "bandit", "llm"}
 
 
 # --- llm with stand-in backends ------------------------------------------------------------------------------

@@ -1,0 +1,112 @@
+"""The bandit engineer: a non-stationary multi-armed bandit over map sizes, valued by the training signal.
+
+Each size of the config is an arm. After a stage, every arm that was trained on (it had GRPO groups) moves its
+value toward that stage's mean absolute advantage of its groups (``training_signal`` of the context's
+``env_stats`` section, from :class:`policy.rewards.StageReward`): ``value += step_size * (signal - value)``, an
+exponential recency-weighted average, so the values follow a policy that keeps changing. Arms not trained keep
+their value; an arm never valued starts at the mean of the valued ones. The next stage's ``data_ratio`` per
+size is a softmax (Boltzmann) over the values at ``temperature``, at least ``floor`` each, so no arm is
+abandoned. Zero-variance groups have no advantage at all, so a solved or a hopeless size loses value, and a size
+where the policy's samples disagree gains it: the self-evolving curriculum rule, per size.
+
+The state (``values``, ``counts`` of groups seen) is in every decision record (``details["state"]``); the run
+hands the previous decision's state to :meth:`BanditEngineer.load_state` before the next proposal, so a
+resumed run continues the same bandit. Hole and wait ratios, agents, samples, seed, slip and horizon never
+change. Ratios are rounded to 4 decimals.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+
+from engineer.context import EngineerContext
+from engineer.decision import EngineerDecision, make_decision
+from engineer.rule import rounded_shares
+from simulator.config import SizeSpec, StageConfig
+from simulator.errors import ConfigError
+
+
+def softmax_shares(values: dict[int, float], temperature: float, floor: float) -> dict[int, float]:
+    """``values`` -> shares ``floor + (1 - n * floor) * softmax(values / temperature)`` (not rounded)."""
+    top = max(values.values())
+    exps = {side: math.exp((value - top) / temperature) for side, value in values.items()}
+    total = math.fsum(exps.values())
+    floor = min(floor, 1.0 / len(values))
+    spread = 1.0 - floor * len(values)
+    return {side: floor + spread * e / total for side, e in exps.items()}
+
+
+@dataclass
+class BanditEngineer:
+    """See the module docstring. Options: ``make_engineer("bandit", temperature=0.2, step_size=0.5)``."""
+
+    step_size: float = 0.5
+    """How far a trained arm's value moves toward the stage's signal, in (0, 1]."""
+    temperature: float = 0.2
+    """Softmax temperature over the values (mean absolute advantages, about 0..1)."""
+    floor: float = 0.05
+    """Least data ratio of every arm."""
+    name: str = "bandit"
+    values: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for option, low, high in (("step_size", 1e-6, 1.0), ("temperature", 1e-3, 100.0), ("floor", 0.0, 1.0)):
+            value = getattr(self, option)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+                raise ConfigError(f"bandit.{option}", value, f"a number in [{low}, {high}]")
+        self.load_state({"values": self.values, "counts": self.counts})
+
+    def load_state(self, state: dict | None) -> None:
+        """Continue from a previous decision's ``details["state"]`` (None or {}: a fresh bandit)."""
+        state = state or {}
+        try:
+            self.values = {int(side): float(value) for side, value in (state.get("values") or {}).items()}
+            self.counts = {int(side): int(count) for side, count in (state.get("counts") or {}).items()}
+        except (TypeError, ValueError, AttributeError) as error:
+            raise ConfigError("bandit state", state, f"{{values: {{side: number}}, counts: {{side: int}}}} ({error})")
+
+    def state(self) -> dict:
+        return {"values": {str(side): value for side, value in sorted(self.values.items())},
+                "counts": {str(side): count for side, count in sorted(self.counts.items())}}
+
+    def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
+        """Update the values from the stage's training signal, then the softmax weights; ``seed`` is unused."""
+        started = time.perf_counter()
+        env_stats = context.section("env_stats") or {}
+        signal = env_stats.get("training_signal") or {}
+        notes: list[str] = []
+        for side in sorted(config.sizes):
+            figures = signal.get(str(side))
+            groups = int(figures.get("groups") or 0) if figures else 0
+            advantage = figures.get("abs_advantage_mean") if figures else None
+            if groups <= 0 or not isinstance(advantage, (int, float)) or not math.isfinite(advantage):
+                continue
+            old = self.values.get(side)
+            self.values[side] = advantage if old is None else old + self.step_size * (advantage - old)
+            self.counts[side] = self.counts.get(side, 0) + groups
+            notes.append(f"size {side}: {groups} groups, mean |advantage| {advantage:.3f}: value "
+                         f"{'new' if old is None else f'{old:.3f}'} -> {self.values[side]:.3f}")
+
+        def decide(proposal: StageConfig, reason: str) -> EngineerDecision:
+            return make_decision(self.name, config, proposal, reason, proposal=proposal.to_dict(),
+                                 rationale="\n".join(notes), context_text=context.text,
+                                 seconds=time.perf_counter() - started, details={"state": self.state()})
+
+        valued = [self.values[side] for side in config.sizes if side in self.values]
+        if not valued:
+            notes.append("no training signal in the context (env_stats.training_signal): no weight moves")
+            return decide(config, "bandit: nothing to change")
+        start = math.fsum(valued) / len(valued)
+        arms = {side: self.values.get(side, start) for side in config.sizes}
+        shares = rounded_shares(softmax_shares(arms, self.temperature, self.floor))
+        sizes = {side: SizeSpec(shares[side], spec.hole_ratio, spec.wait_ratio) for side, spec in config.sizes.items()}
+        notes.append("softmax at temperature " + f"{self.temperature:g}: " +
+                     ", ".join(f"{side}x{side} {shares[side]:.4f}" for side in sorted(shares)))
+        proposal = replace(config, sizes=sizes)
+        return decide(proposal, "bandit: accepted" if proposal != config else "bandit: nothing to change")
+
+
+__all__ = ["BanditEngineer", "softmax_shares"]
