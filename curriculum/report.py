@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from engineer.decision import decision_outcome
 from simulator.errors import ConfigError
 
 
@@ -64,7 +65,8 @@ def render_report(run: dict) -> str:
             f"{record['stage']:>10} {100 * scores['valid_rate']:>7.1f} {100 * scores['optimal_rate']:>9.1f} "
             f"{fmt(train.get('reward_mean'), '>13.3f')} {fmt(train.get('zero_variance_share'), '>16.2f')} "
             f"{fmt(train.get('step_seconds'), '>7.2f')} {fmt(train.get('completion_tokens_mean'), '>7.1f')}  "
-            f"{'accepted' if decision.get('accepted') else 'kept'}: {'; '.join(decision.get('diff') or []) or 'no change'}"
+            f"{decision.get('outcome') or decision_outcome(decision.get('accepted'), decision.get('diff'))}: "
+            f"{'; '.join(decision.get('diff') or []) or 'no change'}"
         )
     lines.append("config trajectory (data_ratio per size; hole/wait ratio):")
     for record in run["stages"]:

@@ -32,7 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Callable
 
@@ -40,6 +40,7 @@ from curriculum.config import RunConfig, load_run_config, save_run_config
 from policy.prompts import get_style, save_checkpoint_style
 from replays.format import ReplayHeader
 from engineer import summarize_episodes
+from engineer.decision import decision_outcome
 from replays.writer import ReplayWriter
 from simulator.atomic import atomic_folder, atomic_write
 from simulator.config import StageConfig, save_config
@@ -143,8 +144,12 @@ class Run:
         stage_config = StageConfig.from_dict({**spec.config, "samples": spec.samples})
         return generate(stage_config).instances
 
-    def validate(self, model_dir: str, folder: Path, stage: int, items) -> dict:
-        """Greedy answers of ``model_dir`` on the validation set -> replays + summary (skipped when present)."""
+    def validate(self, model_dir: str, folder: Path, stage: int, items, trained_config: dict | None = None) -> dict:
+        """Greedy answers of ``model_dir`` on the validation set -> replays + summary (skipped when present).
+
+        The replay header's ``stage_config`` is the validation config (it produced these instances); the config
+        the checkpoint was trained on goes in ``extra["trained_config"]`` (None: untrained), so a reader of the
+        replays alone (``mapf-lake engineer --replays STAGE``) edits the stage's training config."""
         from policy.evaluation import attach_rewards
         from policy.rollout import judge_episodes
 
@@ -157,7 +162,8 @@ class Run:
         episodes = judge_episodes(items, answers.plans, answers.parse_errors, answers.completions, answers.prompts)
         attach_rewards(episodes, items, answers)
         header = ReplayHeader.new(run_id=self.config.name, stage=stage, split="validation", policy=policy.descriptor,
-                                  stage_config=self.config.validation.config)
+                                  stage_config=self.config.validation.config,
+                                  extra={"trained_config": trained_config})
         with ReplayWriter(replay, header) as writer:
             writer.write_all(episodes)
         summary = summarize_episodes(episodes)  # the failure summary plus per-size figures for the engineer
@@ -247,12 +253,14 @@ class Run:
         folder = self.dir / "warm_start"
         folder.mkdir(parents=True, exist_ok=True)
         base = ws.config or self.config.initial_config
-        items = generate(StageConfig.from_dict({**base, "samples": ws.samples, "seed": stage_seed(self.config.seed, 0)})).instances
+        trained = StageConfig.from_dict({**base, "samples": ws.samples, "seed": stage_seed(self.config.seed, 0)})
+        items = generate(trained).instances
         self.log(f"warm start: supervised fine-tuning on {len(items)} optimal plans, {ws.steps} steps")
         info = warm_start(model, items, self.style, folder, steps=ws.steps, batch_size=ws.batch_size,
                           learning_rate=ws.learning_rate, max_length=ws.max_length, seed=self.config.seed,
                           cpu_threads=self.config.cpu_threads)
-        summary = self.validate(str(folder / "model"), folder, 0, validation_items)
+        summary = self.validate(str(folder / "model"), folder, 0, validation_items,
+                                trained_config=trained.to_dict())
         self.log(f"warm start: {info.get('seconds', 0):.0f} s, validation valid {100 * summary['valid_rate']:.1f}% "
                  f"optimal {100 * summary['optimal_rate']:.1f}%")
         return str(folder / "model")
@@ -266,13 +274,15 @@ class Run:
         folder.mkdir(parents=True, exist_ok=True)
         config = replace(config, seed=stage_seed(cfg.seed, stage))
         save_config(config, folder / "config.yaml")
-        items = generate(config).instances
+        generated = generate(config)
+        items = generated.instances
+        generation = {str(side): asdict(report) for side, report in sorted(generated.reports.items())}
         tr = cfg.training
         self.log(f"stage {stage}: {tr.trainer.upper()} on {len(items)} instances, {tr.steps} steps")
         train_info = train_stage(tr, model, items, self.style, folder, seed=stage_seed(cfg.seed, stage),
                                  cpu_threads=cfg.cpu_threads)
         checkpoint = str(folder / "model")
-        summary = self.validate(checkpoint, folder, stage, validation_items)
+        summary = self.validate(checkpoint, folder, stage, validation_items, trained_config=config.to_dict())
         self.log(f"stage {stage}: valid {100 * summary['valid_rate']:.1f}%, optimal {100 * summary['optimal_rate']:.1f}%,"
                  f" zero-variance groups {train_info.get('zero_variance_share')}")
         decision_path = folder / "decision.json"
@@ -291,21 +301,25 @@ class Run:
                                     if stage > 1 and previous.exists() else None)
             history_for_engineer = history + [{"stage": stage, "config": config.to_dict(), **self._scores(summary),
                                                "zero_variance_share": train_info.get("zero_variance_share")}]
-            evidence = {**summary, "training_signal": train_info.get("signal")}  # the trainer's own groups
+            # the generator's own report and the trainer's own groups: what the stage really trained on
+            evidence = {**summary, "generation": generation, "training_signal": train_info.get("signal")}
             context = build_context(evidence, config, history_for_engineer, sections=tuple(cfg.engineer.context))
             decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage)).to_dict()
             _write_json(decision_path, decision)
         next_config = decision["config"]
-        self.log(f"stage {stage}: engineer {decision.get('engineer')} {'accepted' if decision.get('accepted') else 'kept the config'}"
+        outcome = decision_outcome(decision.get("accepted"), decision.get("diff"))
+        self.log(f"stage {stage}: engineer {decision.get('engineer')} {_OUTCOME_WORDS[outcome]}"
                  f" ({decision.get('reason', '')}); changes: {', '.join(decision.get('diff') or []) or 'none'}")
         record = {
             "stage": stage,
             "config": config.to_dict(),
             "next_config": next_config,
             "model": checkpoint,
+            "generation": generation,
             "train": train_info,
             "scores": {**self._scores(summary), "zero_variance_share": train_info.get("zero_variance_share")},
-            "decision": {key: decision.get(key) for key in ("engineer", "accepted", "reason", "diff", "repairs")},
+            "decision": {"outcome": outcome,
+                         **{key: decision.get(key) for key in ("engineer", "accepted", "reason", "diff", "repairs")}},
         }
         _write_json(folder / "stage.json", record)
         return record
@@ -361,6 +375,9 @@ def share_warm_start(source: Path, target: Path) -> None:
             with atomic_folder(dst) as building:
                 shutil.copytree(src, building, dirs_exist_ok=True, ignore=shutil.ignore_patterns("trainer"))
 
+
+_OUTCOME_WORDS = {"changed": "changed the config", "kept": "kept the config (nothing to change)",
+                  "rejected": "rejected the proposal, kept the config"}
 
 # Run-config keys that cannot change what stage 1 trains on: the engineer acts only after stage 1 is validated.
 _STAGE_ONE_NEUTRAL = ("name", "arm", "engineer")

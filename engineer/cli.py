@@ -59,10 +59,17 @@ def _engineer(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     if args.config:
         config = load_config(args.config)
+    elif evidence.trained_config is not None:  # a run's validation replays: edit what the stage trained on
+        config = StageConfig.from_dict(evidence.trained_config)
+        print("note: editing the config the stage trained on (the replay headers' trained_config); the "
+              "instances came from the validation config", file=sys.stderr)
     elif evidence.stage_config is None:
         raise ConfigError("--config", None, "a stage config file: the replays' headers record no stage config")
     else:
         config = StageConfig.from_dict(evidence.stage_config)
+        if any(Path(file).name.startswith("validation") for file in evidence.files):
+            print("note: the headers record no trained config, so this edits the config that produced these "
+                  "instances; pass --config STAGE/config.yaml to edit a stage's training config", file=sys.stderr)
     history = load_history(args.history) if args.history else []
     context = build_context(evidence.summary, config, history, sections=args.context, max_exemplars=args.exemplars)
     decision = engineer.propose(context, config, seed=args.seed)

@@ -11,8 +11,12 @@ Sections (:data:`CONTEXT_SECTIONS`, always rendered in this order, whatever orde
     failed episodes in compact text (at most ``max_exemplars``, spread over the most frequent categories first,
     each cut to ``exemplar_chars`` characters).
 ``env_stats``
-    the current config, and per size what the generator achieved: hole ratio, share of instances that need a
-    wait, optimal makespans (from ``size_stats``); the failed-vs-succeeded instance statistics; and, when the
+    the current config; when the summary carries ``generation`` (the generator's ``SizeReport`` per size for the
+    stage just trained, as the run passes it), what the generator made of that config: instances, requested vs
+    achieved hole and wait ratios, candidates drawn and why some were rejected; per size, what the episodes'
+    own instances were like (hole ratio, share that need a wait, optimal makespans, from ``size_stats``: for a
+    run's validation replays these describe the validation set, and are labelled so); the failed-vs-succeeded
+    instance statistics; and, when the
     summary carries ``training_signal`` (the GRPO stage's own groups, ``policy.rewards.StageReward.signal``), per
     size the groups trained on, their mean reward and sampled valid rate, the share with zero reward variance
     (no gradient) and the mean absolute advantage.
@@ -49,6 +53,9 @@ _ACHIEVED_KEYS = (
     "episodes", "hole_ratio_mean", "needs_wait_share", "optimal_makespan_mean", "optimal_makespan_min",
     "optimal_makespan_max",
 )
+_GENERATED_KEYS = ("count", "requested_hole_ratio", "achieved_hole_ratio", "requested_wait_ratio",
+                   "achieved_wait_ratio", "candidates", "rejected_unsolvable", "rejected_solver_limit",
+                   "rejected_wait_label")
 _SIGNAL_KEYS = ("groups", "reward_mean", "valid_rate", "zero_variance_share", "abs_advantage_mean")
 _HISTORY_SCORES = ("valid_rate", "optimal_rate", "zero_variance_share")
 
@@ -223,8 +230,13 @@ def _env_stats_data(summary: Mapping, config: StageConfig, history: list, option
     ``achieved`` is empty when the summary has no ``size_stats``."""
     size_stats = summary.get("size_stats") or {}
     signal = (summary.get("training_signal") or {}).get("by_size") or {}
+    generation = summary.get("generation") or {}
     return {
         "config": config.to_dict(),
+        "generated": {
+            side: {key: generation[side].get(key) for key in _GENERATED_KEYS} for side in _side_order(generation)
+            if isinstance(generation[side], Mapping)
+        },
         "achieved": {
             side: {key: size_stats[side].get(key, 0) for key in _ACHIEVED_KEYS} for side in _side_order(size_stats)
         },
@@ -318,16 +330,27 @@ def _failures_text(data: Mapping) -> list[str]:
 
 def _env_stats_text(data: Mapping) -> list[str]:
     lines = [
-        "## env_stats: the current config and what the generator achieved",
+        "## env_stats: the current config, what the generator made of it, the evaluated instances",
         "current config: " + describe_config(data["config"]),
     ]
-    sizes = data["config"].get("sizes", {})
+    if data.get("generated"):
+        lines.append("what the generator made of the current config (the stage's training instances):")
+        for side, made in data["generated"].items():
+            rejected = ", ".join(f"{made[key]} {key.removeprefix('rejected_').replace('_', ' ')}"
+                                 for key in ("rejected_unsolvable", "rejected_solver_limit", "rejected_wait_label")
+                                 if made.get(key))
+            lines.append(
+                f"  {side}x{side}: {made['count']} instances; holes {_num(made['achieved_hole_ratio'], 3)} "
+                f"(asked {_num(made['requested_hole_ratio'], 3)}), needs-wait share "
+                f"{_num(made['achieved_wait_ratio'], 3)} (asked {_num(made['requested_wait_ratio'], 3)}); "
+                f"{made['candidates']} candidates drawn" + (f", rejected: {rejected}" if rejected else "")
+            )
+    if data["achieved"]:
+        lines.append("the evaluated episodes' instances per size (for a run: the validation set, not the config):")
     for side, achieved in data["achieved"].items():
-        spec = sizes.get(side, {})
         lines.append(
-            f"  {side}x{side}: {achieved['episodes']} episodes; holes {_num(achieved['hole_ratio_mean'], 3)} "
-            f"(config {_num(spec.get('hole_ratio'), 3)}), needs-wait share {_num(achieved['needs_wait_share'], 3)} "
-            f"(config {_num(spec.get('wait_ratio'), 3)}), optimal makespan mean "
+            f"  {side}x{side}: {achieved['episodes']} episodes; holes {_num(achieved['hole_ratio_mean'], 3)}, "
+            f"needs-wait share {_num(achieved['needs_wait_share'], 3)}, optimal makespan mean "
             f"{_num(achieved['optimal_makespan_mean'], 1)} (range {achieved['optimal_makespan_min']}.."
             f"{achieved['optimal_makespan_max']})"
         )

@@ -80,10 +80,18 @@ class EngineerDecision:
     details: dict = field(default_factory=dict)
     """Small extra facts, e.g. ``{"prompt_tokens": .., "completion_tokens": .., "answer_chars": ..}``."""
 
+    @property
+    def outcome(self) -> str:
+        """One word for what happened: ``changed`` (the proposal became a different config), ``kept`` (the
+        proposal was taken and equals the previous config) or ``rejected`` (unusable: the previous config is
+        kept as the fallback)."""
+        return decision_outcome(self.accepted, self.diff)
+
     def to_dict(self) -> dict:
         """The JSON-able record (strict JSON: no NaN; configs as canonical documents)."""
         return {
             "engineer": self.engineer,
+            "outcome": self.outcome,
             "accepted": self.accepted,
             "reason": self.reason,
             "raw_answer": self.raw_answer,
@@ -114,9 +122,21 @@ class EngineerDecision:
         if self.repairs:
             lines += ["repairs:"] + [f"  - {repair}" for repair in self.repairs]
         lines += ["diff:"] + ([f"  {change}" for change in self.diff] or ["  (no change)"])
-        verdict = "accepted" if self.accepted else "rejected, kept the previous config"
+        verdict = {"changed": "changed the config", "kept": "kept the config (nothing to change)",
+                   "rejected": "rejected, kept the previous config"}[self.outcome]
         lines.append(f"decision: {verdict} ({self.reason}) in {self.seconds:.2f} s")
         return "\n".join(lines) + "\n"
+
+
+DECISION_OUTCOMES = ("changed", "kept", "rejected")
+
+
+def decision_outcome(accepted: bool, diff) -> str:
+    """``changed``, ``kept`` or ``rejected`` (see :attr:`EngineerDecision.outcome`), also for records written
+    before the field existed (from their ``accepted`` and ``diff``)."""
+    if not accepted:
+        return "rejected"
+    return "changed" if diff else "kept"
 
 
 def make_decision(
@@ -153,4 +173,4 @@ def make_decision(
     )
 
 
-__all__ = ["EngineerDecision", "make_decision", "plain"]
+__all__ = ["DECISION_OUTCOMES", "EngineerDecision", "decision_outcome", "make_decision", "plain"]

@@ -97,7 +97,12 @@ class Evidence:
     summary: dict
     """``FailureSummary.to_dict()`` plus ``size_stats`` (module docstring)."""
     stage_config: dict | None
-    """The ``stage_config`` of the first file's header that has one, or None when no header records one."""
+    """The ``stage_config`` of the first file's header that has one (the config that produced the episodes'
+    instances), or None when no header records one."""
+    trained_config: dict | None = None
+    """The config the policy was trained on (``extra["trained_config"]`` of the first header that records one,
+    as a run's validation replays do), or None. For validation replays this, not ``stage_config``, is the
+    config an engineer edits."""
     files: list[str] = field(default_factory=list)
     """The replay files read, in order."""
     notes: list[str] = field(default_factory=list)
@@ -120,6 +125,7 @@ def collect_evidence(
     notes: list[str] = []
     chosen: list[Path] = []
     configs: list[dict] = []
+    trained: list[dict] = []
     for file in files:
         with ReplayReader(file) as reader:
             header = reader.header
@@ -129,6 +135,8 @@ def collect_evidence(
         chosen.append(file)
         if header.stage_config is not None:
             configs.append(header.stage_config)
+        if isinstance(header.extra.get("trained_config"), dict):
+            trained.append(header.extra["trained_config"])
     if not chosen:
         where = ", ".join(str(path) for path in paths)
         wanted = f" with split {split!r}" if split else ""
@@ -143,7 +151,10 @@ def collect_evidence(
                     yield f"{file.name}#{index}", episode
 
     summary = summarize_episodes(episodes(), exemplars_per_category)
-    return Evidence(summary, configs[0] if configs else None, [str(file) for file in chosen], notes)
+    if any(config != trained[0] for config in trained[1:]):
+        notes.append("the replay headers record different trained configs; the first one is used")
+    return Evidence(summary, configs[0] if configs else None, trained_config=trained[0] if trained else None,
+                    files=[str(file) for file in chosen], notes=notes)
 
 
 __all__ = ["Evidence", "collect_evidence", "size_stats", "summarize_episodes"]

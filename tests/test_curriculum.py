@@ -162,6 +162,33 @@ def test_run__engineer_failures_fall_back_to_the_previous_config(tmp_path, monke
     assert record["next_config"] == record["config"]
 
 
+def test_run__the_engineer_sees_the_stage_s_own_config_generator_report_and_outcome(finished_run, tmp_path):
+    from replays.reader import ReplayReader
+    from simulator.config import load_config
+
+    stage = finished_run.run_dir / "stage-01"
+    record = json.loads((stage / "stage.json").read_text())
+    with ReplayReader(stage / "validation.mlr") as reader:
+        header = reader.header
+    # the header says which config made the instances (validation) and which the checkpoint trained on
+    assert header.stage_config == finished_run.validation.config
+    assert header.extra["trained_config"] == record["config"] != header.stage_config
+    # the generator's own report of the stage, not estimates from the validation episodes
+    generation = record["generation"]
+    assert sum(report["count"] for report in generation.values()) == record["config"]["samples"]
+    assert set(generation) == {str(side) for side, spec in record["config"]["sizes"].items() if spec["data_ratio"] > 0}
+    context = json.loads((stage / "decision.json").read_text())["context_text"]
+    assert "what the generator made of the current config" in context
+    assert record["decision"]["outcome"] in ("changed", "kept", "rejected")
+    # mapf-lake engineer on the stage folder alone edits the config the stage trained on
+    out = tmp_path / "next.yaml"
+    result = subprocess.run([sys.executable, "-m", "curriculum.cli", "engineer", "--replays", str(stage),
+                             "--engineer", "fixed", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert load_config(out).to_dict() == record["config"] and "trained on" in result.stderr
+
+
 def _train_in_subprocess(config_path: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen([sys.executable, "-m", "curriculum.cli", "train", "--config", str(config_path)],

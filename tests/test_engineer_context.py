@@ -172,3 +172,23 @@ def test_parse_sections__unknown_name_is_a_config_error():
 def test_collect_evidence__no_file_of_the_split_is_a_replay_error(replay_dir):
     with pytest.raises(ReplayError, match="eval"):
         collect_evidence(replay_dir, split="eval")
+
+
+def test_context__env_stats_shows_the_generator_s_report_and_the_training_signal(episodes, stage_config):
+    from dataclasses import asdict
+
+    generated = generate(stage_config)
+    generation = {str(side): asdict(report) for side, report in generated.reports.items()}
+    signal = {"by_size": {"3": {"groups": 4, "reward_mean": 0.5, "valid_rate": 0.4, "zero_variance_share": 0.25,
+                                "abs_advantage_mean": 0.61}}}
+    summary = {**summarize_episodes(episodes), "generation": generation, "training_signal": signal}
+    context = build_context(summary, stage_config, [], sections=("env_stats",))
+    data = context.section("env_stats")
+    assert {side: made["count"] for side, made in data["generated"].items()} == \
+        {str(side): report.count for side, report in generated.reports.items()}
+    assert data["training_signal"]["3"]["abs_advantage_mean"] == 0.61
+    assert "what the generator made of the current config" in context.text
+    assert "3x3: 4 groups, reward 0.50, sampled valid 40.0%, zero-variance 25.0%, mean |advantage| 0.61" in context.text
+    json.dumps(context.data, allow_nan=False)
+    plain = build_context(summarize_episodes(episodes), stage_config, [], sections=("env_stats",))
+    assert plain.section("env_stats")["generated"] == {} and "made of the current config (the stage" not in plain.text

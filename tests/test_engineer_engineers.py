@@ -104,6 +104,20 @@ def test_learnability__decisions_are_always_valid_configs_and_bad_options_are_co
             make_engineer("learnability", **{option: value})
 
 
+# --- the decision's outcome ---------------------------------------------------------------------------------
+def test_decision_outcome__changed_kept_or_rejected_in_the_record_and_the_text():
+    changed = _propose("rule", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05})
+    kept = _propose("rule", {3: 1.0, 4: 1.0, 5: 0.0, 6: 0.0}, hole_step=0.0, wait_step=0.0)
+    rejected = make_engineer("random", sides=[3]).propose(build_context(summary_with({3: 0.5}), CONFIG.__class__.from_dict(
+        {"agents": 10, "samples": 10, "sizes": {4: {"data_ratio": 1.0, "hole_ratio": 0.0, "wait_ratio": 0.3}}}), []),
+        StageConfig.from_dict({"agents": 10, "samples": 10,
+                               "sizes": {4: {"data_ratio": 1.0, "hole_ratio": 0.0, "wait_ratio": 0.3}}}))
+    assert [d.outcome for d in (changed, kept, rejected)] == ["changed", "kept", "rejected"]
+    assert [d.to_dict()["outcome"] for d in (changed, kept, rejected)] == ["changed", "kept", "rejected"]
+    assert kept.accepted and "decision: kept the config (nothing to change)" in kept.render()
+    assert "decision: rejected, kept the previous config" in rejected.render()
+
+
 # --- bandit -------------------------------------------------------------------------------------------------
 def _signal_context(signal: dict[int, tuple[int, float]], config: StageConfig = CONFIG, sections=None):
     """A context whose env_stats carry a training signal: {side: (groups, mean |advantage|)}."""
@@ -392,8 +406,10 @@ def test_cli_engineer__rule_with_config_from_headers_writes_config_and_record(re
                   "--show-context", "--out", str(out), "--record", str(record))
     assert result.returncode == 0, result.stderr
     assert "## failures" in result.stdout and "## behavior" in result.stdout and "## env_stats" not in result.stdout
-    assert "diff:" in result.stdout and "decision: accepted" in result.stdout
+    # the rule finds nothing to move in these replays: it says so instead of "accepted"
+    assert "diff:\n  (no change)" in result.stdout and "decision: kept the config (nothing to change)" in result.stdout
     data = json.loads(record.read_text())
+    assert data["outcome"] == "kept" and data["accepted"] and data["diff"] == []
     assert StageConfig.from_dict(data["previous"]) == config
     assert load_config(out) == StageConfig.from_dict(data["config"])
 
