@@ -104,6 +104,48 @@ def test_learnability__decisions_are_always_valid_configs_and_bad_options_are_co
             make_engineer("learnability", **{option: value})
 
 
+# --- mutate -------------------------------------------------------------------------------------------------
+def test_mutate__only_sizes_in_the_learnable_band_get_one_edit():
+    rates = {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05}  # solved, mid, mid, hopeless
+    decision = _propose("mutate", rates)
+    before, after = CONFIG.sizes, decision.config.sizes
+    assert after[3] == before[3] and after[6].hole_ratio == before[6].hole_ratio  # solved and hopeless: untouched
+    for side in (4, 5):
+        line = next(line for line in decision.rationale.splitlines() if line.startswith(f"size {side}:"))
+        edit = line.split("]: ")[1].split(",")[0]
+        assert edit in ("holes", "waits", "bigger")
+        if edit == "holes":
+            assert after[side].hole_ratio == round(before[side].hole_ratio + 0.05, 4)
+        elif edit == "waits":
+            assert after[side].wait_ratio == round(before[side].wait_ratio + 0.1, 4)
+        else:
+            assert after[side].data_ratio < before[side].data_ratio and after[side + 1].data_ratio > 0
+    assert decision.config == _propose("mutate", rates).config  # same evidence and seed, same config
+    assert (decision.config.samples, decision.config.seed, decision.config.agents) == (400, 3, 2)
+
+
+def test_mutate__bigger_adds_the_next_side_and_every_decision_is_a_valid_config():
+    lone = StageConfig.from_dict({"agents": 2, "samples": 50, "sizes": {
+        5: {"data_ratio": 1.0, "hole_ratio": 0.5, "wait_ratio": 1.0}}})  # holes and waits at their caps
+    sizes = _propose("mutate", {5: 0.5}, lone).config.sizes
+    assert sizes[5].data_ratio == 0.5 and sizes[6] == SizeSpec(0.5, 0.5, 1.0)
+    for seed in range(30):
+        context = build_context(summary_with({3: 0.5, 4: 0.3, 5: 0.7, 6: 0.2}), CONFIG, [])
+        config = make_engineer("mutate").propose(context, CONFIG, seed=seed).config
+        assert StageConfig.from_dict(config.to_dict()) == config
+    assert len({make_engineer("mutate").propose(build_context(summary_with({3: 0.5, 4: 0.5, 5: 0.5, 6: 0.5}), CONFIG, []),
+                                                CONFIG, seed=seed).config for seed in range(10)}) > 1  # seeded
+
+
+def test_mutate__nothing_in_the_band_or_no_evidence_moves_nothing_and_bad_options_are_config_errors():
+    assert _propose("mutate", {3: 1.0, 4: 0.9, 5: 0.1, 6: 0.0}).diff == []
+    assert _propose("mutate", {3: 0.5, 4: 0.5}, min_episodes=50).diff == []
+    assert _propose("mutate", {3: 0.5}, sections=("failures",)).diff == []
+    for option, value in (("low", 2.0), ("grow", -0.1), ("max_hole_ratio", 0.95), ("metric", "x")):
+        with pytest.raises(ConfigError, match=f"mutate.{option}"):
+            make_engineer("mutate", **{option: value})
+
+
 # --- the decision's outcome ---------------------------------------------------------------------------------
 def test_decision_outcome__changed_kept_or_rejected_in_the_record_and_the_text():
     changed = _propose("rule", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05})
@@ -258,7 +300,7 @@ def test_make_engineer__bad_specs_are_config_errors(spec):
 def test_make_engineer__unknown_option_names_the_allowed_ones():
     with pytest.raises(ConfigError, match="low, high"):
         make_engineer("rule", lo=0.1)
-    assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "bandit", "llm"}
+    assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "bandit", "mutate", "llm"}
 
 
 # --- llm with stand-in backends ------------------------------------------------------------------------------
