@@ -335,14 +335,14 @@ class Run:
 
     def _final_evaluation(self, model: str) -> dict:
         from policy.evaluation import evaluate
-        from simulator.cli import _progress
+        from simulator.cli import progress_bar
         from simulator.suites import suite_size
 
         table_path = self.dir / "final" / "table.json"
         if table_path.exists():  # a finished run: read its table back, write nothing (resumed comparisons)
             return json.loads(table_path.read_text())
         policy = self._greedy_policy(model)
-        update, close = _progress(suite_size(self.config.evaluation_suite), "final evaluation")
+        update, close = progress_bar(suite_size(self.config.evaluation_suite), "final evaluation")
         try:
             table = evaluate(policy, self.config.evaluation_suite, self.dir / "final", seed=self.config.seed,
                              run_id=self.config.name, progress=lambda done, total: update(done))

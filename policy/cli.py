@@ -1,4 +1,4 @@
-"""Subcommands owned by the policy package: ``rollout``."""
+"""Subcommands owned by the policy package: ``rollout``, ``eval``, ``export`` (and the model commands)."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ def _rollout(args: argparse.Namespace) -> int:
     from replays.format import ReplayHeader
     from replays.mining import render_summary, summarize
     from replays.writer import ReplayWriter
-    from simulator.cli import _config_from_args, _progress
+    from simulator.cli import _config_from_args, progress_bar
     from simulator.generator import generate
 
     policy = make_scripted(args.policy)
     config = _config_from_args(args)
-    update, close = _progress(config.samples, "generating")
+    update, close = progress_bar(config.samples, "generating")
     try:
         stage = generate(config, progress=update)
     finally:
@@ -63,10 +63,10 @@ def _eval(args: argparse.Namespace) -> int:
     policy = make_policy(args.policy, args.style, sampling)
     suite = f"{args.suite}-quick" if args.quick and not args.suite.endswith("-quick") else args.suite
     out = Path(args.out) if args.out else Path("runs") / f"eval-{re.sub(r'[^A-Za-z0-9_.-]+', '_', args.policy)}-{suite}"
-    from simulator.cli import _progress
+    from simulator.cli import progress_bar
     from simulator.suites import suite_size
 
-    update, close = _progress(suite_size(suite), f"eval {args.policy}")
+    update, close = progress_bar(suite_size(suite), f"eval {args.policy}")
     try:
         table = evaluate(policy, suite, out, seed=args.seed, progress=lambda done, total: update(done))
     finally:
@@ -76,8 +76,47 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    import time
+
+    from policy.export import export_items, layout_row, write_rows
+    from simulator.cli import progress_bar
+    from simulator.config import load_config
+    from simulator.generator import generate
+    from simulator.suites import generate_suite, suite_size
+
+    fmt = args.format or ("parquet" if str(args.out).endswith(".parquet") else "jsonl")
+    started = time.perf_counter()
+    if args.suite:
+        update, close = progress_bar(suite_size(args.suite), f"suite {args.suite}")
+        try:
+            items = [item for _, stage in generate_suite(args.suite, progress=update) for item in stage.instances]
+        finally:
+            close()
+        source = f"suite:{args.suite}"
+    else:
+        config = load_config(args.config)
+        update, close = progress_bar(config.samples, "generating")
+        try:
+            items = generate(config, progress=update).instances
+        finally:
+            close()
+        source = f"config:{Path(args.config).name}"
+    rows = (layout_row(record, args.layout, index, args.split)
+            for index, record in enumerate(export_items(source, items, args.style)))
+    count = write_rows(rows, args.out, fmt)
+    seconds = time.perf_counter() - started
+    size = sum(p.stat().st_size for p in Path(args.out).rglob("*") if p.is_file()) if Path(args.out).is_dir() \
+        else Path(args.out).stat().st_size
+    print(f"wrote {count} rows ({args.layout}, {args.style}, {fmt}) to {args.out}: {size / 1e6:.2f} MB, "
+          f"{seconds:.1f} s ({count / max(seconds, 1e-9):.0f} instances/s)")
+    return 0
+
+
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+    from policy.export import FORMATS, LAYOUTS
     from policy.model_cli import register_model_commands
+    from simulator.suites import SUITES
     from simulator.cli import add_bench_target, add_stage_flags
     from policy.scripted import SCRIPTED_POLICIES
 
@@ -87,6 +126,30 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
         "Times the default reward on a GRPO batch of 512 completions (64 instances x 8, 2 agents, 8x8).",
         "policy.bench_reward", "run_reward_bench", "format_reward_bench",
     )
+
+    export = commands.add_parser(
+        "export",
+        help="a suite or a stage config as a dataset file for other trainers (verl, OpenRLHF, datasets)",
+        description=(
+            "Generate a benchmark suite (--suite) or a stage config's instances (--config) and write them as a "
+            "dataset: JSON lines, Parquet or a Hugging Face datasets folder, in a prompt style and a layout "
+            "(records: the scoring records themselves; verl: verl's RL rows, scored by policy/score.py "
+            "compute_score; openrlhf: prompt + label rows for policy/openrlhf_reward.py). Every row carries the "
+            "instance, its labels and a format version, so policy.score.score judges an answer to it anywhere. "
+            "Example: mapf-lake export --suite paper --layout verl --format parquet --out paper.parquet"
+        ),
+    )
+    source = export.add_mutually_exclusive_group(required=True)
+    source.add_argument("--suite", choices=sorted(SUITES), help="a benchmark suite")
+    source.add_argument("--config", help="a stage config file (.yaml, .yml or .json)")
+    export.add_argument("--out", required=True, help="the file (jsonl, parquet) or new folder (hf) to write")
+    export.add_argument("--format", choices=FORMATS, default=None,
+                        help="jsonl, parquet or hf (default: from --out's suffix, .parquet -> parquet, else jsonl)")
+    export.add_argument("--layout", choices=LAYOUTS, default="records", help="row layout (default records)")
+    export.add_argument("--style", choices=sorted(PROMPT_STYLES), default="natural",
+                        help="prompt style of the rows (default natural: chat messages for real models)")
+    export.add_argument("--split", default="test", help="split name written into verl's extra_info (default test)")
+    export.set_defaults(handler=_export)
 
     rollout = commands.add_parser(
         "rollout",

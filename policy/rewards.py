@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from policy.parsing import parse_plan
+from simulator import constants as C
 from simulator.judge import judge_plans
 from simulator.types import Instance
 
@@ -67,13 +68,18 @@ def completion_text(completion) -> str:
 
 def reward_breakdown(completions: Sequence, instance: Sequence[str], optimal_makespan: Sequence[int],
                      horizon: Sequence[int]) -> dict[str, np.ndarray]:
-    """Every component for every completion (see the module docstring), as float arrays."""
+    """Every component for every completion (see the module docstring), as float arrays; also ``failure``
+    (``simulator.constants`` failure codes, ``PARSE_ERROR`` for an answer that did not parse), ``makespan`` and
+    ``sum_of_costs`` (as judged; -1 without a parsed plan) and ``parse_error`` (the reasons)."""
     n = len(completions)
     instances = [_instance(text) for text in instance]
     parsed = [parse_plan(completion_text(c), inst.n_agents, int(h)) for c, inst, h in zip(completions, instances, horizon)]
     ok = np.array([p.ok for p in parsed], bool)
     out = {name: np.zeros(n, np.float64) for name in ("format", "valid", "optimal", "progress")}
     out["format"][ok] = 1.0
+    out["failure"] = np.full(n, C.PARSE_ERROR, np.int8)  # type: ignore[assignment]  # codes of C.FAILURE_NAMES
+    out["makespan"] = np.full(n, -1, np.int32)  # type: ignore[assignment]  # -1: the answer did not parse
+    out["sum_of_costs"] = np.full(n, -1, np.int32)  # type: ignore[assignment]
     where = np.flatnonzero(ok)
     if where.size:
         result = judge_plans([instances[i] for i in where], [parsed[i].plan for i in where])
@@ -81,6 +87,9 @@ def reward_breakdown(completions: Sequence, instance: Sequence[str], optimal_mak
         out["valid"][where] = valid
         out["optimal"][where] = valid & (result.makespan == np.asarray(optimal_makespan)[where])
         out["progress"][where] = result.agents_on_goal / np.array([instances[i].n_agents for i in where])
+        out["failure"][where] = result.failure
+        out["makespan"][where] = result.makespan
+        out["sum_of_costs"][where] = result.sum_of_costs
     out["default"] = sum(weight * out[name] for name, weight in DEFAULT_WEIGHTS.items())
     out["parse_error"] = [p.error for p in parsed]  # type: ignore[assignment]  # reasons, for replays
     return out

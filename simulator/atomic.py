@@ -103,6 +103,7 @@ def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
     temp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         yield temp
+        os.chmod(temp, 0o755)  # mkdtemp makes it private; a finished folder reads like any other
         os.rename(temp, target)
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)

@@ -39,7 +39,7 @@ def add_stage_flags(parser: argparse.ArgumentParser, n_default: int) -> None:
     parser.add_argument("--seed", type=int, default=None, help="seed (default: the config's, or 0)")
 
 
-def _progress(total: int, desc: str):
+def progress_bar(total: int, desc: str):
     """A tqdm bar on stderr (hidden when stderr is not a terminal); returns (callback, close)."""
     from tqdm import tqdm
 
@@ -99,7 +99,7 @@ def _gen(args: argparse.Namespace) -> int:
     if args.suite:
         from simulator.suites import generate_suite, suite_checksum, suite_size
 
-        update, close = _progress(suite_size(args.suite), f"suite {args.suite}")
+        update, close = progress_bar(suite_size(args.suite), f"suite {args.suite}")
         try:
             cells = generate_suite(args.suite, progress=update)
         finally:
@@ -110,7 +110,7 @@ def _gen(args: argparse.Namespace) -> int:
         print(f"suite {args.suite}: {len(items)} instances in {len(cells)} cells, checksum {suite_checksum(cells)}")
         return 0
     config = _config_from_args(args)
-    update, close = _progress(config.samples, "generating")
+    update, close = progress_bar(config.samples, "generating")
     try:
         stage = generate(config, progress=update, max_attempts=args.max_attempts)
     finally:
@@ -186,7 +186,7 @@ def _demo(args: argparse.Namespace) -> int:
     from simulator.judge import judge_plans
     from simulator.suites import generate_suite, suite_size
 
-    update, close = _progress(suite_size(args.suite), f"suite {args.suite}")
+    update, close = progress_bar(suite_size(args.suite), f"suite {args.suite}")
     try:
         cells = generate_suite(args.suite, progress=update)
     finally:

@@ -1,0 +1,106 @@
+"""``mapf-lake export``: a suite or a stage config as a dataset file other trainers read.
+
+Every row carries a record (``policy.score``: the instance, its labels, the horizon, a reference answer, the
+format version), so an answer can be scored later anywhere with ``policy.score.score`` or verl's
+``compute_score``. Layouts (``--layout``):
+
+``records``   the records themselves, one per row.
+``verl``      verl's RL dataset rows: ``data_source`` (``"mapf-lake"``), ``prompt`` (chat messages; a text style's
+              prompt becomes one user message), ``ability`` (``"planning"``), ``reward_model`` (``{style:
+              "rule", ground_truth: the record as JSON}``) and ``extra_info`` (``{id, index, split, size,
+              agents}``); score with ``custom_reward_function.path=policy/score.py`` (``compute_score``).
+``openrlhf``  OpenRLHF's prompt datasets: ``prompt`` and ``label`` (the record as JSON), for ``--input_key prompt
+              --label_key label`` and the reward function in ``policy/openrlhf_reward.py``.
+
+Formats (``--format``): ``jsonl`` (one JSON object per line), ``parquet`` (pyarrow) or ``hf`` (a Hugging Face
+``datasets`` folder, ``save_to_disk``). Every format is written under a temporary name and renamed, so a killed
+export leaves no half file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from simulator.errors import ConfigError
+
+LAYOUTS = ("records", "verl", "openrlhf")
+FORMATS = ("jsonl", "parquet", "hf")
+DATA_SOURCE = "mapf-lake"
+
+
+def layout_row(record: dict, layout: str, index: int, split: str) -> dict:
+    """One dataset row of ``record`` in ``layout`` (module docstring)."""
+    if layout == "records":
+        return record
+    truth = json.dumps(record, separators=(",", ":"))
+    prompt = record["prompt"]
+    if layout == "verl":
+        messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+        return {"data_source": DATA_SOURCE, "prompt": messages, "ability": "planning",
+                "reward_model": {"style": "rule", "ground_truth": truth},
+                "extra_info": {"id": record["id"], "index": index, "split": split,
+                               "size": record["labels"]["size"], "agents": record["labels"]["agents"]}}
+    if layout == "openrlhf":
+        return {"prompt": prompt, "label": truth}
+    raise ConfigError("--layout", layout, f"one of {', '.join(LAYOUTS)}")
+
+
+def write_rows(rows: Iterable[dict], out: str | os.PathLike, fmt: str) -> int:
+    """Write ``rows`` to ``out`` in ``fmt`` atomically; returns the number of rows."""
+    from simulator.atomic import AtomicWriter, atomic_folder
+
+    out = Path(out)
+    if fmt == "jsonl":
+        count = 0
+        with AtomicWriter(out) as writer:
+            for row in rows:
+                writer.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
+                count += 1
+        return count
+    rows = list(rows)
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if out.is_dir():
+            raise ConfigError("--out", str(out), "a file path (it is a folder)")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, temp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+        os.close(descriptor)
+        try:
+            pq.write_table(pa.Table.from_pylist(rows), temp)
+            os.chmod(temp, 0o644)
+            os.replace(temp, out)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+        return len(rows)
+    if fmt == "hf":
+        from datasets import Dataset
+
+        if out.exists():
+            raise ConfigError("--out", str(out), "a new folder for the datasets export (it exists)")
+        from datasets.utils.logging import disable_progress_bar
+
+        disable_progress_bar()  # the export's own bar is the one progress line
+        with atomic_folder(out) as building:
+            Dataset.from_list(rows).save_to_disk(str(building))
+        return len(rows)
+    raise ConfigError("--format", fmt, f"one of {', '.join(FORMATS)}")
+
+
+def export_items(source: str, items: Iterable, style_name: str) -> Iterator[dict]:
+    """Records of ``items`` (LabelledInstances) in the style, in order."""
+    from policy.prompts import get_style
+    from policy.score import make_record
+
+    style = get_style(style_name)
+    for item in items:
+        yield make_record(item, style, source)
+
+
+__all__ = ["DATA_SOURCE", "FORMATS", "LAYOUTS", "export_items", "layout_row", "write_rows"]
