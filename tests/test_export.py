@@ -156,3 +156,28 @@ def test_cli_export__suite_to_parquet_and_bad_input_is_one_line(tmp_path):
     result = subprocess.run([sys.executable, "-m", "curriculum.cli", "export", "--config", str(bad), "--out",
                              str(tmp_path / "x.jsonl")], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "Traceback" not in result.stderr and not (tmp_path / "x.jsonl").exists()
+
+
+def test_reasoning_gym__registered_dataset_scores_with_the_judge_and_its_curriculum_drives_the_config():
+    reasoning_gym = pytest.importorskip("reasoning_gym")
+    import policy.reasoning_gym_task as task
+
+    data = reasoning_gym.create_dataset("mapf_frozenlake", size=6, seed=3, min_size=3, max_size=5, max_agents=3)
+    entries = [data[i] for i in range(6)]
+    assert [e["question"] for e in entries] == [data[i]["question"] for i in range(6)]  # same seed, same entries
+    for entry in entries:
+        difficulty = entry["metadata"]["difficulty"]
+        assert 3 <= difficulty["size"] <= 5 and 2 <= difficulty["agents"] <= 3
+        assert data.score_answer(entry["answer"], entry) == 1.0  # the reference is optimal
+        assert data.score_answer("I give up", entry) == 0.0 and data.score_answer(None, entry) == 0.0
+        assert score(entry["metadata"]["record"], entry["answer"])["category"] == "none"
+    curriculum = task.MapfFrozenLakeCurriculum()
+    first = curriculum.generate_configuration({"seed": 1, "size": 4})
+    curriculum.increment_attr_level("max_size")
+    curriculum.increment_attr_level("agents")
+    harder = curriculum.generate_configuration({"seed": 1, "size": 4})
+    assert (first.max_size, first.max_agents) == (3, 1) and (harder.max_size, harder.max_agents) == (4, 2)
+    lone = task.MapfFrozenLakeDataset(first)
+    assert lone.score_answer(lone[0]["answer"], lone[0]) == 1.0  # one agent: no wait asked for
+    with pytest.raises(ConfigError, match="min_size"):
+        reasoning_gym.create_dataset("mapf_frozenlake", size=2, seed=1, min_size=7, max_size=5)
