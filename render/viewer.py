@@ -65,6 +65,10 @@ def handle_key(state: WatchState, key: int, snapshot) -> bool:
     return True
 
 
+# SDL video drivers that draw to memory only: what SDL falls back to without a display.
+HEADLESS_DRIVERS = ("offscreen", "dummy")
+
+
 def run_viewer(state: WatchState, size: tuple[int, int] = DEFAULT_SIZE, max_frames: int | None = None) -> None:
     """Open the window and run until the user quits (or ``max_frames`` frames, for tests).
 
@@ -72,6 +76,11 @@ def run_viewer(state: WatchState, size: tuple[int, int] = DEFAULT_SIZE, max_fram
     """
     pygame.display.init()
     pygame.font.init()
+    driver = pygame.display.get_driver()
+    if max_frames is None and driver in HEADLESS_DRIVERS:  # a window nobody can see would wait forever for a key
+        pygame.quit()
+        raise ConfigError("display", f"{os.environ.get('DISPLAY') or 'none'} (SDL video driver {driver!r})",
+                          "a display for the window (or use --terminal, --png or --gif)")
     try:
         screen = pygame.display.set_mode(size, pygame.RESIZABLE)
     except pygame.error as exc:

@@ -313,3 +313,13 @@ def test_viewer__no_display_is_a_clear_config_error(source, monkeypatch):
     monkeypatch.setattr(pygame.display, "set_mode", no_display)
     with pytest.raises(ConfigError, match="--terminal"):
         run_viewer(WatchState(source, 0), (640, 400), max_frames=1)
+
+
+def test_viewer__a_headless_video_driver_is_no_display_instead_of_a_window_that_waits_forever(source):
+    from simulator.errors import ConfigError
+
+    # the tests run on SDL's dummy driver, where SDL also lands without a display: an interactive window there
+    # would wait for keys nobody can press
+    with pytest.raises(ConfigError, match="--terminal, --png or --gif") as error:
+        run_viewer(WatchState(source, 0), (640, 400))
+    assert "dummy" in str(error.value)
