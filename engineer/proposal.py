@@ -6,7 +6,9 @@ imported from it.
 
 Finding the document (:func:`extract_proposal`)
 -----------------------------------------------
-1. An answer longer than :data:`MAX_ANSWER_CHARS` is cut to that length first (noted); the rest is not read.
+1. Everything up to the last ``</think>`` is thinking and is skipped first (noted), however long: a thinking
+   model writes 10k+ tokens before its config. What is left, if longer than :data:`MAX_ANSWER_CHARS`, is cut to
+   that length (noted); the rest is not read.
 2. ``<think>...</think>`` blocks are removed; text before a lone ``</think>`` is thinking too. A ``<think>``
    that is never closed leaves no answer.
 3. Candidates, first that loads as a config-like mapping wins: fenced code blocks (last first; an unclosed
@@ -183,11 +185,24 @@ def _yaml_block(text: str) -> tuple[int, int] | None:
     return start, end
 
 
+def after_thinking(text: str) -> tuple[str, int]:
+    """``text`` after its last ``</think>`` (any case) and how many characters came before; ``(text, 0)``
+    without one. Linear in the text's length."""
+    close = text.lower().rfind("</think>")
+    if close < 0:
+        return text, 0
+    end = close + len("</think>")
+    return text[end:], end
+
+
 def extract_proposal(text: Any) -> ParsedAnswer:
     """Find the proposed document in an engineer's answer (see the module docstring). Never raises."""
     if not isinstance(text, str) or not text.strip():
         return ParsedAnswer(None, problem="the answer is empty")
     notes: list[str] = []
+    text, thinking = after_thinking(text)
+    if thinking:
+        notes.append(f"{thinking} characters of thinking (up to the last </think>) skipped")
     if len(text) > MAX_ANSWER_CHARS:
         notes.append(f"the answer was cut from {len(text)} to {MAX_ANSWER_CHARS} characters before parsing")
         text = text[:MAX_ANSWER_CHARS]
@@ -411,6 +426,9 @@ def decide_from_answer(
     details = dict(details or {})
     if raw is not None:
         details["answer_chars"] = len(raw)
+        raw, thinking = after_thinking(raw)
+        if thinking:
+            details["thinking_chars"] = thinking  # skipped, as extract_proposal does: the record keeps what was read
         if len(raw) > MAX_ANSWER_CHARS:
             raw = raw[:MAX_ANSWER_CHARS]  # the record keeps what was read, no more
     parsed = extract_proposal(answer)

@@ -293,3 +293,17 @@ def test_decide_from_answer__any_near_config_gives_a_valid_config(document, form
 @given(_values)
 def test_decide_from_answer__any_json_value_gives_a_valid_config(value):
     _check_invariants(decide_from_answer("hypothesis", json.dumps(value, default=str), PREVIOUS))
+
+
+def test_decide_from_answer__a_long_thinking_block_before_a_good_config_is_read():
+    """A thinking model writes 10k+ tokens before its config: the cut must not keep only the thinking."""
+    thinking = "<think>" + "Let me weigh the sizes again. " * 1400 + "</think>\n"  # ~42k characters
+    assert len(thinking) > MAX_ANSWER_CHARS
+    decision = decide_from_answer("test", thinking + "```yaml\n" + GOOD_YAML + "```", PREVIOUS)
+    _check_invariants(decision)
+    assert decision.accepted and decision.config.sizes[6].hole_ratio == 0.35
+    assert decision.details["thinking_chars"] == len(thinking) - 1 and "```yaml" in decision.raw_answer
+    assert any("characters of thinking" in note for note in decision.repairs)
+    started = time.perf_counter()
+    huge = "<think>" + "x" * 2_000_000 + "</think>" + GOOD_JSON
+    assert decide_from_answer("test", huge, PREVIOUS).accepted and time.perf_counter() - started < 2.0
