@@ -122,6 +122,13 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
 
     register_model_commands(commands, bench)
     add_bench_target(
+        bench, "tokens", "Qwen3 token counts of the qwen3-4b preset's policy and engineer prompts vs its limits",
+        "Counts, with the real Qwen3 tokenizer built offline and its chat template, the natural-style policy prompt "
+        "per agents x side (3x3..10x10, 2..5 agents) and the llm:self engineer's prompt after three stages, and "
+        "checks each plus its answer budget against the model's 40,960-token window.",
+        "policy.bench_tokens", "run_token_bench", "format_token_bench",
+    )
+    add_bench_target(
         bench, "reward", "the default GRPO reward on 512 completions (parsing + batched judge)",
         "Times the default reward on a GRPO batch of 512 completions (64 instances x 8, 2 agents, 8x8).",
         "policy.bench_reward", "run_reward_bench", "format_reward_bench",

@@ -108,3 +108,19 @@ def test_stage_reward__a_batch_not_in_groups_scores_but_records_nothing():
     assert reward.signal() == {"by_size": {}, "by_agents_size": {}}
     with pytest.raises(ValueError, match="names among"):
         StageReward({"nope": 1.0}, generations=4)
+
+
+def test_bench_tokens__the_paper_preset_s_prompts_fit_its_budgets_with_the_real_qwen3_tokenizer():
+    from policy.bench_tokens import AGENTS, SIDES, format_token_bench, run_token_bench
+
+    figures = run_token_bench(quick=True)
+    table = figures["policy_prompt_tokens"]
+    assert set(table) == {f"{a}x{s}" for a in AGENTS for s in SIDES}
+    # more agents and bigger maps never make a shorter prompt; the rules alone are a few hundred tokens
+    for agents in AGENTS:
+        row = [table[f"{agents}x{side}"] for side in SIDES]
+        assert row == sorted(row) and row[0] > 200
+    assert figures["engineer_prompt_tokens"] > figures["policy_prompt_max"]
+    assert all(figures["fits"].values()), figures["fits"]
+    text = format_token_bench(figures)
+    assert "engineer prompt after three stages" in text and max(len(line) for line in text.splitlines()) <= 80
