@@ -125,6 +125,6 @@ def format_token_bench(figures: dict[str, Any]) -> str:
     lines.append(f"largest prompt {figures['policy_prompt_max']} + training completion "
                  f"{figures['training_completion_tokens']} / validation answer {figures['validation_new_tokens']}")
     lines.append(f"engineer prompt after three stages: {figures['engineer_prompt_tokens']} tokens "
-                 f"({figures['engineer_prompt_characters']:,} characters) + answer {figures['engineer_new_tokens']}")
+                 f"({figures['engineer_prompt_characters']:,} chars) + answer {figures['engineer_new_tokens']}")
     lines.append("fits the window: " + ", ".join(f"{name} {'yes' if ok else 'NO'}" for name, ok in figures["fits"].items()))
     return "\n".join(lines)
