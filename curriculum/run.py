@@ -111,6 +111,11 @@ class Run:
         manifest = self.dir / "manifest.json"
         if manifest.exists():
             recorded = json.loads(manifest.read_text())["run_config"]
+            try:  # a run recorded before a field existed has that field's default, which is what it ran with
+                recorded = RunConfig.from_dict(recorded).to_dict()
+            except ConfigError:
+                pass  # compared as written: the mismatch below names the folder
+            recorded = json.loads(json.dumps(recorded, default=str))
             if recorded != json.loads(json.dumps(self.config.to_dict(), default=str)):
                 raise ConfigError("run", str(self.dir), "the same run config as the run folder's manifest "
                                   "(use --resume RUN, or a new name / output_dir)")

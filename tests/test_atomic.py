@@ -86,3 +86,20 @@ def test_share_first_stage__only_between_arms_that_differ_in_the_engineer(tmp_pa
     assert not share_first_stage(source, other) and not other.run_dir.exists()
     (stage / "stage.json").unlink()
     assert not share_first_stage(source, small_config(tmp_path, "d"))  # an unfinished stage 1 is not shared
+
+
+def test_run__a_manifest_written_before_a_field_existed_still_matches_its_config(tmp_path):
+    import json
+
+    from simulator.errors import ConfigError
+
+    config = small_config(tmp_path, "old")
+    run = Run(config, log=lambda message: None)
+    run._start()
+    manifest = config.run_dir / "manifest.json"
+    data = json.loads(manifest.read_text())
+    del data["run_config"]["training"]["loss_type"]  # as a run recorded by an older version has it
+    manifest.write_text(json.dumps(data))
+    Run(config, log=lambda message: None)._start()  # the missing field has its default: the same run
+    with pytest.raises(ConfigError, match="the same run config"):
+        Run(config.with_overrides(**{"training.loss_type": "grpo"}), log=lambda message: None)._start()
