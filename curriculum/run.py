@@ -290,6 +290,12 @@ class Run:
         summary = self.validate(checkpoint, folder, stage, validation_items, trained_config=config.to_dict())
         self.log(f"stage {stage}: valid {100 * summary['valid_rate']:.1f}%, optimal {100 * summary['optimal_rate']:.1f}%,"
                  f" zero-variance groups {train_info.get('zero_variance_share')}")
+        before = self.stage_dir(stage - 1) if stage > 1 else self.dir / ("warm_start" if cfg.warm_start.enabled
+                                                                          else "untrained")
+        churn = answer_churn(before / "validation.mlr", folder / "validation.mlr")
+        if churn["changed"] is not None:
+            self.log(f"stage {stage}: greedy answers changed on {100 * churn['changed']:.1f}% of the validation "
+                     f"set (valid gained {churn['gained']}, lost {churn['lost']})")
         decision_path = folder / "decision.json"
         if decision_path.exists():
             decision = json.loads(decision_path.read_text())
@@ -321,6 +327,7 @@ class Run:
             "next_config": next_config,
             "model": checkpoint,
             "generation": generation,
+            "churn": churn,
             "train": train_info,
             "scores": {**self._scores(summary), "zero_variance_share": train_info.get("zero_variance_share")},
             "decision": {"outcome": outcome,
@@ -356,6 +363,24 @@ class Run:
         _write_json(table_path, table.to_dict())
         self.log(table.render())
         return table.to_dict()
+
+
+def answer_churn(before: Path, after: Path) -> dict:
+    """How far a stage moved the greedy answers on the validation set: the share of instances whose answer text
+    changed from ``before``'s replay to ``after``'s, and how many became valid (``gained``) or stopped being
+    valid (``lost``). A stage that changes many answers with gains equal to losses moved the policy by noise."""
+    from replays.reader import ReplayReader
+
+    def answers(path: Path) -> list[tuple[str, bool]]:
+        with ReplayReader(path) as reader:
+            return [(episode.completion, bool(episode.outcome.valid)) for episode in reader]
+
+    old, new = answers(before), answers(after)
+    if len(old) != len(new) or not old:
+        return {"changed": None, "gained": None, "lost": None, "episodes": len(new)}
+    return {"changed": sum(a[0] != b[0] for a, b in zip(old, new)) / len(old),
+            "gained": sum(not a[1] and b[1] for a, b in zip(old, new)),
+            "lost": sum(a[1] and not b[1] for a, b in zip(old, new)), "episodes": len(old)}
 
 
 def resume(run_dir: str | Path, log: Log = _log_to_stderr) -> dict:

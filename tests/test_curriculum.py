@@ -65,6 +65,10 @@ def test_run__two_stages_end_to_end_leave_complete_records(finished_run):
     assert reward == pytest.approx(record["train"]["reward_mean"], abs=1e-6)
     context = json.loads((run_dir / "stage-02" / "decision.json").read_text())["context_text"]
     assert "training signal of the stage just trained" in context
+    # how far the stage moved the greedy answers, against the previous checkpoint's validation replay
+    churn = record["churn"]
+    assert churn["episodes"] == SMALL["validation.samples"] and 0.0 <= churn["changed"] <= 1.0
+    assert 0 <= churn["gained"] + churn["lost"] <= churn["changed"] * churn["episodes"]
     table = json.loads((run_dir / "final" / "table.json").read_text())
     assert sum(cell["episodes"] for cell in table["cells"].values()) == 80
 
