@@ -440,6 +440,7 @@ _FIELD_FIXES: dict[str, Callable[[dict], dict]] = {
 }
 _RETRY_STATUSES = frozenset({408, 409, 425, 429})  # plus every 5xx
 # Things shaped like credentials that a server may echo back (OpenAI-style sk-..., Google AIza..., bearer tokens).
+_KEY_CHARACTERS = re.compile(r"[\x21-\x7e]+")  # what an Authorization header can carry unmangled
 _KEY_SHAPES = re.compile(r"(Bearer\s+)\S+|\bsk-[-_A-Za-z0-9]{12,}|\bAIza[-_A-Za-z0-9]{20,}")
 
 
@@ -491,6 +492,13 @@ class OpenAIBackend:
                 ENV_API_KEY, "<unset>",
                 f"an API key in {ENV_API_KEY} (or {ENV_API_KEY_FALLBACK}); for a server that needs none, any value",
             )
+        if not isinstance(api_key, str) or not _KEY_CHARACTERS.fullmatch(api_key):
+            # never the value itself: say what is wrong with it (an HTTP header would print the whole key)
+            flaw = ("a line break" if any(c in api_key for c in "\r\n") else "a space" if any(c.isspace() for c in api_key)
+                    else "a character outside printable ASCII") if isinstance(api_key, str) else type(api_key).__name__
+            raise ConfigError(ENV_API_KEY, f"{HIDDEN} (a key that contains {flaw})",
+                              "printable ASCII without spaces or line breaks (check the variable for a pasted "
+                              "newline)")
         for name, value, low in (("timeout_s", timeout_s, 0), ("check_timeout_s", check_timeout_s, 0),
                                  ("backoff_s", backoff_s, -1e-12)):
             if not isinstance(value, (int, float)) or value <= low:

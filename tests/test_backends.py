@@ -10,6 +10,7 @@ import threading
 import time
 import traceback
 import types
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -550,3 +551,32 @@ def test_openai__separate_reasoning_comes_back_in_think_tags(server):
     server.reasoning = "try right first"
     out = fast_backend(server).generate([CHAT], Sampling(enable_thinking=True))
     assert out[0] == Generation("<think>\ntry right first\n</think>\n\necho:map A", 11, 3)
+
+
+@pytest.mark.parametrize("key", ["sk-abc\nrest-of-the-secret-key", "sk-abc def-secret", "sk-abcé-secret", " \t"])
+def test_openai_backend__a_malformed_key_is_named_by_its_variable_never_printed(key):
+    from policy.backends import ENV_API_KEY, OpenAIBackend
+
+    if not key.strip():
+        with pytest.raises(ConfigError, match=ENV_API_KEY):
+            OpenAIBackend("m", api_key=key.strip())
+        return
+    with pytest.raises(ConfigError) as error:
+        OpenAIBackend("m", api_key=key)
+    text = str(error.value)
+    assert ENV_API_KEY in text and "secret" not in text and "sk-abc" not in text
+
+
+def test_cli__a_key_with_a_newline_never_reaches_output(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MAPF_LAKE_OPENAI_API_KEY": "sk-live-1234567890\nabcdefSECRET",
+           "MAPF_LAKE_OPENAI_BASE_URL": "http://127.0.0.1:9"}
+    result = subprocess.run([sys.executable, "-m", "curriculum.cli", "eval", "--policy", "openai:m", "--suite",
+                             "paper-quick", "--out", str(tmp_path / "e")], capture_output=True, text=True, env=env,
+                            timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "SECRET" not in result.stderr + result.stdout and "1234567890" not in result.stderr + result.stdout
+    assert "MAPF_LAKE_OPENAI_API_KEY" in result.stderr
