@@ -84,7 +84,12 @@ class RandomEngineer:
             raise ConfigError("random.max_sizes", self.max_sizes, "an integer >= 1")
         if not isinstance(self.max_hole_ratio, (int, float)) or not 0 <= self.max_hole_ratio <= MAX_HOLE_RATIO:
             raise ConfigError("random.max_hole_ratio", self.max_hole_ratio, f"a number in [0, {MAX_HOLE_RATIO}]")
+        if isinstance(self.agents, int) and not isinstance(self.agents, bool):
+            self.agents = (self.agents, self.agents)  # one count: every proposal uses it
         if self.agents is not None:
+            if not isinstance(self.agents, (list, tuple)):
+                raise ConfigError("random.agents", self.agents, f"None, a count, or [low, high] with 1 <= low <= "
+                                                                f"high <= {MAX_STAGE_AGENTS}")
             agents = tuple(self.agents)
             if len(agents) != 2 or not all(isinstance(k, int) and 1 <= k <= MAX_STAGE_AGENTS for k in agents) or \
                     agents[0] > agents[1]:

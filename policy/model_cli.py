@@ -24,8 +24,12 @@ def _tokenizer_dir(args: argparse.Namespace) -> str:
 
 def _init_tiny(args: argparse.Namespace, shape: str = "tiny") -> Path:
     from policy.models import init_tiny_model
+    from policy.prompts import save_checkpoint_style
 
-    return init_tiny_model(args.out, seed=args.seed, shape=shape)
+    out = init_tiny_model(args.out, seed=args.seed, shape=shape)
+    # its tokenizer reads the compact alphabet only: record the style, so eval/watch prompt it right untold
+    save_checkpoint_style(out, "compact-nb")
+    return out
 
 
 def _init_qwen3_tokenizer(args: argparse.Namespace) -> Path:

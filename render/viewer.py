@@ -74,7 +74,11 @@ def run_viewer(state: WatchState, size: tuple[int, int] = DEFAULT_SIZE, max_fram
 
     Raises ConfigError when no display can be opened (use ``--terminal`` or ``--png``/``--gif`` then).
     """
-    pygame.display.init()
+    try:
+        pygame.display.init()
+    except pygame.error as exc:  # e.g. SDL_VIDEODRIVER set to a driver this machine lacks (or to nothing)
+        raise ConfigError("display", f"SDL_VIDEODRIVER={os.environ.get('SDL_VIDEODRIVER', '')!r}",
+                          "a display for the window (or use --terminal, --png or --gif)", str(exc)) from None
     pygame.font.init()
     driver = pygame.display.get_driver()
     if max_frames is None and driver in HEADLESS_DRIVERS:  # a window nobody can see would wait forever for a key

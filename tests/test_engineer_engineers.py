@@ -489,3 +489,10 @@ def test_size_spec_cap_helper_matches_the_config_rule():
         for agents in range(1, min(side * side, 16) + 1):
             cap = hole_ratio_cap(side, agents)
             assert SizeSpec(1.0, cap, 0.0).free_cells(side) >= agents
+
+
+def test_random__agents_as_one_count_or_garbage():
+    decision = _propose("random", {3: 0.5}, agents=3)
+    assert (decision.config.agents_min, decision.config.agents_max) == (3, 3)
+    with pytest.raises(ConfigError, match="random.agents"):
+        make_engineer("random", agents="x")

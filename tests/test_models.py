@@ -204,6 +204,9 @@ def test_model_cli__init_tiny_writes_a_loadable_folder(tmp_path):
     assert _cli("model", "init", "tiny", "--out", str(tmp_path / "tiny"), "--seed", "0") == 0
     assert _weights_digest(tmp_path / "tiny") == _weights_digest(tiny_model_dir())
     assert len(AutoTokenizer.from_pretrained(str(tmp_path / "tiny"), local_files_only=True)) == 27
+    from policy.prompts import checkpoint_style
+
+    assert checkpoint_style(f"hf:{tmp_path / 'tiny'}") == "compact-nb"  # eval prompts it in its own alphabet
 
 
 def test_model_cli__init_small_is_the_wider_embedded_model(tmp_path):

@@ -323,3 +323,16 @@ def test_viewer__a_headless_video_driver_is_no_display_instead_of_a_window_that_
     with pytest.raises(ConfigError, match="--terminal, --png or --gif") as error:
         run_viewer(WatchState(source, 0), (640, 400))
     assert "dummy" in str(error.value)
+
+
+def test_cli_watch__an_empty_or_unknown_video_driver_is_one_line(tmp_path, source):
+    import os
+    import subprocess
+    import sys
+
+    for driver in ("", "nonexistent"):
+        env = {**os.environ, "SDL_VIDEODRIVER": driver}
+        env.pop("DISPLAY", None)
+        result = subprocess.run([sys.executable, "-m", "curriculum.cli", "watch", str(source.path)], env=env,
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2 and "Traceback" not in result.stderr and "--terminal" in result.stderr
