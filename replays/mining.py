@@ -46,13 +46,28 @@ SUMMARY_VERSION = 1
 CATEGORIES = [name for name in C.FAILURE_NAMES if name != "none"]
 
 
+def failure_point(episode) -> tuple[int, int] | None:
+    """``(fail_step, fail_agent)`` when both index the episode's recorded trace, else None. The reader checks
+    that they are integers; whether they fit the trace is checked here, since mining must never trust a file
+    (one flipped bit made them index past the trace)."""
+    outcome = episode.outcome
+    t, k = outcome.fail_step, outcome.fail_agent
+    if not 0 <= k < episode.instance.n_agents or not 0 <= t < len(episode.positions):
+        return None
+    return t, k
+
+
 def describe_failure(episode) -> str:
     """One sentence on the episode's first failure."""
     outcome = episode.outcome
     name = C.FAILURE_NAMES[outcome.failure]
     if name == "parse_error":
         return f"the answer did not parse: {episode.parse_error}"
-    k, t = outcome.fail_agent, outcome.fail_step
+    point = failure_point(episode)
+    if point is None:
+        return (f"{name.replace('_', ' ')} (the record's failing step {outcome.fail_step} and agent "
+                f"{outcome.fail_agent} do not fit its trace)")
+    t, k = point
     if name == "goal_not_reached":
         pos = episode.positions[-1][k].tolist() if len(episode.positions) else None
         return f"the plan ended after {t} steps with agent {k} at {pos}, not on its goal {episode.instance.goals[k].tolist()}"
@@ -86,8 +101,9 @@ def render_episode(episode, source: str = "") -> str:
         lines += ["answer: " + (snippet[:160] + " ..." if len(snippet) > 160 else snippet)]
     if outcome.failure != C.NO_FAILURE:
         lines.append("failure: " + describe_failure(episode))
-        t = outcome.fail_step
-        if name not in ("parse_error",) and 0 <= t < len(episode.positions):
+        point = failure_point(episode)
+        t = point[0] if point else -1
+        if name not in ("parse_error",) and point is not None:
             flag = {"illegal_move": C.EV_ILLEGAL, "hole": C.EV_HOLE, "vertex_conflict": C.EV_VERTEX,
                     "edge_conflict": C.EV_EDGE}.get(name, 0)
             marked = tuple(k for k in range(inst.n_agents) if t > 0 and episode.events[t - 1][k] & flag)
@@ -147,13 +163,13 @@ def summarize(episodes: Iterable, exemplars_per_category: int = 2) -> FailureSum
         columns["makespan"].append(labels.optimal_makespan if labels else 0)
         columns["reward"].append(episode.reward)
         columns["tokens"].append(episode.completion_tokens)
-        columns["fail_step"].append(max(outcome.fail_step, 0))
+        point = failure_point(episode)
+        columns["fail_step"].append(min(max(outcome.fail_step, 0), 1 << 30))  # bounded: a corrupt 2**64-1 fits
         if outcome.valid:
             continue
         name = C.FAILURE_NAMES[outcome.failure]
-        if name != "parse_error" and len(episode.positions):
-            t = min(max(outcome.fail_step, 0), len(episode.positions) - 1)
-            r, c = (int(v) for v in episode.positions[t][outcome.fail_agent])
+        if name != "parse_error" and point is not None:
+            r, c = (int(v) for v in episode.positions[point[0]][point[1]])
             heat = fail_cells.setdefault(size, np.zeros((inst.height, inst.width), np.int64))
             if heat.shape == inst.grid.shape:
                 heat[r, c] += 1

@@ -88,3 +88,26 @@ def test_summarize_paths__reads_a_folder_of_replays(tmp_path, episodes_by_policy
     expected = summarize([ep for eps in episodes_by_policy.values() for ep in eps]).to_dict()
     assert summary["failures"] == expected["failures"]
     assert all("#" in example["source"] for example in summary["exemplars"])
+
+
+@pytest.mark.parametrize("fail_step, fail_agent", [(2**64 - 1, 0), (3, 99), (-5, 0), (10**6, 2**40)])
+def test_summarize__failing_step_or_agent_that_do_not_fit_the_trace_are_untrusted_not_a_crash(
+        tmp_path, episodes_by_policy, fail_step, fail_agent):
+    import dataclasses
+
+    from replays.mining import describe_failure, render_episode
+    from replays.reader import ReplayReader
+
+    failed = [e for e in episodes_by_policy["random"] if not e.outcome.valid and e.outcome.failure != C.PARSE_ERROR][:5]
+    for episode in failed:
+        episode.outcome = dataclasses.replace(episode.outcome, fail_step=fail_step, fail_agent=fail_agent)
+    header = ReplayHeader.new("run", 0, "validation", {"name": "random"})
+    write_replay(tmp_path / "bad.mlr", header, failed)  # what a flipped bit in a file looks like to the reader
+    with ReplayReader(tmp_path / "bad.mlr") as reader:
+        read = list(reader)
+    summary = summarize_paths(tmp_path)
+    assert sum(summary.to_dict()["failures"].values()) == len(failed)
+    render_summary(summary)
+    for episode in read:
+        assert "do not fit its trace" in describe_failure(episode)
+        render_episode(episode)
