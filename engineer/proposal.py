@@ -11,8 +11,9 @@ Finding the document (:func:`extract_proposal`)
    that length (noted); the rest is not read.
 2. ``<think>...</think>`` blocks are removed; text before a lone ``</think>`` is thinking too. A ``<think>``
    that is never closed leaves no answer.
-3. Candidates, first that loads as a config-like mapping wins: fenced code blocks (last first; an unclosed
-   last fence, as in a cut answer, runs to the end), then JSON objects embedded in prose (first first), then the
+3. Candidates, first that loads as a config-like mapping wins: fenced code blocks (last first, except that a
+   block the prose introduces as the old or reference config comes after the others; an unclosed last fence,
+   as in a cut answer, runs to the end), then JSON objects embedded in prose (first first), then the
    YAML lines starting at the first line that begins with a config key (``agents:``, ``sizes:``, ...), then the
    whole text. Each candidate is tried as JSON, then as YAML. Config-like: a mapping with at least one top-level
    config key.
@@ -24,6 +25,13 @@ Finding the document (:func:`extract_proposal`)
 
 Repairs (:func:`repair_proposal`), each recorded in words; everything else that is wrong rejects the proposal
 --------------------------------------------------------------------------------------------------------------
+* a document from an unclosed block whose sizes lack fields is an answer cut off at the length limit: it is
+  rejected (the lost sizes cannot be told from sizes meant to be dropped);
+* a key listed twice (a size, a field) rejects the document, with that reason;
+* an answer that lists only some current sizes with data ratios summing to less than 1 edits part of the
+  config: the sizes it leaves out are kept, scaled to fill the rest, so the listed ones get exactly what was
+  written (ratios summing to 1 are a whole distribution, and the sizes left out are dropped);
+* integers written with thousands separators (``6,000``) are read as integers;
 * unknown keys, top-level or per size, are dropped;
 * missing fields are taken from the previous config: top-level keys, and per-size keys of a side the previous
   config lists (a new side missing a key is rejected);
@@ -79,6 +87,10 @@ _FENCE = re.compile(r"```[^\n`]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _KEY_LINE = re.compile(r"^(?:" + "|".join(TOP_LEVEL_KEYS) + r")\s*:", re.MULTILINE)
 _NUMBER_TEXT = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$")
 _PERCENT_TEXT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+))\s*%\s*$")
+_THOUSANDS_TEXT = re.compile(r"^\s*\d{1,3}(?:,\d{3})+\s*$")
+# Prose that introduces a block as the config the engineer was given, not its proposal.
+_REFERENCE_INTRO = re.compile(r"for reference|the old|old config|old one|previous config|the previous|original "
+                              r"config|current config was|config was:|before:", re.IGNORECASE)
 _SQUARE_KEY = re.compile(r"^\s*(\d{1,3})\s*[xX×]\s*(\d{1,3})\s*$")
 
 
@@ -90,6 +102,20 @@ class _AnswerLoader(yaml.SafeLoader):
             event = self.peek_event()
             raise yaml.composer.ComposerError(None, None, "anchors and aliases are not accepted", event.start_mark)
         return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: the base constructor says so
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(None, None, f"the key {str(key)[:40]!r} is listed twice",
+                                                        key_node.start_mark)
+        return super().construct_mapping(node, deep)
 
 
 _AnswerLoader.add_implicit_resolver(
@@ -110,17 +136,32 @@ class ParsedAnswer:
     """How the document was found, when that is worth recording (cut answer, unwrapped, which block)."""
     problem: str | None = None
     """Why there is no document, when there is none."""
+    unclosed: bool = False
+    """The document came from a fenced block that is never closed: the answer may have been cut off in it."""
 
 
-def _load(text: str) -> Any:
-    """``text`` as JSON, else as safe YAML; None when neither loads (any loader complaint counts as no load)."""
+def _no_duplicates(pairs: list[tuple[Any, Any]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {str(key)[:40]!r} is listed twice")
+        out[key] = value
+    return out
+
+
+def _load(text: str, complaints: list[str] | None = None) -> Any:
+    """``text`` as JSON, else as safe YAML; None when neither loads (any loader complaint counts as no load).
+    A complaint worth telling (aliases, a key listed twice) is appended to ``complaints``."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_no_duplicates)
     except (ValueError, RecursionError):
         pass
     try:
         return yaml.load(text, Loader=_AnswerLoader)  # a SafeLoader subclass: plain data only
-    except Exception:  # YAML raises several types on bad text (and ValueError/OverflowError from constructors)
+    except Exception as error:  # YAML raises several types on bad text (and ValueError/OverflowError from constructors)
+        problem = getattr(error, "problem", None)
+        if complaints is not None and isinstance(problem, str) and ("listed twice" in problem or "alias" in problem):
+            complaints.append(problem)
         return None
 
 
@@ -219,7 +260,13 @@ def extract_proposal(text: Any) -> ParsedAnswer:
     # fence's markers and language tag are not prose)
     spans: list[tuple[str, int, int, int, int]] = []
     fences = list(_FENCE.finditer(text))
-    for match in reversed(fences):
+    fresh, reference = [], []
+    for index, match in enumerate(fences):
+        intro = text[fences[index - 1].end() if index else 0:match.start()][-160:]
+        (reference if _REFERENCE_INTRO.search(intro) else fresh).append(match)
+    unclosed = {match.start(1) for match in fences if not match.group(0).rstrip().endswith("```")}
+    # the last block first (models draft, then answer), but a block introduced as the old config comes last
+    for match in [*reversed(fresh), *reversed(reference)]:
         spans.append(("a fenced block", match.start(1), match.end(1), match.start(), match.end()))
     spans += [("a JSON object in the text", start, end, start, end) for start, end in _json_objects(text)]
     block = _yaml_block(text)
@@ -228,11 +275,12 @@ def extract_proposal(text: Any) -> ParsedAnswer:
     spans.append(("the whole answer", 0, len(text), 0, len(text)))
 
     seen: set[tuple[int, int]] = set()
+    complaints: list[str] = []
     for what, start, end, outer_start, outer_end in spans:
         if (start, end) in seen:
             continue
         seen.add((start, end))
-        loaded = _load(text[start:end])
+        loaded = _load(text[start:end], complaints)
         if not isinstance(loaded, Mapping):
             continue
         document, rationale = _unwrap(loaded, notes)
@@ -246,8 +294,12 @@ def extract_proposal(text: Any) -> ParsedAnswer:
         rationale = rationale.strip()
         if len(rationale) > MAX_RATIONALE_CHARS:
             rationale = rationale[:MAX_RATIONALE_CHARS] + " ...(cut)"
-        return ParsedAnswer(document, rationale, notes)
-    return ParsedAnswer(None, notes=notes, problem="no JSON or YAML config document found in the answer")
+        cut = what == "a fenced block" and start in unclosed
+        return ParsedAnswer(document, rationale, notes, unclosed=cut)
+    problem = "no JSON or YAML config document found in the answer"
+    if complaints:  # the real reason, when a loader gave one
+        problem = f"no usable config document in the answer: {complaints[0]}"
+    return ParsedAnswer(None, notes=notes, problem=problem)
 
 
 # --- repairs -------------------------------------------------------------------------------------------------
@@ -267,6 +319,10 @@ def _as_number(value: Any, where: str, repairs: list[str]) -> Any:
 
 
 def _as_integer(value: Any, where: str, repairs: list[str]) -> Any:
+    if isinstance(value, str) and _THOUSANDS_TEXT.match(value):
+        number = int(value.replace(",", ""))
+        repairs.append(f"{where}: read {value.strip()!r} as the integer {number}")
+        return number
     value = _as_number(value, where, repairs)
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         repairs.append(f"{where}: {value!r} read as the integer {int(value)}")
@@ -336,8 +392,31 @@ def _repair_sizes(sizes: Any, previous: StageConfig, repairs: list[str]) -> Any:
                 fixed[name] = getattr(previous_spec, name)
                 repairs.append(f"{where}.{name}: missing; kept the previous {fixed[name]!r}")
         table[side] = fixed
+    _merge_partial(table, previous, repairs)
     _renormalise(table, repairs)
     return table
+
+
+def _merge_partial(table: dict, previous: StageConfig, repairs: list[str]) -> None:
+    """An answer that lists only some of the current sizes with data ratios summing to less than 1 edits part
+    of the config: the sizes it leaves out are kept from the current config, scaled to fill the rest, so the
+    listed sizes get exactly the ratios written. (Listed ratios summing to 1 are a whole distribution: the
+    sizes left out are dropped.)"""
+    missing = [side for side in previous.sizes if side not in table]
+    ratios = [entry.get("data_ratio") if isinstance(entry, Mapping) else None for entry in table.values()]
+    if not missing or not all(isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) and r >= 0
+                              for r in ratios):
+        return
+    listed = math.fsum(float(r) for r in ratios)
+    if listed >= 1.0 - DATA_RATIO_TOLERANCE:
+        return
+    rest = math.fsum(previous.sizes[side].data_ratio for side in missing)
+    for side in missing:
+        spec = previous.sizes[side]
+        share = spec.data_ratio * (1.0 - listed) / rest if rest > 0 else (1.0 - listed) / len(missing)
+        table[side] = {"data_ratio": share, "hole_ratio": spec.hole_ratio, "wait_ratio": spec.wait_ratio}
+    repairs.append(f"sizes {', '.join(str(s) for s in sorted(missing))}: not in the answer, whose data ratios "
+                   f"summed to {listed:.4g}; kept from the current config, scaled to fill the rest (a partial answer)")
 
 
 def _renormalise(table: dict, repairs: list[str]) -> None:
@@ -408,6 +487,21 @@ def repair_proposal(document: Mapping, previous: StageConfig) -> tuple[StageConf
     return config, repairs, "accepted after repairs" if repairs else "accepted"
 
 
+def _cut_off(parsed: ParsedAnswer) -> str | None:
+    """Why the document looks cut off (an unclosed block whose last size lacks fields), or None. A truncated
+    answer is rejected rather than completed: the sizes it lost cannot be told from sizes it meant to drop."""
+    if not parsed.unclosed:
+        return None
+    sizes = parsed.document.get("sizes") if isinstance(parsed.document, Mapping) else None
+    if isinstance(sizes, Mapping):
+        for side, entry in sizes.items():
+            lacking = [key for key in SIZE_KEYS if not isinstance(entry, Mapping) or key not in entry]
+            if lacking:
+                return (f"the answer stops inside its config block (cut off at the length limit?): size {side} "
+                        f"lacks {', '.join(lacking)}, and sizes after it may be lost")
+    return None
+
+
 def decide_from_answer(
     engineer: str,
     answer: Any,
@@ -435,6 +529,13 @@ def decide_from_answer(
     if parsed.document is None:
         return make_decision(
             engineer, previous, None, f"rejected: {parsed.problem}", raw_answer=raw, repairs=parsed.notes,
+            rationale=parsed.rationale, context_text=context_text, seconds=time.perf_counter() - started,
+            details=details,
+        )
+    cut = _cut_off(parsed)
+    if cut:
+        return make_decision(
+            engineer, previous, None, f"rejected: {cut}", raw_answer=raw, repairs=parsed.notes,
             rationale=parsed.rationale, context_text=context_text, seconds=time.perf_counter() - started,
             details=details,
         )

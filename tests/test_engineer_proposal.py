@@ -83,6 +83,20 @@ CASES = {
         True, "accepted", lambda c: c.agents_max == 2,
     ),
     "closing_think_only": ("so I decide.\n</think>\n" + GOOD_JSON, True, "accepted", lambda c: c.sizes[6].data_ratio == 0.6),
+    # answers whose meaning must not be lost (decided as a careful reader would)
+    "partial_answer_merged": ("```yaml\nsizes:\n  6: {data_ratio: 0.3, hole_ratio: 0.3, wait_ratio: 0.3}\n```", True,
+                              "a partial answer", lambda c: c.sizes[6].data_ratio == 0.3 and c.sizes[4].data_ratio == 0.7),
+    "whole_distribution_drops_the_rest": ("```yaml\nsizes:\n  6: {data_ratio: 1.0, hole_ratio: 0.3, wait_ratio: 0.3}\n```",
+                                          True, "accepted", lambda c: c.used_sizes() == (6,)),
+    "cut_off_inside_the_block": ("```yaml\nagents: 2\nsizes:\n  4:\n    data_ratio: 0.5\n    hole_ratio: 0.2\n"
+                                 "    wait_ratio: 0.3\n  6:\n    data_ratio: 0.5\n", False, "cut off", None),
+    "new_config_then_the_old_for_reference": (
+        "New config:\n```yaml\n" + GOOD_YAML + "```\nFor reference, the old config was:\n```json\n"
+        + json.dumps(PREVIOUS.to_dict()) + "\n```", True, "accepted", lambda c: c.sizes[6].hole_ratio == 0.35),
+    "thousands_separator": ('```yaml\nsamples: "6,000"\n```', True, "as the integer 6000", lambda c: c.samples == 6000),
+    "thousands_separator_plain": ("```yaml\nsamples: 6,000\n```", True, "6000", lambda c: c.samples == 6000),
+    "size_listed_twice": ("```yaml\nsizes:\n  4: {data_ratio: 0.5, hole_ratio: 0.2, wait_ratio: 0.3}\n"
+                          "  4: {data_ratio: 0.5, hole_ratio: 0.3, wait_ratio: 0.3}\n```", False, "listed twice", None),
     "unclosed_thinking": ("<think>I should raise holes " * 20, False, "never closed", None),
     "truncated_json": (GOOD_JSON[: len(GOOD_JSON) // 2], False, "no JSON or YAML", None),
     "truncated_fence": ("```yaml\nagents: 2\nsizes:\n  '4': {data_ratio: 0.5, hole_r", False, "no JSON or YAML", None),
