@@ -7,7 +7,9 @@ answer. Strict about what matters: every agent exactly once, no unknown token in
 sequence longer than the horizon.
 
 Where the answer is: the last ``<answer>...</answer>`` block after the thinking; else the last fenced code
-block; else the whole text after the thinking. Inside it, lines that carry no agent label are ignored.
+block that holds a plan (an agent line with an action; a map drawn in a later block is not the answer); else
+the whole text after the thinking. Inside it, lines that carry no agent label are ignored; several agents on
+one line (``{"agent 0": "RR", "agent 1": "L"}``) are split at the comma before each label.
 
 :func:`parse_plan` never raises for any input string: every problem is a :class:`ParseResult` with
 ``plan = None`` and ``error`` saying why (the reasons are listed in ``PARSE_ERRORS``).
@@ -43,9 +45,17 @@ _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _ANSWER_OPEN = re.compile(r"<answer>", re.IGNORECASE)
 _ANSWER_CLOSE = re.compile(r"</answer>", re.IGNORECASE)
 _FENCE_BLOCK = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
-# "agent 0:", "Agent 0 -", "A0", "a_0", "**Agent 0**:" (markdown bold around the label is tolerated)
-_AGENT_LINE = re.compile(r"^[\s*#>\-]*(?:agent|a)[\s_#]*(\d{1,4})\b[\s*]*[:=\-]?[\s*]*(.*)$", re.IGNORECASE)
-_SEPARATORS = re.compile(r"[\s,;|\[\]()'\"`*]+|->|→|=>|\.(?=\s|$)")
+# "agent 0:", "Agent 0 -", "Agent 0 ->", "A0", "a_0", "**Agent 0**:", "1. Agent 0:", '"agent 0": [...]' (markdown
+# bold, list markers, a numbered list and JSON quotes around the label are tolerated)
+_AGENT_LINE = re.compile(r"^[\s*#>\-{\"']*(?:\d{1,3}[.)]\s+)?[\s*#>\-\"']*(?:agent|a)[\s_#]*(\d{1,4})\b[\s*\"']*"
+                         r"(?:->|=>|→|[:=\-])?[\s*]*(.*)$", re.IGNORECASE)
+# A comma that starts another agent's entry on the same line ('{"agent 0": "RR", "agent 1": "L"}', "A0: R, A1: L").
+_NEXT_AGENT = re.compile(r",\s*(?=[\"']?(?:agent|a)[\s_#]*\d{1,4}\b[\s\"']*(?:->|=>|→|[:=\-]))", re.IGNORECASE)
+_SEPARATORS = re.compile(r"[\s,;|\[\]()'\"`*{}]+|->|→|=>|\.(?=\s|$)")
+_TRAILING_COMMENT = re.compile(r"\(([^()]*)\)[\s.,;]*$")  # "R R (reaches goal)"
+_ARROWS = {"→": C.RIGHT, "←": C.LEFT, "↑": C.UP, "↓": C.DOWN}
+_ONLY_ARROWS = re.compile(r"[\s,→←↑↓]*[→←↑↓][\s,→←↑↓]*")
+_NO_ACTIONS = ("none", "(none)", "-", "nothing", "stay", "(stays)", "stays")
 _WORDS = {"up": C.UP, "down": C.DOWN, "left": C.LEFT, "right": C.RIGHT, "wait": C.WAIT}
 _LETTER_CHARS = "".join(letter.lower() for letter in C.ACTION_LETTERS)
 _LETTER_CODES = bytes.maketrans(_LETTER_CHARS.encode(), bytes(range(len(C.ACTION_LETTERS))))
@@ -109,13 +119,42 @@ def _answer_region(text: str) -> str | None:
     if block is not None:
         return block
     fences = _FENCE_BLOCK.findall(text)
-    if fences:
-        return fences[-1]
-    return text
+    for fence in reversed(fences):  # the last block that holds a plan: not, say, a map drawn after the answer
+        if _holds_a_plan(fence):
+            return fence
+    if not fences:
+        return text
+    outside = _FENCE_BLOCK.sub("\n", text)  # the plan is in the prose; the blocks hold something else
+    return outside if _holds_a_plan(outside) else fences[-1]
+
+
+def _holds_a_plan(text: str) -> bool:
+    """Whether some agent line of ``text`` has at least one action."""
+    for line in text.splitlines():
+        match = _AGENT_LINE.match(line)
+        if match:
+            actions = _actions(match.group(2))
+            if isinstance(actions, list) and actions:
+                return True
+    return False
 
 
 def _actions(body: str) -> list[int] | str:
-    """Action codes of one agent's sequence, or the first token that is not an action."""
+    """Action codes of one agent's sequence, or the first token that is not an action. Arrows alone are moves
+    (``→ →`` is R R; between letters they separate); ``none`` is no actions; a trailing parenthesised comment
+    that is not itself a sequence (``R R (reaches goal)``) is ignored."""
+    stripped = body.strip().rstrip(",;")
+    if stripped.lower().strip("\"'") in _NO_ACTIONS:
+        return []
+    if _ONLY_ARROWS.fullmatch(stripped):
+        return [_ARROWS[char] for char in stripped if char in _ARROWS]
+    comment = _TRAILING_COMMENT.search(stripped)
+    if comment and comment.start() > 0 and isinstance(_tokens(comment.group(1)), str):
+        stripped = stripped[:comment.start()]
+    return _tokens(stripped)
+
+
+def _tokens(body: str) -> list[int] | str:
     out: list[int] = []
     for token in _SEPARATORS.split(body):
         if not token:
@@ -142,7 +181,7 @@ def parse_plan(text: str, n_agents: int, horizon: int = C.MAX_PLAN_LENGTH) -> Pa
     if region is None:
         return _fail("unfinished_thinking")
     sequences: dict[int, list[int]] = {}
-    for line in region.splitlines():
+    for line in (part for whole in region.splitlines() for part in _NEXT_AGENT.split(whole)):
         match = _AGENT_LINE.match(line)
         if not match:
             continue

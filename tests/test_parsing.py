@@ -33,6 +33,16 @@ GOOD = [
     ("last answer block wins", "<answer>agent 0: U\nagent 1: U</answer> no wait <answer>agent 0: R\nagent 1: L</answer>",
      [[R], [L]]),
     ("prose lines inside the block ignored", "<answer>\nMy plan:\nagent 0: R\nagent 1: L\n</answer>", [[R], [L]]),
+    # forms people and models write, which a reader takes as plans
+    ("arrow after the label", "Agent 0 -> R R D\nAgent 1 -> L", [[R, R, D], [L]]),
+    ("numbered list", "1. Agent 0: R R\n2. Agent 1: L", [[R, R], [L]]),
+    ("trailing comments", "agent 0: R R (reaches goal)\nagent 1: L (stays)", [[R, R], [L]]),
+    ("none, as format_plan writes it", "agent 0: none\nagent 1: L", [[], [L]]),
+    ("JSON object on one line", '{"agent 0": "R R", "agent 1": "L"}', [[R, R], [L]]),
+    ("JSON-style lines", '"agent 0": ["R", "R"],\n"agent 1": ["L"]', [[R, R], [L]]),
+    ("arrows as the moves", "agent 0: → →\nagent 1: ↑ ←", [[R, R], [U, L]]),
+    ("a map drawn in a block after the plan", "agent 0: R R\nagent 1: L\n```\nA0 . .\nA1 . .\n```", [[R, R], [L]]),
+    ("a parenthesised sequence is not a comment", "agent 0: R R (U U)\nagent 1: L", [[R, R, U, U], [L]]),
 ]
 
 
