@@ -145,9 +145,8 @@ def episode_facts(loaded: LoadedEpisode, step: int, total: int) -> list[Fact]:
     makespan = str(outcome.makespan) if outcome.valid else "-"
     if labels is not None:
         makespan += f" (optimal {labels.optimal_makespan})"
-    reward = f"{episode.reward:.3f}"
-    if episode.reward_components:
-        reward += "  " + " ".join(f"{name}={value:.2f}" for name, value in episode.reward_components.items())
+    # no reward recorded (scripted rollouts, eval without rewards): nothing to show rather than a false 0.000
+    recorded = bool(episode.reward) or bool(episode.reward_components)
     facts: list[Fact] = [
         ("episode", f"{loaded.index + 1} / {total}   ({Path(loaded.path).name} #{loaded.local_index})", ""),
         ("stage", f"{header.stage} ({header.split})", ""),
@@ -157,9 +156,13 @@ def episode_facts(loaded: LoadedEpisode, step: int, total: int) -> list[Fact]:
         ("result", result, tone),
         ("failure", failure, "bad" if outcome.failure != C.NO_FAILURE else ""),
         ("makespan", makespan, ""),
-        ("reward", reward, ""),
-        ("step", f"{step} / {loaded.n_steps}", ""),
     ]
+    if recorded:
+        facts.append(("reward", f"{episode.reward:.3f}", ""))
+    if episode.reward_components:  # a line of its own, so a narrow panel does not cut the total
+        facts.append(("reward parts", " ".join(f"{name} {value:.2f}" for name, value in
+                                               episode.reward_components.items()), ""))
+    facts.append(("step", f"{step} / {loaded.n_steps}", ""))
     actions = loaded.timeline.joint_action(step)
     if actions is not None:
         facts.append(("actions", "  ".join(f"{k}:{C.ACTION_LETTERS[int(a)]}" for k, a in enumerate(actions)), ""))

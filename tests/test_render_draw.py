@@ -336,3 +336,16 @@ def test_cli_watch__an_empty_or_unknown_video_driver_is_one_line(tmp_path, sourc
         result = subprocess.run([sys.executable, "-m", "curriculum.cli", "watch", str(source.path)], env=env,
                                 capture_output=True, text=True, timeout=60)
         assert result.returncode == 2 and "Traceback" not in result.stderr and "--terminal" in result.stderr
+
+
+def test_episode_facts__reward_shown_only_when_recorded_and_its_parts_on_their_own_line(source):
+    from render.source import episode_facts
+
+    loaded = source.load(0)
+    names = [name for name, _, _ in episode_facts(loaded, 0, len(source))]
+    assert loaded.episode.reward == 0 and not loaded.episode.reward_components
+    assert "reward" not in names and "step" in names  # scripted cases record no reward: no false 0.000
+    loaded.episode.reward = 1.6
+    loaded.episode.reward_components = {"valid": 1.0, "optimal": 1.0, "format": 1.0}
+    facts = {name: text for name, text, _ in episode_facts(loaded, 0, len(source))}
+    assert facts["reward"] == "1.600" and facts["reward parts"] == "valid 1.00 optimal 1.00 format 1.00"
