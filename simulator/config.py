@@ -400,6 +400,15 @@ class _StrictYamlLoader(yaml.SafeLoader):
             raise yaml.composer.ComposerError(None, None, "anchors and aliases are not accepted", event.start_mark)
         return super().compose_node(parent, index)
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        text = str(node.value).replace("_", "").lstrip("+-")
+        if (len(text) > 1 and text[0] == "0" and text[1:].isdigit()) or ":" in text:
+            # YAML 1.1 reads 010 as octal 8 and 1:30 as 90: a size key 010 became side 8 without a word
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{node.value!r} is a YAML 1.1 octal or base-60 number, not what it looks like "
+                "(write it without a leading zero or colon, or quote it)", node.start_mark)
+        return super().construct_yaml_int(node)
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         self.flatten_mapping(node)  # resolve `<<` merge keys first, so merged keys are not called duplicates
         seen = set()
@@ -417,6 +426,7 @@ class _StrictYamlLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+_StrictYamlLoader.add_constructor("tag:yaml.org,2002:int", _StrictYamlLoader.construct_yaml_int)
 _StrictYamlLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),

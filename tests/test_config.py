@@ -705,3 +705,15 @@ def test_config_json_schema__side_pattern_matches_exactly_the_allowed_sides():
 def test_config_json_schema__every_constructed_config_validates(cfg):
     assert list(_schema_validator().iter_errors(cfg.to_dict())) == []
     assert list(_schema_validator().iter_errors(json.loads(format_config_text(cfg, "json")))) == []
+
+
+@pytest.mark.parametrize("key", ["010", "07", "1:30", "-010"])
+def test_parse_config_text__yaml_1_1_octal_and_base_60_numbers_are_refused_not_misread(key):
+    from simulator.config import parse_config_text
+
+    text = f"agents: 2\nsamples: 10\nsizes:\n  {key}: {{data_ratio: 1.0, hole_ratio: 0.1, wait_ratio: 0.3}}\n"
+    with pytest.raises(ConfigError, match="octal or base-60"):
+        parse_config_text(text, "yaml")
+    assert parse_config_text(text.replace(key, "10"), "yaml").used_sizes() == (10,)
+    assert parse_config_text("agents: 2\nsamples: 0x0A\nsizes: {4: {data_ratio: 1, hole_ratio: 0, wait_ratio: 0}}",
+                             "yaml").samples == 10  # hex is explicit, and stays
