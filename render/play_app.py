@@ -104,6 +104,7 @@ class GameScreen(Screen):
     """The board and the game's panel."""
 
     BINDINGS = [
+        Binding("q", "quit_game", "Quit", priority=True),  # first, so the footer always shows how to quit
         Binding("tab", "next_agent(1)", "Next agent", priority=True),
         Binding("shift+tab", "next_agent(-1)", "Previous agent", show=False, priority=True),
         Binding("up,w", f"act({C.UP})", "Up", show=False, priority=True),
@@ -117,7 +118,6 @@ class GameScreen(Screen):
         Binding("h", "hint", "Hint", priority=True),
         Binding("ctrl+s", "save", "Save", priority=True),
         Binding("n", "new_game", "New", priority=True),
-        Binding("q", "app.quit", "Quit", priority=True),
         *[Binding(str(k), f"select({k})", show=False, priority=True) for k in range(10)],
     ]
 
@@ -125,6 +125,7 @@ class GameScreen(Screen):
         super().__init__()
         self.game = game
         self.hint_text: str = ""
+        self._leave_armed: str | None = None  # "quit" or "new" after a first press that would lose the game
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -155,7 +156,11 @@ class GameScreen(Screen):
         rows = max(6, self.app.size.height - 12)
         shape = cell_shape(game.instance, columns, rows)
         selected = None if game.over else game.selected
-        self.query_one("#board", Static).update(board_text(game.scene(), selected, game.pending, shape))
+        board = board_text(game.scene(), selected, game.pending, shape)
+        self.query_one("#board", Static).update(board)
+        # the pane is as wide as the map (legend and keys wrap inside it), so the panel gets the rest
+        width = max((len(line) for line in board.plain.splitlines()), default=20)
+        self.query_one("#board-pane").styles.width = max(width + 4, 26)
         optimum = "?" if game.optimal_makespan is None else str(game.optimal_makespan)
         status = Text()
         status.append(f"steps {game.steps} / optimal {optimum}\n", style="bold")
@@ -237,8 +242,29 @@ class GameScreen(Screen):
     def action_save(self) -> None:
         self.app.save_game(self.game)
 
+    def _would_lose(self, what: str) -> bool:
+        """Whether leaving now loses moves nobody saved; if so, warn and arm ``what`` for a second press."""
+        unsaved = self.game.steps > 0 and not self.app.is_saved(self.game)
+        if not unsaved or self._leave_armed == what:
+            return False
+        self._leave_armed = what
+        key = "q" if what == "quit" else "n"
+        self.app.notify(f"this game is not saved: ctrl+s saves it, {key} again {what}s without saving",
+                        title="not saved", severity="warning")
+        return True
+
+    def action_quit_game(self) -> None:
+        if not self._would_lose("quit"):
+            self.app.exit()
+
     def action_new_game(self) -> None:
-        self.app.switch_screen(SetupScreen(self.app.defaults))
+        if not self._would_lose("new"):
+            self.app.switch_screen(SetupScreen(self.app.defaults))
+
+
+def _game_signature(game: PlayGame) -> tuple:
+    """What a saved snapshot of ``game`` captured: its steps and its log (changed by any move, undo or restart)."""
+    return game.steps, tuple(game.log())
 
 
 class PlayApp(App):
@@ -260,9 +286,9 @@ class PlayApp(App):
     #setup Input { width: 24; }
     #setup Button { margin: 1 0; }
     #setup-error { height: auto; }
-    #board-pane { width: auto; min-width: 30; padding: 1 2; }
+    #board-pane { width: auto; padding: 1 2; }
     #board { width: auto; height: auto; }
-    #legend, #keys { width: auto; max-width: 70; margin-top: 1; }
+    #legend, #keys { width: 100%; height: auto; margin-top: 1; }
     #side { width: 1fr; padding: 1 2; border-left: solid $primary; }
     #status, #agents, #hint { margin-bottom: 1; }
     """
@@ -281,6 +307,7 @@ class PlayApp(App):
         self.stage_config = stage_config
         self.saved: list = []  # episodes saved this session, in order
         self._saved_games: list[PlayGame] = []  # the game behind each saved episode
+        self._saved_as: dict[int, tuple] = {}  # id(game) -> its signature when last saved
 
     def on_mount(self) -> None:
         if self.first_game is not None:
@@ -298,6 +325,10 @@ class PlayApp(App):
             self.stage_config = stage_config
         self.switch_screen(GameScreen(game))
 
+    def is_saved(self, game: PlayGame) -> bool:
+        """Whether ``game`` as it stands now is in the save file."""
+        return self._saved_as.get(id(game)) == _game_signature(game)
+
     def save_game(self, game: PlayGame) -> None:
         """Add ``game`` (as it stands) to this session's saved games and rewrite the replay file with all of
         them; saving the same game again replaces its earlier snapshot."""
@@ -312,4 +343,5 @@ class PlayApp(App):
         except (ReplayError, OSError) as exc:
             self.notify(str(exc), title="not saved", severity="error")
             return
+        self._saved_as[id(game)] = _game_signature(game)
         self.notify(f"{len(self.saved)} game(s) in {self.save_path}: mapf-lake watch {self.save_path}", title="saved")

@@ -39,9 +39,10 @@ class WatchApp(App):
 
     TITLE = "mapf-lake watch"
     CSS = """
-    #board-pane { width: auto; min-width: 30; padding: 1 2; }
+    #board-pane { width: auto; padding: 1 2; }
     #board { width: auto; height: auto; }
-    #legend { width: auto; max-width: 70; margin-top: 1; }
+    #legend { width: 100%; height: auto; margin-top: 1; }
+    #events { height: auto; padding: 0 1; }
     #side { width: 1fr; border-left: solid $primary; }
     #facts { padding: 0 1; height: auto; }
     #completion-box { height: 1fr; border-top: solid $primary; padding: 0 1; }
@@ -71,8 +72,8 @@ class WatchApp(App):
             with Vertical(id="board-pane"):
                 yield Static(id="board")
                 yield Static(Text(LEGEND, style="dim"), id="legend")
-                yield Static(id="events")
             with Vertical(id="side"):
+                yield Static(id="events")  # the plain sentence of each failure, where there is room for it
                 yield Static(id="facts")
                 with VerticalScroll(id="completion-box"):
                     yield Static(id="completion")
@@ -104,7 +105,11 @@ class WatchApp(App):
         scene = state.loaded.timeline.scene(step)
         # The board gets about half the terminal; cells grow while the map still fits.
         shape = cell_shape(scene.instance, max(20, self.size.width // 2 - 6), max(6, self.size.height - 8))
-        self.query_one("#board", Static).update(board_text(scene, cell=shape))
+        board = board_text(scene, cell=shape)
+        self.query_one("#board", Static).update(board)
+        # the pane is as wide as the map (the legend and events wrap inside it), so the panel gets the rest
+        width = max((len(line) for line in board.plain.splitlines()), default=20)
+        self.query_one("#board-pane").styles.width = max(width + 4, 26)
         events = Text()
         for marker in scene.markers:
             events.append(f"step {step}: {marker.describe()}\n", style="bold red" if marker.is_failure else "yellow")

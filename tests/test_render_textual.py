@@ -204,3 +204,53 @@ async def test_watch_app__screenshot_shows_failure_and_completion(tmp_path):
             svg = app.export_screenshot().replace("&#160;", " ")
         # step 1: agent 0's "D" is highlighted (its own text run), the rest of the line is plain
         assert "agent 0: " in svg and "R R R" in svg and "valid, optimal" in svg
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40)])
+async def test_play_app__fits_the_terminal_the_pane_is_the_map_s_width_and_quit_is_always_shown(tmp_path, size):
+    app, game = new_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        board, pane, side = (screen.query_one(name).region for name in ("#board", "#board-pane", "#side"))
+        assert pane.width <= board.width + 4  # the map's pane, not three fifths of the screen
+        assert side.width >= size[0] - pane.width - 1 and side.width >= 40  # the panel gets the rest
+        assert screen.query_one("#keys").region.width <= pane.width  # the key help wraps inside the pane
+        shot = app.export_screenshot()
+        assert "Quit" in shot and "steps&#160;0" in shot.replace(" ", "&#160;")
+
+
+async def test_play_app__q_on_an_unsaved_game_asks_first_and_a_saved_game_quits_at_once(tmp_path):
+    app, game = new_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(*WIN_KEYS[0])
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.is_running and isinstance(app.screen, GameScreen)  # warned, not gone
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+    app, game = new_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(*WIN_KEYS[0])
+        await pilot.press("ctrl+s", "q")
+        await pilot.pause()
+        assert not app.is_running  # saved: nothing to lose
+    app, game = new_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("q")  # nothing played yet: nothing to lose
+        await pilot.pause()
+        assert not app.is_running
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40)])
+async def test_watch_app__the_map_pane_fits_the_map_and_the_panel_gets_the_rest(tmp_path, size):
+    cases = write_cases(tmp_path / "cases.mlr")
+    with ReplaySource(cases) as source:
+        app = WatchApp(WatchState(source, ORDER.index("hole"), -1))
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            board, pane, side = (app.screen.query_one(name).region for name in ("#board", "#board-pane", "#side"))
+            assert pane.width <= board.width + 4 and side.width >= 40
+            svg = app.export_screenshot().replace("&#160;", " ")
+        assert "fell into the hole" in svg and "invalid" in svg
