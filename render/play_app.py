@@ -41,11 +41,32 @@ def default_save_path() -> str:
 class SetupScreen(Screen):
     """Choose a generated map, or load one from a file."""
 
-    BINDINGS = [Binding("escape", "app.quit", "Quit")]
+    BINDINGS = [Binding("escape", "back", "Back to the game / quit")]
 
-    def __init__(self, defaults: dict) -> None:
+    # What the form calls the stage-config fields a generation error names.
+    FIELD_LABELS = (("hole_ratio", "hole ratio"), ("wait_ratio", "wait ratio"), ("sizes", "map size"),
+                    ("agents", "agents"), ("seed", "seed"))
+
+    def __init__(self, defaults: dict, previous: PlayGame | None = None) -> None:
         super().__init__()
         self.defaults = defaults
+        self.previous = previous  # the game this screen was opened from (n): escape goes back to it
+
+    def action_back(self) -> None:
+        if self.previous is not None:
+            self.app.switch_screen(GameScreen(self.previous))
+        else:
+            self.app.exit()
+
+    def _say(self, exc: Exception) -> None:
+        """The error in the form's words: 'hole ratio: 0.95 is not allowed (...)', not an internal field."""
+        field = getattr(exc, "field", None)
+        label = next((name for key, name in self.FIELD_LABELS if isinstance(field, str) and key in field), None)
+        if label is not None and isinstance(exc, ConfigError):
+            text = f"{label}: {exc.value!r} is not allowed ({exc.allowed})"
+        else:
+            text = str(exc)
+        self.query_one("#setup-error", Static).update(Text(text, style="bold red"))
 
     def compose(self) -> ComposeResult:
         d = self.defaults
@@ -88,7 +109,12 @@ class SetupScreen(Screen):
                     self._number("size", int), self._number("agents", int), self._number("holes", float),
                     self._number("wait_ratio", float), self._number("seed", int),
                 )
-                game = PlayGame(instance, labels, origin=f"generated seed {self._number('seed', int)}")
+                seed = self._number("seed", int)
+                game = PlayGame(instance, labels, origin=f"generated seed {seed}")
+                # the next new game starts from what was typed, with the next seed (not the same map again)
+                self.app.defaults.update(size=self._number("size", int), agents=self._number("agents", int),
+                                         holes=self._number("holes", float),
+                                         wait_ratio=self._number("wait_ratio", float), seed=seed + 1)
                 self.app.start_game(game, config)
             else:
                 path = self.query_one("#path", Input).value.strip()
@@ -97,7 +123,7 @@ class SetupScreen(Screen):
                 instance, labels = load_instance(path, self._number("episode", int))
                 self.app.start_game(PlayGame(instance, labels, origin=path), None)
         except (ConfigError, ReplayError) as exc:
-            self.query_one("#setup-error", Static).update(Text(str(exc), style="bold red"))
+            self._say(exc)
 
 
 class GameScreen(Screen):
@@ -259,7 +285,7 @@ class GameScreen(Screen):
 
     def action_new_game(self) -> None:
         if not self._would_lose("new"):
-            self.app.switch_screen(SetupScreen(self.app.defaults))
+            self.app.switch_screen(SetupScreen(self.app.defaults, previous=self.game))
 
 
 def _game_signature(game: PlayGame) -> tuple:

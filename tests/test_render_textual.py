@@ -254,3 +254,25 @@ async def test_watch_app__the_map_pane_fits_the_map_and_the_panel_gets_the_rest(
             assert pane.width <= board.width + 4 and side.width >= 40
             svg = app.export_screenshot().replace("&#160;", " ")
         assert "fell into the hole" in svg and "invalid" in svg
+
+
+async def test_play_app__setup_errors_in_the_form_s_words_n_keeps_what_was_typed_and_escape_goes_back(tmp_path):
+    app = PlayApp(None, save_path=tmp_path / "x.mlr", defaults={"size": 4, "agents": 2, "holes": 0.1, "seed": 3})
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.screen.query_one("#size").value = "99"
+        await pilot.click("#generate")
+        await pilot.pause(0.5)  # the button takes no second press while it still shows the first
+        error = str(app.screen.query_one("#setup-error").render())
+        assert error.startswith("map size: 99 is not allowed") and "sizes." not in error
+        app.screen.query_one("#size").value = "5"
+        await pilot.click("#generate")
+        await pilot.pause(0.5)
+        first = app.game
+        assert first.instance.height == 5
+        await pilot.press("n")  # nothing played: no question
+        await pilot.pause()
+        assert isinstance(app.screen, SetupScreen)
+        assert app.screen.query_one("#size").value == "5" and app.screen.query_one("#seed").value == "4"
+        await pilot.press("escape")  # back to the game it came from, not out of the app
+        await pilot.pause()
+        assert isinstance(app.screen, GameScreen) and app.game is first and app.is_running
