@@ -288,6 +288,19 @@ class GameScreen(Screen):
             self.app.switch_screen(SetupScreen(self.app.defaults, previous=self.game))
 
 
+def _warm_up() -> None:
+    """Play one step of a 3x3 game and solve it once, so numba has compiled what play uses."""
+    import numpy as np
+
+    from simulator.types import Instance
+
+    instance = Instance(grid=np.zeros((3, 3), np.int8), starts=[[0, 0]], goals=[[0, 2]])
+    game = PlayGame(instance, origin="warm-up")
+    game.set_action(C.RIGHT)
+    game.commit()
+    game.hint()
+
+
 def _game_signature(game: PlayGame) -> tuple:
     """What a saved snapshot of ``game`` captured: its steps and its log (changed by any move, undo or restart)."""
     return game.steps, tuple(game.log())
@@ -336,6 +349,9 @@ class PlayApp(App):
         self._saved_as: dict[int, tuple] = {}  # id(game) -> its signature when last saved
 
     def on_mount(self) -> None:
+        # The step kernel and the solver are compiled on first use (seconds on a fresh install): do it now, in
+        # the background, so the first enter or hint answers at once.
+        self.run_worker(_warm_up, thread=True, exclusive=True, group="warm-up")
         if self.first_game is not None:
             self.push_screen(GameScreen(self.first_game))
         else:
