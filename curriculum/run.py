@@ -275,6 +275,7 @@ class Run:
         from engineer import build_context, make_engineer
 
         cfg = self.config
+        clock = _PhaseClock()
         folder = self.stage_dir(stage)
         folder.mkdir(parents=True, exist_ok=True)
         config = replace(config, seed=stage_seed(cfg.seed, stage))
@@ -283,11 +284,14 @@ class Run:
         items = generated.instances
         generation = {str(side): asdict(report) for side, report in sorted(generated.reports.items())}
         tr = cfg.training
+        clock.lap("instances")
         self.log(f"stage {stage}: {tr.trainer.upper()} on {len(items)} instances, {tr.steps} steps")
         train_info = train_stage(tr, model, items, self.style, folder, seed=stage_seed(cfg.seed, stage),
                                  cpu_threads=cfg.cpu_threads)
+        clock.lap("train")
         checkpoint = str(folder / "model")
         summary = self.validate(checkpoint, folder, stage, validation_items, trained_config=config.to_dict())
+        clock.lap("validation")
         self.log(f"stage {stage}: valid {100 * summary['valid_rate']:.1f}%, optimal {100 * summary['optimal_rate']:.1f}%,"
                  f" zero-variance groups {train_info.get('zero_variance_share')}")
         before = self.stage_dir(stage - 1) if stage > 1 else self.dir / ("warm_start" if cfg.warm_start.enabled
@@ -296,6 +300,7 @@ class Run:
         if churn["changed"] is not None:
             self.log(f"stage {stage}: greedy answers changed on {100 * churn['changed']:.1f}% of the validation "
                      f"set (valid gained {churn['gained']}, lost {churn['lost']})")
+        clock.lap("records")
         decision_path = folder / "decision.json"
         if decision_path.exists():
             decision = json.loads(decision_path.read_text())
@@ -317,6 +322,7 @@ class Run:
             context = build_context(evidence, config, history_for_engineer, sections=tuple(cfg.engineer.context))
             decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage)).to_dict()
             _write_json(decision_path, decision)
+        clock.lap("engineer")
         next_config = decision["config"]
         outcome = decision_outcome(decision.get("accepted"), decision.get("diff"))
         self.log(f"stage {stage}: engineer {decision.get('engineer')} {_OUTCOME_WORDS[outcome]}"
@@ -328,6 +334,7 @@ class Run:
             "model": checkpoint,
             "generation": generation,
             "churn": churn,
+            "timings": clock.laps,
             "train": train_info,
             "scores": {**self._scores(summary), "zero_variance_share": train_info.get("zero_variance_share")},
             "decision": {"outcome": outcome,
@@ -404,6 +411,28 @@ def share_warm_start(source: Path, target: Path) -> None:
             # config but no weights (or a warm start marked done without its checkpoint) for the resume to trust.
             with atomic_folder(dst) as building:
                 shutil.copytree(src, building, dirs_exist_ok=True, ignore=shutil.ignore_patterns("trainer"))
+
+
+class _PhaseClock:
+    """Seconds per phase of a stage: ``lap(name)`` closes the phase that began at the previous lap."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = self.laps.get(name, 0.0) + now - self._last
+        self._last = now
+
+
+def loop_overhead(timings: dict) -> float | None:
+    """The share of a stage's recorded wall time spent outside training and validation (which are the model's
+    optimisation and generation): instance generation, records, the engineer's decision."""
+    total = sum(timings.values()) if timings else 0.0
+    if total <= 0:
+        return None
+    return (total - timings.get("train", 0.0) - timings.get("validation", 0.0)) / total
 
 
 _OUTCOME_WORDS = {"changed": "changed the config", "kept": "kept the config (nothing to change)",

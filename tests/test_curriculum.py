@@ -65,6 +65,13 @@ def test_run__two_stages_end_to_end_leave_complete_records(finished_run):
     assert reward == pytest.approx(record["train"]["reward_mean"], abs=1e-6)
     context = json.loads((run_dir / "stage-02" / "decision.json").read_text())["context_text"]
     assert "training signal of the stage just trained" in context
+    # where the stage's time went: training and validation dominate; the loop around them is small
+    from curriculum.run import loop_overhead
+
+    timings = record["timings"]
+    assert set(timings) == {"instances", "train", "validation", "records", "engineer"}
+    assert all(value >= 0 for value in timings.values()) and 0.0 <= loop_overhead(timings) < 0.5
+    assert "where each stage's time went" in render_report(load_run(run_dir))
     # how far the stage moved the greedy answers, against the previous checkpoint's validation replay
     churn = record["churn"]
     assert churn["episodes"] == SMALL["validation.samples"] and 0.0 <= churn["changed"] <= 1.0
