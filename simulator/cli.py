@@ -35,7 +35,9 @@ def add_stage_flags(parser: argparse.ArgumentParser, n_default: int) -> None:
     parser.add_argument("--wait-ratio", type=float, default=0.3,
                         help="share of instances that need a wait (default 0.3)")
     parser.add_argument("--slip", type=float, default=0.0, help="slip probability recorded in the config (default 0)")
-    parser.add_argument("--n", type=int, default=n_default, help=f"number of instances (default {n_default})")
+    parser.add_argument("--n", type=int, default=None,
+                        help=f"number of instances (default {n_default}; with --config, the file's samples)")
+    parser.set_defaults(n_default=n_default)
     parser.add_argument("--seed", type=int, default=None, help="seed (default: the config's, or 0)")
 
 
@@ -53,16 +55,20 @@ def progress_bar(total: int, desc: str):
 
 def _config_from_args(args: argparse.Namespace):
     from simulator.config import StageConfig, load_config
+    from simulator.errors import ConfigError
 
     if args.config:
         config = load_config(args.config)
-        if args.seed is not None:
-            config = StageConfig.from_dict({**config.to_dict(), "seed": args.seed})
+        overrides = {key: value for key, value in (("seed", args.seed), ("samples", args.n)) if value is not None}
+        if overrides:  # --seed and --n override the file's, as they say
+            config = StageConfig.from_dict({**config.to_dict(), **overrides})
         return config
+    if not 1 <= len(args.agents) <= 2:
+        raise ConfigError("--agents", args.agents, "one count, or MIN MAX")
     agents = args.agents if len(args.agents) == 1 else [args.agents[0], args.agents[1]]
     document = {
         "agents": agents[0] if len(args.agents) == 1 else agents,
-        "samples": args.n,
+        "samples": args.n if args.n is not None else args.n_default,
         "seed": 0 if args.seed is None else args.seed,
         "slip": args.slip,
         "sizes": {

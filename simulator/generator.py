@@ -313,7 +313,15 @@ def generate(
         n_wait = int(np.floor(spec.wait_ratio * count + 0.5))
         wait_keys = _slot_rng(seed, size, 2**31).random(count)  # which slots need a wait: a seeded shuffle
         wants_wait = np.zeros(count, bool)
-        wants_wait[np.argsort(wait_keys, kind="stable")[:n_wait]] = True
+        order = np.argsort(wait_keys, kind="stable")
+        if min(agent_counts) == 1 and n_wait:  # a lone agent never waits: wait slots go to slots with 2+ agents
+            crowded = np.array([agent_counts[i % len(agent_counts)] >= 2 for i in range(count)])
+            order = order[crowded[order]]
+            if n_wait > order.size:
+                raise ConfigError(f"sizes.{size}.wait_ratio", spec.wait_ratio,
+                                  f"at most {order.size / count:.4g} here: only {order.size} of the {count} "
+                                  f"{size}x{size} instances have 2+ agents, and a lone agent never needs a wait")
+        wants_wait[order[:n_wait]] = True
         report = SizeReport(size, count, spec.hole_ratio, 0.0, spec.wait_ratio, 0.0, 0, 0, 0, 0)
         for index in range(count):
             n_agents = agent_counts[index % len(agent_counts)]
@@ -370,7 +378,14 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
             plan=solution.plan,
         )
     kind = "needs a wait" if wants_wait else "needs no wait"
-    if counts["label"] >= max(counts["unsolvable"], counts["limit"]):
+    if counts["label"] >= max(counts["unsolvable"], counts["limit"]) and not wants_wait and spec.wait_ratio == 0:
+        field_name, value, allowed = (  # the wait ratio cannot go lower: the map is too crowded to avoid waits
+            f"sizes.{size}.hole_ratio",
+            spec.hole_ratio,
+            f"fewer holes or agents: {counts['label']} of {max_attempts} candidates ({size}x{size}, {n_agents} "
+            f"agents) needed a wait, and the wait ratio is already 0",
+        )
+    elif counts["label"] >= max(counts["unsolvable"], counts["limit"]):
         field_name, value, allowed = (
             f"sizes.{size}.wait_ratio",
             spec.wait_ratio,

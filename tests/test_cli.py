@@ -163,3 +163,17 @@ def test_cli_solve__deep_json_and_non_ascii_digits_are_one_line_exit_2(tmp_path,
     result = run("solve", str(path), check=False)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-800:]
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_cli_gen__agents_counts_a_lone_agent_s_waits_and_n_with_a_config(tmp_path):
+    bad = run("gen", "--agents", "2", "3", "9", "--n", "3", check=False)
+    assert bad.returncode == 2 and "--agents = [2, 3, 9]" in bad.stderr  # not silently [2, 3]
+    mixed = run("gen", "--agents", "1", "2", "--size", "4", "--n", "10", "--out", str(tmp_path / "m.jsonl"))
+    rows = [json.loads(line) for line in (tmp_path / "m.jsonl").read_text().splitlines()]
+    assert mixed.returncode == 0 and all(len(r["starts"]) >= 2 for r in rows if r["needs_wait"])
+    too_many = run("gen", "--agents", "1", "2", "--size", "4", "--n", "10", "--wait-ratio", "0.9", check=False)
+    assert too_many.returncode == 2 and "a lone agent never needs a wait" in too_many.stderr
+    config = tmp_path / "c.yaml"
+    config.write_text("agents: 2\nsamples: 10\nsizes: {4: {data_ratio: 1, hole_ratio: 0.1, wait_ratio: 0}}\n")
+    run("gen", "--config", str(config), "--n", "3", "--out", str(tmp_path / "c.jsonl"))
+    assert len((tmp_path / "c.jsonl").read_text().splitlines()) == 3  # --n overrides the file's samples
