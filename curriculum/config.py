@@ -259,7 +259,7 @@ class RunConfig:
             raise ConfigError("run config", type(data).__name__, "a mapping")
         parts = {"warm_start": WarmStart, "training": Training, "validation": Validation, "engineer": Engineer}
         allowed = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - allowed)
+        unknown = sorted(set(data) - allowed, key=repr)  # keys may be any YAML scalar
         if unknown:
             raise ConfigError(unknown[0], data[unknown[0]], f"a run config key among {sorted(allowed)}")
         kwargs = dict(data)
@@ -269,7 +269,7 @@ class RunConfig:
                 if not isinstance(value, dict):
                     raise ConfigError(key, value, "a mapping")
                 names = {f.name for f in dataclasses.fields(part)}
-                bad = sorted(set(value) - names)
+                bad = sorted(set(value) - names, key=repr)
                 if bad:
                     raise ConfigError(f"{key}.{bad[0]}", value[bad[0]], f"a key among {sorted(names)}")
                 if key == "engineer" and "context" in value:

@@ -1,0 +1,235 @@
+"""Hostile input, fuzzed: every entry point that reads outside data lets only its documented errors escape, and
+each call stays bounded in time and memory.
+
+Entry points: plan completions (``parse_plan``, the reward), engineer answers (``decide_from_answer``), stage
+configs (``parse_config_text``), run configs (``RunConfig.from_dict``, ``load_run_config``), ``--set`` values
+(``_parse_overrides`` + ``with_overrides``), instance text and JSON (``parse_instance``, ``Instance.from_dict``),
+scoring records (``policy.score``), replay files with flipped and cut bytes (``ReplayReader``) and the fields
+mining reads (``summarize``). Inputs are hypothesis strategies biased toward the shapes that broke things before:
+tags, fences, YAML flow syntax, huge numbers, deep nesting, control characters.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import tracemalloc
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simulator.errors import ConfigError
+
+SECONDS = 2.0  # per call, generous for a loaded 2-core machine; the documented inputs are far faster
+PEAK_BYTES = 64 * 2**20  # per call
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+PIECES = ["<think>", "</think>", "<answer>", "</answer>", "```", "```yaml\n", "agent 0:", "Agent 1 ->", "A0 ", "A1 ",
+          "R", "L", "U", "D", "W", " ", ",", "\n", "→", "(", ")", "{", "}", "[", "]", ":", "'", '"', "&a", "*a", "!!python",
+          "sizes:", "agents:", "samples:", "data_ratio:", "hole_ratio:", "0.5", "1e308", "9" * 40, "-1", "NaN", "010",
+          "\t", "\x00", "é", "\u202e", "none", "1.", "#", "- ", "  "]
+hostile_text = st.lists(st.sampled_from(PIECES) | st.text(max_size=8), max_size=60).map("".join)
+
+
+@contextmanager
+def bounded(seconds_allowed: float = SECONDS):
+    """The block must finish within ``seconds_allowed`` and allocate at most PEAK_BYTES at its peak."""
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds = time.perf_counter() - started
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert seconds < seconds_allowed, f"{seconds:.2f} s"
+    assert peak < PEAK_BYTES, f"{peak / 2**20:.1f} MiB"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm():
+    """Each entry point once on good input, untimed: numba compiles its kernels on first use (seconds on a
+    clean clone, whose cache is empty), and the timed calls measure the inputs, not the compiler."""
+    from policy.score import make_record, score
+    from policy.prompts import get_style
+    from simulator.config import StageConfig
+    from simulator.generator import generate
+
+    item = generate(StageConfig.from_dict({"agents": 2, "samples": 1, "seed": 1, "sizes": {
+        4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})).instances[0]
+    record = make_record(item, get_style("compact-nb"), "warm")
+    score(record, record["reference"])
+    _warm_cli()
+
+
+@FUZZ
+@given(text=hostile_text, agents=st.integers(1, 6), horizon=st.integers(1, 200))
+def test_fuzz__plan_completions_parse_or_say_why(text, agents, horizon):
+    from policy.parsing import parse_plan
+
+    with bounded():
+        result = parse_plan(text, agents, horizon)
+    assert (result.plan is None) != (result.error is None)
+
+
+@FUZZ
+@given(text=hostile_text)
+def test_fuzz__engineer_answers_always_end_in_a_valid_config(text):
+    from engineer.proposal import decide_from_answer
+    from simulator.config import StageConfig
+
+    previous = StageConfig.from_dict({"agents": 2, "samples": 100, "seed": 1, "sizes": {
+        4: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.3},
+        6: {"data_ratio": 0.5, "hole_ratio": 0.3, "wait_ratio": 0.3}}})
+    with bounded():
+        decision = decide_from_answer("fuzz", text, previous)
+    assert StageConfig.from_dict(decision.config.to_dict()) == decision.config
+    json.dumps(decision.to_dict(), allow_nan=False)
+
+
+def _documents():
+    scalars = st.none() | st.booleans() | st.integers(-10**30, 10**30) | st.floats(allow_nan=True) | st.text(max_size=12)
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["agents", "samples", "seed", "sizes", "slip", "horizon", "data_ratio", "hole_ratio",
+                         "wait_ratio", "4", "x", 3]) | st.text(max_size=5), inner, max_size=5), max_leaves=25)
+
+
+@FUZZ
+@given(text=hostile_text, document=_documents(), as_json=st.booleans())
+def test_fuzz__stage_configs_load_or_raise_config_error(text, document, as_json):
+    from simulator.config import parse_config_text
+
+    for source, kind in ((text, "yaml"), (json.dumps(document, default=str) if as_json else text, "json")):
+        with bounded():
+            try:
+                parse_config_text(source, kind)
+            except ConfigError:
+                pass
+
+
+@FUZZ
+@given(document=_documents(), pairs=st.lists(st.tuples(
+    st.sampled_from(["training.steps", "training.learning_rate", "engineer.context", "stages", "name", "bogus.key",
+                     "training.steps.x", "validation.samples", "seed", "model", "training.rewards"]),
+    hostile_text), max_size=3))
+def test_fuzz__run_configs_and_set_values_load_or_raise_config_error(document, pairs):
+    from curriculum.commands import _parse_overrides
+    from curriculum.config import RunConfig, preset
+
+    with bounded():
+        try:
+            RunConfig.from_dict(document if isinstance(document, dict) else {"stages": document})
+        except ConfigError:
+            pass
+        try:
+            preset("tiny").with_overrides(**_parse_overrides([f"{key}={value}" for key, value in pairs]))
+        except ConfigError:
+            pass
+
+
+@FUZZ
+@given(text=hostile_text, document=_documents())
+def test_fuzz__instance_text_and_json_load_or_raise_config_error(text, document):
+    from simulator.text import parse_instance
+    from simulator.types import Instance
+
+    with bounded():
+        for call, value in ((parse_instance, text), (Instance.from_dict, document)):
+            try:
+                call(value)
+            except ConfigError:
+                pass
+
+
+@FUZZ
+@given(document=_documents(), completion=hostile_text)
+def test_fuzz__scoring_records_score_or_raise_config_error(document, completion):
+    from policy.score import RECORD_FORMAT, RECORD_VERSION, score
+
+    record = {"format": RECORD_FORMAT, "version": RECORD_VERSION, "instance": document, "horizon": 10,
+              "labels": {"size": 3, "agents": 2, "optimal_makespan": 2, "optimal_sum_of_costs": 4,
+                         "sum_of_distances": 4, "needs_wait": False}} if isinstance(document, dict) else document
+    with bounded():
+        try:
+            score(record, completion)
+        except ConfigError:
+            pass
+
+
+@pytest.fixture(scope="module")
+def replay_bytes(tmp_path_factory):
+    from policy.rollout import judge_episodes
+    from policy.scripted import make_scripted
+    from replays.format import ReplayHeader
+    from replays.writer import write_replay
+    from simulator.config import StageConfig
+    from simulator.generator import generate
+
+    items = generate(StageConfig.from_dict({"agents": 2, "samples": 6, "seed": 3, "sizes": {
+        4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.5}}})).instances
+    path = tmp_path_factory.mktemp("fuzz") / "r.mlr"
+    write_replay(path, ReplayHeader.new("run", 0, "validation", {"name": "random"}),
+                 judge_episodes(items, make_scripted("random").plans(items, seed=1)))
+    return path.read_bytes()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzz__replay_files_with_flipped_or_cut_bytes_read_or_raise_replay_error(tmp_path, replay_bytes, data):
+    from replays.errors import ReplayError
+    from replays.mining import render_summary, summarize
+    from replays.reader import ReplayReader
+
+    raw = bytearray(replay_bytes)
+    for _ in range(data.draw(st.integers(1, 4))):
+        position = data.draw(st.integers(0, len(raw) - 1))
+        raw[position] ^= 1 << data.draw(st.integers(0, 7))
+    if data.draw(st.booleans()):
+        raw = raw[:data.draw(st.integers(0, len(raw)))]
+    path = tmp_path / f"f{data.draw(st.integers(0, 10**9))}.mlr"
+    path.write_bytes(bytes(raw))
+    with bounded():
+        try:
+            with ReplayReader(path) as reader:
+                episodes = list(reader)
+            render_summary(summarize(episodes))  # the fields mining reads, as the file has them
+        except ReplayError:
+            pass
+
+
+def _warm_cli(done=[]) -> None:
+    """Import the CLI and compile the generator's kernels once, outside any timed call."""
+    if not done:
+        from curriculum.cli import main
+
+        main(["gen", "--quiet", "--n", "1"])
+        done.append(True)
+
+
+CLI_VALUES = ["3", "4", "0", "-1", "33", "1e3", "0.2", "0.95", "x", "", "2", "1", "9" * 30, "nan", "--", "-", "010"]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(flags=st.lists(st.tuples(st.sampled_from(["--size", "--agents", "--holes", "--wait-ratio", "--seed", "--slip",
+                                                 "--max-attempts", "--bogus"]),
+                                st.lists(st.sampled_from(CLI_VALUES), min_size=0, max_size=3)), max_size=4))
+def test_fuzz__cli_arguments_end_in_a_result_or_one_line_error(capsys, flags):
+    """``mapf-lake gen`` in process with fuzzed flags (at most 3 instances): exit 0, or 2 with one error line."""
+    from curriculum.cli import main
+
+    argv = ["gen", "--quiet", "--n", "3"] + [part for flag, values in flags for part in (flag, *values)]
+    _warm_cli()
+    capsys.readouterr()  # one capture per example
+    with bounded(10.0):  # a crowded map may take its 2,000 candidates per instance before giving up
+        try:
+            code = main(argv)
+        except SystemExit as exit_:  # argparse: bad flags and values
+            code = exit_.code
+    err = capsys.readouterr().err
+    assert code in (0, 2), (argv, code)
+    if code == 2:
+        assert "Traceback" not in err and err.strip(), argv
