@@ -129,6 +129,13 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
         "policy.bench_tokens", "run_token_bench", "format_token_bench",
     )
     add_bench_target(
+        bench, "export", "export speed per format for the paper suite, and the standalone scorer vs the reward",
+        "Generates the paper suite (--quick: paper-quick) once and times building and writing it in the verl layout "
+        "as JSON lines, Parquet and a datasets folder (instances/s, MB); then times policy.score.score_batch against "
+        "the GRPO reward on the same 512 completions.",
+        "policy.bench_export", "run_export_bench", "format_export_bench",
+    )
+    add_bench_target(
         bench, "reward", "the default GRPO reward on 512 completions (parsing + batched judge)",
         "Times the default reward on a GRPO batch of 512 completions (64 instances x 8, 2 agents, 8x8).",
         "policy.bench_reward", "run_reward_bench", "format_reward_bench",

@@ -181,3 +181,13 @@ def test_reasoning_gym__registered_dataset_scores_with_the_judge_and_its_curricu
     assert lone.score_answer(lone[0]["answer"], lone[0]) == 1.0  # one agent: no wait asked for
     with pytest.raises(ConfigError, match="min_size"):
         reasoning_gym.create_dataset("mapf_frozenlake", size=2, seed=1, min_size=7, max_size=5)
+
+
+def test_bench_export__scorer_matches_the_reward_path_and_every_format_is_measured():
+    from policy.bench_export import format_export_bench, run_export_bench
+
+    figures = run_export_bench(quick=True)
+    assert figures["scorer"]["same_rewards"] and figures["instances"] == 210
+    assert set(figures["formats"]) == {"jsonl", "parquet", "hf"}
+    assert all(row["rows"] == 210 and row["megabytes"] > 0 for row in figures["formats"].values())
+    assert "instances/s" in format_export_bench(figures)
