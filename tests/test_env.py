@@ -109,3 +109,29 @@ def test_env__single_agent_matches_gymnasium_frozenlake(seed, side, actions):
             assert bool(result.events[0] & C.EV_HOLE) == in_hole
             assert bool(result.events[0] & C.EV_GOAL) == (not in_hole)
             break
+
+
+def test_parallel_env__rgb_array_and_human_render_modes(monkeypatch):
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    from simulator.errors import ConfigError
+    from simulator.parallel import ParallelMapfEnv
+    from simulator.types import Instance
+
+    inst = Instance(grid=[[0, 0, 0], [0, 1, 0], [0, 0, 0]], starts=[[0, 0], [2, 2]], goals=[[0, 2], [2, 0]])
+    env = ParallelMapfEnv(inst, render_mode="rgb_array")
+    env.reset(seed=0)
+    start = env.render()
+    assert start.shape == (400, 640, 3) and start.dtype == np.uint8
+    env.step({"agent_0": C.DOWN, "agent_1": C.LEFT})  # both move on ice
+    moved = env.render()
+    assert (moved != start).any()
+    text = ParallelMapfEnv(inst, render_mode="ansi")
+    text.reset(seed=0)
+    assert isinstance(text.render(), str)
+    with pytest.raises(ConfigError, match="render_mode"):
+        ParallelMapfEnv(inst, render_mode="video")
+    human = ParallelMapfEnv(inst, render_mode="human")
+    human.reset(seed=0)
+    with pytest.raises(ConfigError, match="a display"):  # the dummy driver is no display
+        human.render()
+    assert ParallelMapfEnv.metadata["render_modes"] == ["ansi", "rgb_array", "human"]
