@@ -87,6 +87,7 @@ _FENCE = re.compile(r"```[^\n`]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _KEY_LINE = re.compile(r"^(?:" + "|".join(TOP_LEVEL_KEYS) + r")\s*:", re.MULTILINE)
 _NUMBER_TEXT = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$")
 _PERCENT_TEXT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+))\s*%\s*$")
+_CONFIG_WORD = re.compile(r"\b(?:agents|samples|sizes|data_ratio|hole_ratio|wait_ratio)\b")
 _THOUSANDS_TEXT = re.compile(r"^\s*\d{1,3}(?:,\d{3})+\s*$")
 # Prose that introduces a block as the config the engineer was given, not its proposal.
 _REFERENCE_INTRO = re.compile(r"for reference|the old|old config|old one|previous config|the previous|original "
@@ -138,6 +139,24 @@ class ParsedAnswer:
     """Why there is no document, when there is none."""
     unclosed: bool = False
     """The document came from a fenced block that is never closed: the answer may have been cut off in it."""
+
+
+def _why_not(block: str) -> str:
+    """Why a block that looks like a config does not load, in words a model's author would act on."""
+    if re.search(r"^\t", block, re.MULTILINE):
+        return "a tab in the indentation (YAML indents with spaces)"
+    if re.search(r"(^|\s)//", block):
+        return "a // comment (JSON has no comments)"
+    if re.search(r"^---\s*$", block.strip(), re.MULTILINE):
+        return "two YAML documents in one block"
+    if re.search(r"\d{4000,}", block):
+        return "a number too long to read"
+    try:
+        yaml.load(block, Loader=_AnswerLoader)
+    except Exception as error:  # the loader's own words, shortened
+        problem = getattr(error, "problem", None) or str(error)
+        return " ".join(str(problem).split())[:120]
+    return "not a mapping"
 
 
 def _no_duplicates(pairs: list[tuple[Any, Any]]) -> dict:
@@ -281,6 +300,8 @@ def extract_proposal(text: Any) -> ParsedAnswer:
             continue
         seen.add((start, end))
         loaded = _load(text[start:end], complaints)
+        if loaded is None and what == "a fenced block" and _CONFIG_WORD.search(text[start:end]):
+            complaints.append(_why_not(text[start:end]))
         if not isinstance(loaded, Mapping):
             continue
         document, rationale = _unwrap(loaded, notes)
@@ -297,8 +318,8 @@ def extract_proposal(text: Any) -> ParsedAnswer:
         cut = what == "a fenced block" and start in unclosed
         return ParsedAnswer(document, rationale, notes, unclosed=cut)
     problem = "no JSON or YAML config document found in the answer"
-    if complaints:  # the real reason, when a loader gave one
-        problem = f"no usable config document in the answer: {complaints[0]}"
+    if complaints:  # the real reason, when a block that looked like a config said why it is not one
+        problem += f": {complaints[0]}"
     return ParsedAnswer(None, notes=notes, problem=problem)
 
 

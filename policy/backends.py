@@ -242,7 +242,8 @@ class HFBackend:
             return prompt
         if not getattr(self.tokenizer, "chat_template", None):
             raise ConfigError(
-                "prompts", "chat messages", f"raw text prompts: {self.spec}'s tokenizer has no chat template"
+                "prompts", "chat messages", f"raw text prompts: {self.spec}'s tokenizer has no chat template "
+                "(pass a text style: --style compact-nb or --style compact)"
             )
         return self.tokenizer.apply_chat_template(
             prompt, tokenize=False, add_generation_prompt=True, enable_thinking=sampling.enable_thinking

@@ -97,6 +97,13 @@ CASES = {
     "thousands_separator_plain": ("```yaml\nsamples: 6,000\n```", True, "6000", lambda c: c.samples == 6000),
     "size_listed_twice": ("```yaml\nsizes:\n  4: {data_ratio: 0.5, hole_ratio: 0.2, wait_ratio: 0.3}\n"
                           "  4: {data_ratio: 0.5, hole_ratio: 0.3, wait_ratio: 0.3}\n```", False, "listed twice", None),
+    # the real reason, when the block that looked like a config said why it is not one
+    "tab_indentation": ("```yaml\nsizes:\n\t4: {data_ratio: 1.0, hole_ratio: 0.2, wait_ratio: 0.3}\n```", False,
+                        "a tab in the indentation", None),
+    "json_with_comments": ('```json\n{"sizes": {"4": {"data_ratio": 1}} // more holes\n}\n```', False,
+                           "a // comment", None),
+    "two_documents": ("```yaml\nsamples: 5\n---\nsamples: 6\n```", False, "two YAML documents", None),
+    "number_too_long": ("```yaml\nsamples: " + "9" * 5000 + "\n```", False, "a number too long", None),
     "unclosed_thinking": ("<think>I should raise holes " * 20, False, "never closed", None),
     "truncated_json": (GOOD_JSON[: len(GOOD_JSON) // 2], False, "no JSON or YAML", None),
     "truncated_fence": ("```yaml\nagents: 2\nsizes:\n  '4': {data_ratio: 0.5, hole_r", False, "no JSON or YAML", None),
