@@ -320,8 +320,11 @@ def _spread(scene: Scene, points, alpha: float):
 
 
 def draw_board(surface: pygame.Surface, layout: Layout, scene: Scene, alpha: float, cache: DrawCache) -> None:
-    """The lake at ``alpha`` into ``scene``: background, agents where the interpolation puts them, markers."""
+    """The lake at ``alpha`` into ``scene``: background, markers, then the agents where the interpolation puts
+    them, so a marker never hides who failed (the agent and its number sit above the hole's cross or the swap's
+    line)."""
     surface.blit(cache.board(scene, layout.cell), layout.origin)
+    _draw_markers(layout, surface, scene, alpha)
     points = _spread(scene, interpolate(scene, alpha), alpha)
     failing = set(scene.marked_agents()) if alpha >= 0.5 else set()
     shared = {k for marker in scene.markers if marker.kind == VERTEX for k in marker.agents} if alpha >= 0.5 else set()
@@ -333,7 +336,6 @@ def draw_board(surface: pygame.Surface, layout: Layout, scene: Scene, alpha: flo
         center = layout.cell_center(points[k, 0], points[k, 1])
         cell = int(layout.cell * 0.72) if k in shared else layout.cell
         _draw_agent(cache, surface, center, cell, k, fallen, P.FAILURE if k in failing else None)
-    _draw_markers(layout, surface, scene, alpha)
 
 
 # --- the side panel ----------------------------------------------------------------------------------------

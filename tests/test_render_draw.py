@@ -349,3 +349,17 @@ def test_episode_facts__reward_shown_only_when_recorded_and_its_parts_on_their_o
     loaded.episode.reward_components = {"valid": 1.0, "optimal": 1.0, "format": 1.0}
     facts = {name: text for name, text, _ in episode_facts(loaded, 0, len(source))}
     assert facts["reward"] == "1.600" and facts["reward parts"] == "valid 1.00 optimal 1.00 format 1.00"
+
+
+def test_draw__the_failing_agent_s_number_is_drawn_over_the_hole_marker(source):
+    """The agent that fell is drawn above the hole's cross: the cell's centre shows the agent's label, not the
+    marker's red, while the marker's ring around it stays visible."""
+    steps = len(CASES["hole"][0])
+    surface, layout = render_state(source, "hole", steps)
+    x, y = layout.cell_center(*HOLE_CELL)
+    centre = pygame.surfarray.array3d(surface.subsurface(pygame.Rect(x - 6, y - 6, 13, 13)))
+    assert np.all(centre == np.array(P.FAILURE), axis=-1).mean() < 0.2  # drawn over it, the cross made it 95% red
+    label_colours = {tuple(int(v) for v in pixel) for row in centre for pixel in row}
+    assert len(label_colours) > 1  # the label's strokes on the dimmed disc
+    rect = layout.cell_rect(*HOLE_CELL).inflate(layout.cell // 2, layout.cell // 2)
+    assert failure_pixels(surface.subsurface(rect)) > 20  # the ring of the marker is still there
