@@ -48,6 +48,7 @@ class WatchApp(App):
     #completion-box { height: 1fr; border-top: solid $primary; padding: 0 1; }
     """
     BINDINGS = [
+        Binding("q", "quit", "Quit", priority=True),  # first, so the footer always shows how to quit
         Binding("space", "toggle_play", "Play/pause", priority=True),
         Binding("left", "step(-1)", "Back", priority=True),
         Binding("right", "step(1)", "Forward", priority=True),
@@ -58,7 +59,8 @@ class WatchApp(App):
         Binding("n", "episode(1)", "Next", priority=True),
         Binding("p", "episode(-1)", "Previous", priority=True),
         Binding("f", "failures", "Failures only", priority=True),
-        Binding("q", "quit", "Quit", priority=True),
+        Binding("s", "snapshot", "PNG", priority=True),
+        Binding("h", "help", "Help", priority=True),
     ]
 
     def __init__(self, state: WatchState) -> None:
@@ -160,6 +162,23 @@ class WatchApp(App):
         else:
             self.state.previous_episode()
         self._after()
+
+    def action_snapshot(self) -> None:
+        """The frame shown, as the window's ``s`` saves it: a PNG beside the working folder."""
+        from render.export import export_png
+        from render.viewer import snapshot_path
+
+        path = snapshot_path(self.state)
+        try:
+            export_png(self.state.source, self.state.index, self.state.step, path)
+        except (OSError, ValueError) as exc:
+            self.notify(str(exc), title="not saved", severity="error")
+            return
+        self.notify(f"saved {path}", title="snapshot")
+
+    def action_help(self) -> None:
+        self.notify("space play/pause · ←/→ step · home/end first/last · ↑/↓ speed · n/p next/previous episode · "
+                    "f failures only · s save a PNG of this step · q quit", title="keys", timeout=8)
 
     def action_failures(self) -> None:
         self.state.message = None

@@ -276,3 +276,20 @@ async def test_play_app__setup_errors_in_the_form_s_words_n_keeps_what_was_typed
         await pilot.press("escape")  # back to the game it came from, not out of the app
         await pilot.pause()
         assert isinstance(app.screen, GameScreen) and app.game is first and app.is_running
+
+
+async def test_watch_app__s_saves_a_png_of_the_step_and_h_lists_the_keys(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cases = write_cases(tmp_path / "cases.mlr")
+    with ReplaySource(cases) as source:
+        state = WatchState(source, ORDER.index("hole"), -1)
+        app = WatchApp(state)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("s")
+            await pilot.pause()
+            await pilot.press("h")
+            await pilot.pause()
+            shot = app.export_screenshot()
+    pngs = list(tmp_path.glob("cases-ep*-t*.png"))
+    assert len(pngs) == 1 and pngs[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Quit" in shot
