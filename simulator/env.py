@@ -63,7 +63,12 @@ class MapfEnv:
             ``numpy.random.default_rng(seed)`` given to :meth:`reset`.
         illegal_move_ends_episode: whether an off-grid move fails the episode (the judge's rule) or only
             leaves the agent in place.
+        render_mode: None or ``"ansi"`` (:meth:`render` returns the board as text), ``"rgb_array"`` (the last
+            step drawn as ``(H, W, 3) uint8`` with its failure markers) or ``"human"`` (the same in a pygame
+            window). The drawing lives in ``render.env_frames``; this module imports it only when asked.
     """
+
+    metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
 
     def __init__(
         self,
@@ -72,9 +77,15 @@ class MapfEnv:
         horizon: int | None = None,
         slip: float = 0.0,
         illegal_move_ends_episode: bool = True,
+        render_mode: str | None = None,
     ) -> None:
         if not isinstance(instance, Instance):
             raise ConfigError("instance", type(instance).__name__, "a simulator.types.Instance")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigError("render_mode", render_mode, f"None or one of {self.metadata['render_modes']}")
+        self.render_mode = render_mode
+        self._last = None  # (state before the last step, its joint action), for the drawn frames
+        self._window = None
         horizon = default_horizon(instance) if horizon is None else horizon
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 1 <= horizon <= C.MAX_PLAN_LENGTH:
             raise ConfigError("horizon", horizon, f"an integer in 1..{C.MAX_PLAN_LENGTH}")
@@ -132,7 +143,32 @@ class MapfEnv:
         arrival = np.where(status == C.ON_GOAL, 0, -1).astype(np.int32)
         self._state = EnvState(self.instance.starts.copy(), status, arrival, 0, np.zeros(self.n_agents, np.int8))
         self._done = bool((status == C.ON_GOAL).all())
+        self._last = None
         return self._observation(), {"horizon": self.horizon, "slip": self.slip}
+
+    def render(self):
+        """See ``render_mode`` in the class docstring (no mode: the board as text, like ``"ansi"``)."""
+        state = self.state
+        if self.render_mode in (None, "ansi"):
+            from simulator.text import render_state
+
+            return render_state(self.instance, state.pos, state.status)
+        from render.env_frames import HumanWindow, env_scene, rgb_frame
+
+        before, actions = self._last if self._last is not None else (None, None)
+        scene = env_scene(self.instance, before, state, actions, state.t)
+        if self.render_mode == "rgb_array":
+            return rgb_frame(scene)
+        if self._window is None:
+            self._window = HumanWindow()
+        self._window.show(scene)
+        return None
+
+    def close(self) -> None:
+        """Close the ``human`` window, if one is open."""
+        if self._window is not None:
+            self._window.close()
+            self._window = None
 
     def step(self, joint_action) -> StepResult:
         """Apply one joint action (``(K,)`` codes) to every agent at once."""
@@ -140,6 +176,7 @@ class MapfEnv:
             raise ConfigError("env.step", "episode finished" if self._state else "not reset", "call reset() first")
         actions = check_actions(joint_action, (self.n_agents,), "joint_action")
         state = self._state
+        self._last = (state.copy(), np.asarray(actions, np.int8).copy())
         batch = BatchState(state.pos[None].copy(), state.status[None].copy(), np.zeros((1, self.n_agents), np.int8))
         draws = self._rng.random((1, self.n_agents)) if self.slip > 0.0 else None
         step_batch(self._packed, batch, actions[None], self.slip, draws)

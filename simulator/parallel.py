@@ -27,16 +27,11 @@ class ParallelMapfEnv:
                 "is_parallelizable": True, "render_fps": 4}
 
     def __init__(self, instance: Instance, render_mode: str | None = None, **env_kwargs) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ConfigError("render_mode", render_mode, f"None or one of {self.metadata['render_modes']}")
-        self.env = MapfEnv(instance, **env_kwargs)
+        self.env = MapfEnv(instance, render_mode=render_mode, **env_kwargs)
         self.possible_agents = [f"agent_{k}" for k in range(instance.n_agents)]
         self.agents: list[str] = []
         self.render_mode = render_mode
         self._spaces = None
-        self._last = None  # (state before the last step, its joint action), for the drawn frames
-        self._steps = 0
-        self._window = None
 
     # --- spaces (gymnasium only when asked for) --------------------------------------------------------
     def _make_spaces(self):
@@ -91,7 +86,6 @@ class ParallelMapfEnv:
     # --- API -------------------------------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None):
         self.env.reset(seed=seed)
-        self._last, self._steps = None, 0
         status = self.env.state.status
         self.agents = [name for k, name in enumerate(self.possible_agents) if status[k] == C.MOVING]
         if not self.agents:  # every agent starts on its goal: nothing to play, but PettingZoo wants a live episode
@@ -113,10 +107,8 @@ class ParallelMapfEnv:
             result_rewards = np.zeros(self.env.n_agents, np.float32)
             terminated, truncated, events = True, False, np.zeros(self.env.n_agents, np.int8)
         else:
-            before = self.env.state
             result = self.env.step(joint)
             result_rewards, terminated, truncated, events = result.rewards, result.terminated, result.truncated, result.events
-            self._last, self._steps = (before, joint.astype(np.int8)), self._steps + 1
         status = self.env.state.status
         observations = self._observations(live)
         rewards = {name: float(result_rewards[self.possible_agents.index(name)]) for name in live}
@@ -130,27 +122,11 @@ class ParallelMapfEnv:
 
     def render(self):
         """``ansi`` (and no mode): the board as text; ``rgb_array``: the last step drawn as ``(H, W, 3) uint8``
-        with its failure markers; ``human``: the same in a pygame window. Drawing lives in ``render/``."""
-        state = self.env.state
-        if self.render_mode in (None, "ansi"):
-            from simulator.text import render_state
-
-            return render_state(self.env.instance, state.pos, state.status)
-        from render.env_frames import HumanWindow, env_scene, rgb_frame
-
-        before, actions = self._last if self._last is not None else (None, None)
-        scene = env_scene(self.env.instance, before, state, actions, self._steps)
-        if self.render_mode == "rgb_array":
-            return rgb_frame(scene)
-        if self._window is None:
-            self._window = HumanWindow()
-        self._window.show(scene)
-        return None
+        with its failure markers; ``human``: the same in a pygame window (``MapfEnv.render``)."""
+        return self.env.render()
 
     def close(self) -> None:
-        if self._window is not None:
-            self._window.close()
-            self._window = None
+        self.env.close()
 
     @property
     def unwrapped(self) -> "ParallelMapfEnv":

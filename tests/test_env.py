@@ -135,3 +135,19 @@ def test_parallel_env__rgb_array_and_human_render_modes(monkeypatch):
     with pytest.raises(ConfigError, match="a display"):  # the dummy driver is no display
         human.render()
     assert ParallelMapfEnv.metadata["render_modes"] == ["ansi", "rgb_array", "human"]
+
+
+def test_mapf_env__rgb_array_frames_show_the_failure_of_the_last_step(monkeypatch):
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    from render import colors as P
+    from simulator.types import Instance
+
+    inst = Instance(grid=[[0, 0, 0], [0, 1, 0], [0, 0, 0]], starts=[[0, 1], [2, 2]], goals=[[0, 2], [2, 0]])
+    env = MapfEnv(inst, render_mode="rgb_array")
+    env.reset(seed=0)
+    red = lambda frame: int(np.all(frame == np.array(P.FAILURE), axis=-1).sum())  # noqa: E731
+    assert red(env.render()) == 0
+    env.step(np.array([C.DOWN, C.WAIT]))  # agent 0 walks into the hole at (1, 1)
+    assert red(env.render()) > 50 and env.render().shape == (400, 640, 3)
+    with pytest.raises(ConfigError, match="render_mode"):
+        MapfEnv(inst, render_mode="video")
