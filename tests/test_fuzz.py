@@ -24,7 +24,7 @@ from simulator.errors import ConfigError
 
 SECONDS = 2.0  # per call, generous for a loaded 2-core machine; the documented inputs are far faster
 PEAK_BYTES = 64 * 2**20  # per call
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 PIECES = ["<think>", "</think>", "<answer>", "</answer>", "```", "```yaml\n", "agent 0:", "Agent 1 ->", "A0 ", "A1 ",
           "R", "L", "U", "D", "W", " ", ",", "\n", "→", "(", ")", "{", "}", "[", "]", ":", "'", '"', "&a", "*a", "!!python",
@@ -175,7 +175,7 @@ def replay_bytes(tmp_path_factory):
     return path.read_bytes()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzz__replay_files_with_flipped_or_cut_bytes_read_or_raise_replay_error(tmp_path, replay_bytes, data):
