@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
-from engineer.rule import RULE_METRICS, rounded_shares
+from engineer.rule import RULE_METRICS, rounded_shares, size_rates
 from simulator.config import SizeSpec, StageConfig
 from simulator.errors import ConfigError
 
@@ -85,16 +85,9 @@ class LearnabilityEngineer:
         if behavior is None:
             return decide(config, "learnability: no behavior section in the context, nothing to act on",
                           ["kept the config: no evidence of behavior"])
-        by_size = behavior.get("by_size", {})
         notes: list[str] = []
-        rates: dict[int, float] = {}
-        for side in config.used_sizes():
-            group = by_size.get(str(side))
-            episodes = group.get("episodes", 0) if group else 0
-            if episodes < self.min_episodes:
-                notes.append(f"size {side}: {episodes} episodes (< {self.min_episodes}), keeps its weight")
-                continue
-            rates[side] = float(group[self.metric])
+        rates = size_rates(behavior.get("by_size", {}), config, self.min_episodes, self.metric, notes,
+                           "keeps its weight")
         previous = {side: spec.data_ratio for side, spec in config.sizes.items()}
         weights = learnability_weights(rates, previous, self.floor, self.smoothing) if rates else None
         if weights is None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
-from engineer.rule import RULE_METRICS, hole_ratio_cap, rounded_shares
+from engineer.rule import RULE_METRICS, hole_ratio_cap, rounded_shares, size_rates
 from simulator.config import MAX_HOLE_RATIO, MAX_SIZE, SizeSpec, StageConfig
 from simulator.errors import ConfigError
 
@@ -94,13 +94,7 @@ class MutateEngineer:
         weights = {side: spec.data_ratio for side, spec in specs.items()}
         notes: list[str] = []
         edited = 0
-        for side in config.used_sizes():
-            group = by_size.get(str(side))
-            episodes = group.get("episodes", 0) if group else 0
-            if episodes < self.min_episodes:
-                notes.append(f"size {side}: {episodes} episodes (< {self.min_episodes}), left alone")
-                continue
-            rate = float(group[self.metric])
+        for side, rate in size_rates(by_size, config, self.min_episodes, self.metric, notes).items():
             if not self.low <= rate <= self.high:
                 notes.append(f"size {side}: {self.metric} {rate:.3f} outside [{self.low}, {self.high}], left alone")
                 continue

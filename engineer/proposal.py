@@ -70,6 +70,7 @@ from simulator.config import (
     SIZE_KEYS,
     TOP_LEVEL_KEYS,
     StageConfig,
+    reject_duplicate_json_keys,
 )
 from simulator.errors import ConfigError
 
@@ -159,20 +160,11 @@ def _why_not(block: str) -> str:
     return "not a mapping"
 
 
-def _no_duplicates(pairs: list[tuple[Any, Any]]) -> dict:
-    out: dict = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"the key {str(key)[:40]!r} is listed twice")
-        out[key] = value
-    return out
-
-
 def _load(text: str, complaints: list[str] | None = None) -> Any:
     """``text`` as JSON, else as safe YAML; None when neither loads (any loader complaint counts as no load).
     A complaint worth telling (aliases, a key listed twice) is appended to ``complaints``."""
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates)
+        return json.loads(text, object_pairs_hook=reject_duplicate_json_keys)
     except (ValueError, RecursionError):
         pass
     try:

@@ -56,6 +56,21 @@ def hole_ratio_cap(side: int, agents: int, digits: int = _DIGITS) -> float:
     return max(ratio, 0.0)
 
 
+def size_rates(by_size: dict, config: StageConfig, min_episodes: int, metric: str,
+               notes: list[str], left: str = "left alone") -> dict[int, float]:
+    """Each used size's ``metric`` from the behavior section's ``by_size``, for sizes with at least
+    ``min_episodes`` episodes; the others get a note ending in ``left`` (what the engineer does with them)."""
+    rates: dict[int, float] = {}
+    for side in config.used_sizes():
+        group = by_size.get(str(side))
+        episodes = group.get("episodes", 0) if group else 0
+        if episodes < min_episodes:
+            notes.append(f"size {side}: {episodes} episodes (< {min_episodes}), {left}")
+            continue
+        rates[side] = float(group[metric])
+    return rates
+
+
 @dataclass
 class RuleEngineer:
     """See the module docstring. Thresholds are options (``make_engineer("rule", low=0.1, ...)``)."""
@@ -172,4 +187,4 @@ class RuleEngineer:
         return f"size {side}: {self.metric} {rate:.3f} {what}{copes}: " + (", ".join(changes) or "unchanged")
 
 
-__all__ = ["RULE_METRICS", "RuleEngineer", "hole_ratio_cap", "rounded_shares"]
+__all__ = ["RULE_METRICS", "RuleEngineer", "hole_ratio_cap", "rounded_shares", "size_rates"]

@@ -18,12 +18,8 @@ from pathlib import Path
 import numpy as np
 
 
-def _size_on_disk(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
-
-
 def run_export_bench(quick: bool = False) -> dict:
-    from policy.export import export_items, layout_row, write_rows
+    from policy.export import export_items, layout_row, size_on_disk, write_rows
     from simulator.suites import generate_suite
 
     suite = "paper-quick" if quick else "paper"
@@ -40,7 +36,7 @@ def run_export_bench(quick: bool = False) -> dict:
             count = write_rows(rows, out, fmt)
             seconds = time.perf_counter() - started
             formats[fmt] = {"rows": count, "seconds": seconds, "instances_per_s": count / seconds,
-                            "megabytes": _size_on_disk(out) / 1e6}
+                            "megabytes": size_on_disk(out) / 1e6}
     return {"suite": suite, "instances": len(items), "generation_seconds": generation, "formats": formats,
             "scorer": run_scorer_bench(quick)}
 

@@ -79,7 +79,7 @@ def _eval(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     import time
 
-    from policy.export import export_items, layout_row, write_rows
+    from policy.export import export_items, layout_row, size_on_disk, write_rows
     from simulator.cli import progress_bar
     from simulator.config import load_config
     from simulator.generator import generate
@@ -106,8 +106,7 @@ def _export(args: argparse.Namespace) -> int:
             for index, record in enumerate(export_items(source, items, args.style)))
     count = write_rows(rows, args.out, fmt)
     seconds = time.perf_counter() - started
-    size = sum(p.stat().st_size for p in Path(args.out).rglob("*") if p.is_file()) if Path(args.out).is_dir() \
-        else Path(args.out).stat().st_size
+    size = size_on_disk(args.out)
     print(f"wrote {count} rows ({args.layout}, {args.style}, {fmt}) to {args.out}: {size / 1e6:.2f} MB, "
           f"{seconds:.1f} s ({count / max(seconds, 1e-9):.0f} instances/s)")
     return 0

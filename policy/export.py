@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -66,18 +65,8 @@ def write_rows(rows: Iterable[dict], out: str | os.PathLike, fmt: str) -> int:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        if out.is_dir():
-            raise ConfigError("--out", str(out), "a file path (it is a folder)")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-        os.close(descriptor)
-        try:
-            pq.write_table(pa.Table.from_pylist(rows), temp)
-            os.chmod(temp, 0o644)
-            os.replace(temp, out)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        with AtomicWriter(out) as writer:
+            pq.write_table(pa.Table.from_pylist(rows), writer.handle)
         return len(rows)
     if fmt == "hf":
         from datasets import Dataset
@@ -93,6 +82,12 @@ def write_rows(rows: Iterable[dict], out: str | os.PathLike, fmt: str) -> int:
     raise ConfigError("--format", fmt, f"one of {', '.join(FORMATS)}")
 
 
+def size_on_disk(path: str | os.PathLike) -> int:
+    """Bytes of a written export: the file, or every file in the folder."""
+    path = Path(path)
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
+
+
 def export_items(source: str, items: Iterable, style_name: str) -> Iterator[dict]:
     """Records of ``items`` (LabelledInstances) in the style, in order."""
     from policy.prompts import get_style
@@ -103,4 +98,4 @@ def export_items(source: str, items: Iterable, style_name: str) -> Iterator[dict
         yield make_record(item, style, source)
 
 
-__all__ = ["DATA_SOURCE", "FORMATS", "LAYOUTS", "export_items", "layout_row", "write_rows"]
+__all__ = ["DATA_SOURCE", "FORMATS", "LAYOUTS", "export_items", "layout_row", "size_on_disk", "write_rows"]

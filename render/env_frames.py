@@ -36,8 +36,9 @@ def rgb_frame(scene, size: tuple[int, int] = DEFAULT_FRAME_SIZE) -> np.ndarray:
 
     from render.draw import DrawCache, FrameView, draw_frame
 
-    if not pygame.font.get_init():
+    if not pygame.font.get_init():  # first frame, or pygame was shut down since: cached fonts are gone
         pygame.font.init()
+        _CACHE.clear()
     surface = pygame.Surface(size)
     facts = [("step", str(scene.step), "")] + [("event", marker.describe(), "bad" if marker.is_failure else "")
                                                for marker in scene.markers]
@@ -55,16 +56,9 @@ class HumanWindow:
     def __init__(self, size: tuple[int, int] = DEFAULT_FRAME_SIZE) -> None:
         import pygame
 
-        from render.viewer import HEADLESS_DRIVERS
-        from simulator.errors import ConfigError
+        from render.viewer import init_display
 
-        try:
-            pygame.display.init()
-        except pygame.error as exc:
-            raise ConfigError("render_mode", "human", "a display (or render_mode='rgb_array')", str(exc)) from None
-        if pygame.display.get_driver() in HEADLESS_DRIVERS:
-            pygame.display.quit()
-            raise ConfigError("render_mode", "human", "a display (or render_mode='rgb_array'): SDL has none here")
+        init_display("a display for render_mode='human' (or render_mode='rgb_array')")
         self.size = size
         self.screen = pygame.display.set_mode(size)
         pygame.display.set_caption("MAPF-FrozenLake")

@@ -69,22 +69,28 @@ def handle_key(state: WatchState, key: int, snapshot) -> bool:
 HEADLESS_DRIVERS = ("offscreen", "dummy")
 
 
+def init_display(allowed: str, headless_ok: bool = False) -> None:
+    """Start SDL's video, or raise ConfigError("display", ..., ``allowed``): a driver this machine lacks (or an
+    empty ``SDL_VIDEODRIVER``), or, unless ``headless_ok``, one that draws to memory only, where a window nobody
+    can see would wait forever."""
+    try:
+        pygame.display.init()
+    except pygame.error as exc:
+        raise ConfigError("display", f"SDL_VIDEODRIVER={os.environ.get('SDL_VIDEODRIVER', '')!r}", allowed,
+                          str(exc)) from None
+    driver = pygame.display.get_driver()
+    if not headless_ok and driver in HEADLESS_DRIVERS:
+        pygame.display.quit()  # only the display: fonts others hold stay valid
+        raise ConfigError("display", f"{os.environ.get('DISPLAY') or 'none'} (SDL video driver {driver!r})", allowed)
+
+
 def run_viewer(state: WatchState, size: tuple[int, int] = DEFAULT_SIZE, max_frames: int | None = None) -> None:
     """Open the window and run until the user quits (or ``max_frames`` frames, for tests).
 
     Raises ConfigError when no display can be opened (use ``--terminal`` or ``--png``/``--gif`` then).
     """
-    try:
-        pygame.display.init()
-    except pygame.error as exc:  # e.g. SDL_VIDEODRIVER set to a driver this machine lacks (or to nothing)
-        raise ConfigError("display", f"SDL_VIDEODRIVER={os.environ.get('SDL_VIDEODRIVER', '')!r}",
-                          "a display for the window (or use --terminal, --png or --gif)", str(exc)) from None
+    init_display("a display for the window (or use --terminal, --png or --gif)", headless_ok=max_frames is not None)
     pygame.font.init()
-    driver = pygame.display.get_driver()
-    if max_frames is None and driver in HEADLESS_DRIVERS:  # a window nobody can see would wait forever for a key
-        pygame.quit()
-        raise ConfigError("display", f"{os.environ.get('DISPLAY') or 'none'} (SDL video driver {driver!r})",
-                          "a display for the window (or use --terminal, --png or --gif)")
     try:
         screen = pygame.display.set_mode(size, pygame.RESIZABLE)
     except pygame.error as exc:

@@ -441,7 +441,7 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_StrictYamlLoader)  # a SafeLoader subclass: builds plain values only
 
 
-def _reject_duplicate_json_keys(pairs: list[tuple[str, Any]]) -> dict:
+def reject_duplicate_json_keys(pairs: list[tuple[str, Any]]) -> dict:
     result: dict = {}
     for key, value in pairs:
         if key in result:
@@ -473,7 +473,7 @@ def parse_config_text(text: str, format: str, source: str = "<text>") -> StageCo
         if format == "yaml":
             data = load_yaml(text)
         else:
-            data = json.loads(text, object_pairs_hook=_reject_duplicate_json_keys)
+            data = json.loads(text, object_pairs_hook=reject_duplicate_json_keys)
     except (yaml.YAMLError, ValueError, RecursionError) as error:
         # PyYAML calls the text "<unicode string>"; name the real source and fold its multi-line report.
         reason = " ".join(str(error).replace('"<unicode string>"', source).split())
