@@ -1,11 +1,12 @@
 """``mapf-lake bench render``: how fast the viewer draws, and how fast a big replay file shows its first frame.
 
-Figures (targets from the render issue):
+Figures and their targets:
 
 * ``draw``: frames per second of :func:`render.draw.draw_frame` plus ``display.flip`` on the dummy video driver,
   for a 10x10 map with 5 agents (target >= 120/s) and a 32x32 map with 32 agents (target >= 60/s), in a
-  1200x760 window with the side panel and a completion, agents gliding between steps. The time is the frame's
-  drawing only (no clock sleep); the first, cold frame is reported apart.
+  1200x760 window with the side panel and a completion, agents gliding between steps; and the 10x10 map again
+  with path trails on (target >= 120/s), reported with its ratio to the figure without trails of the same run.
+  The time is the frame's drawing only (no clock sleep); the first, cold frame is reported apart.
 * ``open``: a replay file of 10,000 episodes is written, then opened and its first frame drawn: in this process
   (open + decode episode 0 + draw; target < 1 s), and end to end as ``mapf-lake watch FILE --png`` in a fresh
   process (interpreter start and imports included).
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-TARGET_FPS = {"10x10/5": 120.0, "32x32/32": 60.0}
+TARGET_FPS = {"10x10/5": 120.0, "32x32/32": 60.0, "10x10/5+trails": 120.0}
 TARGET_OPEN_S = 1.0
 
 
@@ -56,8 +57,9 @@ def _walk_timeline(side: int, n_agents: int, n_steps: int, seed: int):
     return EpisodeTimeline(instance, positions, np.zeros((n_steps, n_agents), np.int8))
 
 
-def bench_draw(side: int, n_agents: int, frames: int, size: tuple[int, int]) -> dict:
-    """Draw ``frames`` animation frames of a made-up ``side x side`` episode with ``n_agents`` agents."""
+def bench_draw(side: int, n_agents: int, frames: int, size: tuple[int, int], trails: bool = False) -> dict:
+    """Draw ``frames`` animation frames of a made-up ``side x side`` episode with ``n_agents`` agents (with the
+    agents' path trails when ``trails``)."""
     _headless()
     import pygame
 
@@ -82,6 +84,7 @@ def bench_draw(side: int, n_agents: int, frames: int, size: tuple[int, int]) -> 
         view = FrameView(
             scene=timeline.scene(step), alpha=alpha, completion=completion, status="playing · 2 steps/s",
             facts=[("map", f"{side}x{side}", ""), ("agents", str(n_agents), ""), ("step", f"{step} / 40", "")],
+            trails=trails,
         )
         start = time.perf_counter()
         draw_frame(screen, view, cache)
@@ -92,6 +95,7 @@ def bench_draw(side: int, n_agents: int, frames: int, size: tuple[int, int]) -> 
     return {
         "map": f"{side}x{side}",
         "agents": n_agents,
+        "trails": trails,
         "window": f"{size[0]}x{size[1]}",
         "frames": frames,
         "fps": round(float(len(warm) / warm.sum()), 1),
@@ -179,11 +183,14 @@ def run_render_bench(quick: bool = False) -> dict:
     from render.draw import DEFAULT_SIZE
 
     frames = 30 if quick else 600
-    draw = [bench_draw(10, 5, frames, DEFAULT_SIZE), bench_draw(32, 32, frames, DEFAULT_SIZE)]
+    draw = [bench_draw(10, 5, frames, DEFAULT_SIZE), bench_draw(32, 32, frames, DEFAULT_SIZE),
+            bench_draw(10, 5, frames, DEFAULT_SIZE, trails=True)]
+    draw[2]["fps_ratio_to_no_trails"] = round(draw[2]["fps"] / draw[0]["fps"], 3)
     opening = bench_open(1_000 if quick else 10_000, DEFAULT_SIZE, 8 if quick else 50)
     checks = {
         "draw_10x10_5_fps_ok": draw[0]["fps"] >= TARGET_FPS["10x10/5"],
         "draw_32x32_32_fps_ok": draw[1]["fps"] >= TARGET_FPS["32x32/32"],
+        "draw_10x10_5_trails_fps_ok": draw[2]["fps"] >= TARGET_FPS["10x10/5+trails"],
         "first_frame_under_1s": opening["first_frame_s"] < TARGET_OPEN_S,
     }
     targets = {"fps": TARGET_FPS, "first_frame_s": TARGET_OPEN_S}
@@ -194,11 +201,13 @@ def run_render_bench(quick: bool = False) -> dict:
 def format_render_bench(results: dict) -> str:
     lines = ["render benchmark" + (" (quick: figures not comparable)" if results["quick"] else "")]
     for row in results["draw"]:
-        target = TARGET_FPS[f"{row['map']}/{row['agents']}"]
+        trails = row.get("trails", False)
+        target = TARGET_FPS[f"{row['map']}/{row['agents']}" + ("+trails" if trails else "")]
+        ratio = f"; {row['fps_ratio_to_no_trails']:.2f}x the figure without trails" if trails else ""
         lines.append(
-            f"  draw {row['map']} with {row['agents']} agents in {row['window']}: {row['fps']:.0f} frames/s "
-            f"(median {row['frame_ms_median']:.2f} ms, p99 {row['frame_ms_p99']:.2f} ms, first frame "
-            f"{row['first_frame_ms']:.0f} ms; target >= {target:.0f}/s)"
+            f"  draw {row['map']} with {row['agents']} agents{' and trails' if trails else ''} in {row['window']}: "
+            f"{row['fps']:.0f} frames/s (median {row['frame_ms_median']:.2f} ms, p99 {row['frame_ms_p99']:.2f} ms, "
+            f"first frame {row['first_frame_ms']:.0f} ms; target >= {target:.0f}/s{ratio})"
         )
     opening = results["open"]
     lines.append(

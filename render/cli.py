@@ -33,7 +33,8 @@ def _watch(args: argparse.Namespace) -> int:
     from render.source import ReplaySource
     from simulator.errors import ConfigError
 
-    if args.png or args.gif:
+    exports = args.png or args.gif or args.svg or args.mp4
+    if exports:
         _headless()
     source = ReplaySource(args.path)
     try:
@@ -44,21 +45,35 @@ def _watch(args: argparse.Namespace) -> int:
             n_steps = source.load(args.episode).n_steps
             if not -(n_steps + 1) <= args.step <= n_steps:
                 raise ConfigError("--step", args.step, f"0..{n_steps} (or -1 for the last step)")
-        if args.png or args.gif:
+        trails = not args.no_trails
+        if args.svg:  # no pygame needed
+            from render.svg import export_svg
+
+            path, count = export_svg(source, args.episode, args.svg, args.fps, trails)
+            print(f"wrote {path} ({count} frames, episode {args.episode})")
+        if args.png or args.gif or args.mp4:
             from render.draw import DEFAULT_SIZE
-            from render.export import GIF_SIZE, export_gif, export_png
+            from render.export import GIF_SIZE, export_gif, export_mp4, export_png
 
             if args.png:
                 step = -1 if args.step is None else args.step
-                path, shown = export_png(source, args.episode, step, args.png, args.resolution or DEFAULT_SIZE)
+                path, shown = export_png(source, args.episode, step, args.png, args.resolution or DEFAULT_SIZE,
+                                         trails)
                 print(f"wrote {path} (episode {args.episode}, step {shown})")
             if args.gif:
-                count = export_gif(source, args.episode, args.gif, args.resolution or GIF_SIZE, args.fps, args.tween)
+                count = export_gif(source, args.episode, args.gif, args.resolution or GIF_SIZE, args.fps, args.tween,
+                                   trails)
                 print(f"wrote {args.gif} ({count} frames, episode {args.episode})")
+            if args.mp4:
+                count, (width, height) = export_mp4(source, args.episode, args.mp4, args.resolution or GIF_SIZE,
+                                                    args.fps, args.tween, trails)
+                print(f"wrote {args.mp4} ({count} frames of {width}x{height}, episode {args.episode})")
+        if exports:
             return 0
         from render.watch_state import WatchState
 
-        state = WatchState(source, args.episode, args.step, playing=not args.paused and args.step is None)
+        state = WatchState(source, args.episode, args.step, playing=not args.paused and args.step is None,
+                           trails=trails)
         if args.terminal:
             from render.watch_app import WatchApp
 
@@ -102,13 +117,15 @@ def _play(args: argparse.Namespace) -> int:
 def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
     watch = commands.add_parser(
         "watch",
-        help="watch replays: a pygame window, the terminal (--terminal), or images (--png/--gif)",
+        help="watch replays: a pygame window, the terminal (--terminal), or files (--png/--gif/--svg/--mp4)",
         description=(
             "Show the episodes of a replay file, or of a folder of them, step by step: the lake, the agents, each "
-            "failure where it happens, the episode's metadata and the model's completion. Keys in the window: "
-            "space play/pause, left/right step, up/down speed, n/p next/previous episode, f failures only, "
-            "s save a PNG, h help, q quit. With --png or --gif nothing opens: the frame or the whole episode is "
-            "written as an image (no display needed)."
+            "failure where it happens (a step with several failures names each in a sentence), each agent's "
+            "path so far, a legend of the agents' colours and the markers, the episode's metadata and the "
+            "model's completion. Keys in the window: space play/pause, left/right step, up/down speed, n/p "
+            "next/previous episode, f failures only, t path trails, s save a PNG, h help, q quit. With --png, "
+            "--gif, --svg or --mp4 nothing opens: the frame or the whole episode is written to a file (no display "
+            "needed); several of them can be given at once."
         ),
     )
     watch.add_argument("path", help="a replay file (.mlr) or a folder of them")
@@ -118,11 +135,22 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
                        help="step to show (negative: from the end; --png default: the last step)")
     watch.add_argument("--png", metavar="OUT", help="write the frame of --episode at --step as a PNG and exit")
     watch.add_argument("--gif", metavar="OUT", help="write the whole of --episode as an animated GIF and exit")
-    watch.add_argument("--fps", type=float, default=3.0, help="GIF frames per second (default 3)")
+    watch.add_argument("--svg", metavar="OUT",
+                       help="write the whole of --episode as one self-contained animated SVG (SMIL, plays in a "
+                            "browser; agents step cell to cell, each failure marked and named at its step) and exit")
+    watch.add_argument("--mp4", metavar="OUT",
+                       help="write the whole of --episode as an H.264 MP4 video and exit (needs the video extra: "
+                            "pip install 'mapf-frozenlake[video]')")
+    watch.add_argument("--fps", type=float, default=3.0,
+                       help="frames per second of the GIF and the MP4, steps per second of the SVG (default 3)")
     watch.add_argument("--tween", type=int, default=0,
-                       help="GIF in-between frames per step for smooth moves (default 0: one frame per step)")
+                       help="GIF and MP4 in-between frames per step for smooth moves (default 0: one frame per step)")
+    watch.add_argument("--no-trails", action="store_true",
+                       help="draw no path trails (each agent's cells so far, faint in its colour) in the PNG, GIF, "
+                            "SVG and MP4, and start the window without them (t shows them)")
     watch.add_argument("--resolution", type=_resolution, default=None,
-                       help="window or image size WIDTHxHEIGHT (default 1200x760; GIF 960x600)")
+                       help="window or image size WIDTHxHEIGHT (default 1200x760; GIF and MP4 960x600, rounded "
+                            "down to even sizes for the MP4; the SVG is vector and ignores it)")
     watch.add_argument("--terminal", action="store_true", help="show the replays in the terminal (Textual)")
     watch.add_argument("--paused", action="store_true", help="start paused")
     watch.set_defaults(handler=_watch)
@@ -153,7 +181,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     add_bench_target(
         bench, "render", "viewer drawing speed and time to the first frame of a 10,000-episode replay",
         "Measures pygame frame drawing (10x10 with 5 agents, target 120 frames/s; 32x32 with 32 agents, target "
-        "60 frames/s; drawing time only, dummy video driver) and the time from opening a replay of 10,000 "
+        "60 frames/s; 10x10 with 5 agents and path trails on, target 120 frames/s, with its ratio to the figure "
+        "without trails; drawing time only, dummy video driver) and the time from opening a replay of 10,000 "
         "episodes to its first frame (target under 1 s).",
         "render.bench", "run_render_bench", "format_render_bench",
         quick_help="fewer frames and 1,000 episodes, for smoke tests",

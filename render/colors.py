@@ -46,6 +46,12 @@ _AGENT_PALETTE: tuple[RGB, ...] = (
     (176, 30, 70),  # crimson
     (96, 104, 128),  # slate
 )
+# the names the legends print beside each colour of the palette above, in its order
+_AGENT_COLOR_NAMES: tuple[str, ...] = (
+    "orange", "green", "purple", "magenta", "teal", "gold", "blue", "brown", "pink", "olive", "crimson", "slate",
+)
+NAMED_COLORS = len(_AGENT_COLOR_NAMES)  # legends name each colour up to this many agents, then number chips only
+TRAIL_STRENGTH = 0.42  # how much of the agent's colour a trail keeps (the rest is ice): faint, still readable
 _GOLDEN = 0.6180339887498949
 
 
@@ -58,6 +64,18 @@ def agent_color(agent: int) -> RGB:
     r, g, b = colorsys.hls_to_rgb(hue, lightness, 0.75)
     color = (round(r * 255), round(g * 255), round(b * 255))
     return color if color != FAILURE else (color[0] - 1, color[1], color[2])
+
+
+def agent_color_name(agent: int) -> str:
+    """The word for agent ``agent``'s colour in legends (``"orange"``); past the named dozen, its hue in degrees."""
+    if agent < len(_AGENT_COLOR_NAMES):
+        return _AGENT_COLOR_NAMES[agent]
+    return f"hue {round(((0.07 + agent * _GOLDEN) % 1.0) * 360)}°"
+
+
+def trail_color(agent: int) -> RGB:
+    """The faint colour of agent ``agent``'s path trail: its colour mixed toward the ice (never ``FAILURE``)."""
+    return dimmed(agent_color(agent), TRAIL_STRENGTH, ICE)
 
 
 def text_on(color: RGB) -> RGB:

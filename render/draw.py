@@ -1,4 +1,5 @@
-"""pygame drawing of one frame: the frozen lake, the agents, the failure markers, the side panel, the help overlay.
+"""pygame drawing of one frame: the frozen lake, the agents' trails, the failure markers, the agents, the side
+panel with the step's sentences and the legend, the help overlay.
 
 :func:`draw_frame` draws a :class:`FrameView` onto any ``pygame.Surface`` (a window, or an off-screen surface for
 PNG and GIF export) and returns the :class:`Layout` it used. It reads nothing but its arguments; a
@@ -11,7 +12,12 @@ Picture contract (the tests check these pixel facts):
   (its index is written in the middle, so sample below the centre);
 * every failure marker is drawn in exactly ``colors.FAILURE``, and nothing else is: a frame has pixels of that
   colour if and only if its step has a failure (illegal move, hole, vertex or edge conflict, goal not reached);
-* each goal is a square frame in its agent's colour; fallen agents are drawn small and sunk in their hole.
+* each goal is a square frame in its agent's colour; fallen agents are drawn small and sunk in their hole;
+* with trails on, agent ``k``'s path so far is drawn in exactly ``colors.trail_color(k)`` through the centres of
+  the cells it stood on (under the markers and the agents);
+* the panel states every event of the step in a plain sentence (``Scene.sentences``) and holds the legend: each
+  agent's colour by name and a sample of each marker, drawn in ``colors.BAD`` so that only a failure on the
+  board is ever ``colors.FAILURE``.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
 import pygame  # noqa: E402 - after silencing pygame's banner
@@ -29,12 +37,16 @@ import pygame.gfxdraw  # noqa: E402
 from render import colors as P  # noqa: E402
 from render.completion import CompletionText  # noqa: E402
 from render.source import Fact  # noqa: E402
-from render.timeline import EDGE, HOLE, ILLEGAL, NOT_REACHED, SLIP, VERTEX, Scene, interpolate  # noqa: E402
+from render.timeline import (  # noqa: E402
+    EDGE, HOLE, ILLEGAL, MARKER_MEANINGS, NOT_REACHED, SLIP, VERTEX, Scene, interpolate, spread,
+)
 from simulator import constants as C  # noqa: E402
 
 DEFAULT_SIZE = (1200, 760)  # window and export size in pixels
 MIN_PANEL_WINDOW = 560  # narrower windows show the board alone
 PAD = 14  # pixels between the window's edge and the board
+CAPTION_SIZE = 13  # font size of the sentences' strip of a frame without the panel
+CAPTION_H = 3 * (CAPTION_SIZE + 5) + 6  # that strip: three lines of sentences
 
 HELP_LINES = (
     ("space", "play / pause"),
@@ -43,6 +55,7 @@ HELP_LINES = (
     ("up / down", "faster / slower"),
     ("n / p", "next / previous episode"),
     ("f", "failures only (toggle)"),
+    ("t", "path trails (toggle)"),
     ("pgup / pgdn, wheel", "scroll the completion"),
     ("s", "save this frame as PNG"),
     ("h", "this help"),
@@ -62,6 +75,11 @@ class FrameView:
         status: the panel's bottom line (playing, speed, filter); ``message`` a short notice over the board.
         show_help: draw the key help over everything. ``panel``: draw the side panel at all. ``key_hint``:
             end the status line with "h: help" (a window has keys, an exported image does not).
+        trails: draw each agent's path so far, faintly in its colour (where ``scene.trail`` is known).
+
+    The panel also states every event of the step in a plain sentence (``Scene.sentences``: a step with several
+    failures names each) and holds the legend: each agent's colour by name, and what each marker means. A
+    window too narrow for the panel writes the sentences over the top of the board instead.
     """
 
     scene: Scene
@@ -76,6 +94,7 @@ class FrameView:
     show_help: bool = False
     panel: bool = True
     key_hint: bool = True  # "h: help" in the status line (not in exported images)
+    trails: bool = False
 
 
 @dataclass
@@ -90,6 +109,7 @@ class Layout:
     scroll: int = 0
     visible_lines: int = 0
     completion_lines: int = 0
+    legend: pygame.Rect | None = None  # the panel's legend (agents' colours, markers), in window pixels
 
     def cell_center(self, row: float, col: float) -> tuple[int, int]:
         """Pixel at the centre of cell (row, col) (fractions allowed)."""
@@ -102,7 +122,8 @@ class Layout:
 def compute_layout(size: tuple[int, int], height: int, width: int, panel: bool = True) -> Layout:
     """Fit an ``height x width`` map and the panel into ``size``; cells are square, at least 2 pixels.
 
-    Half a cell is kept free around the map so an off-grid move has room to be drawn.
+    Half a cell is kept free around the map so an off-grid move has room to be drawn. Without the panel a strip
+    of ``CAPTION_H`` pixels at the top is kept for the step's sentences, so they never cover a marker.
     """
     window_w, window_h = size
     panel_rect = None
@@ -111,11 +132,15 @@ def compute_layout(size: tuple[int, int], height: int, width: int, panel: bool =
         panel_w = min(480, max(280, int(window_w * 0.36)))
         panel_rect = pygame.Rect(window_w - panel_w, 0, panel_w, window_h)
         board_w = window_w - panel_w
-    avail_w, avail_h = max(1, board_w - 2 * PAD), max(1, window_h - 2 * PAD)
+    top = 0 if panel_rect is not None else min(CAPTION_H, window_h // 4)  # the sentences' strip
+    avail_w, avail_h = max(1, board_w - 2 * PAD), max(1, window_h - top - 2 * PAD)
     cell = max(2, int(min(avail_w / (width + 1), avail_h / (height + 1))))
-    origin = ((board_w - cell * width) // 2, (window_h - cell * height) // 2)
+    origin = ((board_w - cell * width) // 2, top + (window_h - top - cell * height) // 2)
     board = pygame.Rect(origin[0], origin[1], cell * width, cell * height)
     return Layout((window_w, window_h), cell, origin, board, panel_rect)
+
+
+PanelDrawing = tuple[pygame.Surface, int, int, int, pygame.Rect]  # panel, scroll, visible, total lines, legend
 
 
 class DrawCache:
@@ -128,7 +153,7 @@ class DrawCache:
         self._texts: dict[tuple, pygame.Surface] = {}
         self._boards: dict[tuple, pygame.Surface] = {}
         # whole panels keyed by what they show, and overlays by window size (see _panel and _help_overlay)
-        self.panels: dict[tuple, tuple[pygame.Surface, int, int, int]] = {}
+        self.panels: dict[tuple, PanelDrawing] = {}
         self.overlays: dict[tuple, pygame.Surface] = {}
         self._font_paths = {
             "ui": pygame.font.match_font("dejavusans") or None,
@@ -244,86 +269,108 @@ def _draw_cross(surface: pygame.Surface, center: tuple[int, int], half: int, wid
     pygame.draw.line(surface, color, (x - half, y + half), (x + half, y - half), width)
 
 
+def _draw_marker(surface: pygame.Surface, kind: str, center: tuple[int, int], other: tuple[int, int] | None,
+                 cell: int, big: int, color: P.RGB) -> None:
+    """One marker of ``kind`` at pixel ``center`` (its cell's centre); ``other`` is the pixel centre of the other
+    cell (the far end of a swap, the off-map cell of an illegal move) or None; ``big`` its drawn size. The board
+    and the legend both draw through here, so a legend's sample is the marker's own shape."""
+    thick = max(2, big // 10)
+    x, y = center
+    if kind == SLIP:
+        pygame.draw.arc(surface, color, pygame.Rect(x - cell // 4, y - cell // 2, cell // 2, cell // 2), 0.0, math.pi,
+                        max(1, cell // 16))
+    elif kind == HOLE:
+        pygame.draw.circle(surface, color, center, int(big * 0.46), thick)
+        _draw_cross(surface, center, int(big * 0.22), thick, color)
+    elif kind == VERTEX:
+        pygame.draw.circle(surface, color, center, int(big * 0.5), thick)
+        for i in range(8):  # a burst: two agents hit each other here
+            angle = i * math.pi / 4
+            inner, outer = big * 0.52, big * 0.68
+            pygame.draw.line(
+                surface, color,
+                (x + inner * math.cos(angle), y + inner * math.sin(angle)),
+                (x + outer * math.cos(angle), y + outer * math.sin(angle)), max(1, thick // 2),
+            )
+    elif kind == EDGE:
+        b = other if other is not None else center
+        mid = ((x + b[0]) // 2, (y + b[1]) // 2)
+        half = max(5, int(big * 0.24))
+        diamond = [(mid[0], mid[1] - half), (mid[0] + half, mid[1]), (mid[0], mid[1] + half), (mid[0] - half, mid[1])]
+        pygame.draw.polygon(surface, color, diamond)
+        pygame.draw.line(surface, color, center, b, max(1, thick // 2))
+        if cell >= 20:
+            bang = pygame.Rect(0, 0, max(2, cell // 16), max(4, half))
+            bang.center = (mid[0], mid[1] - half // 5)
+            surface.fill((255, 255, 255), bang)
+    elif kind == ILLEGAL:
+        if other is None:
+            pygame.draw.rect(surface, color, pygame.Rect(x - cell // 2, y - cell // 2, cell, cell), thick)
+            return
+        dx, dy = (other[0] - x) / max(1, cell), (other[1] - y) / max(1, cell)
+        edge = (x + dx * cell * 0.5, y + dy * cell * 0.5)  # where the map ends
+        tip = (x + dx * cell * 0.95, y + dy * cell * 0.95)
+        tail = (x + dx * cell * 0.38, y + dy * cell * 0.38)  # from the disc's rim, not its label
+        pygame.draw.line(surface, color, tail, tip, thick)
+        _draw_cross(surface, (int(tip[0]), int(tip[1])), max(3, big // 6), thick, color)
+        pygame.draw.circle(surface, color, (int(edge[0]), int(edge[1])), max(2, thick))
+    elif kind == NOT_REACHED:
+        radius = int(big * 0.44)
+        for i in range(0, 12, 2):  # a dashed ring: the agent is still short of its goal
+            pygame.draw.arc(surface, color, pygame.Rect(x - radius, y - radius, 2 * radius, 2 * radius),
+                            i * math.pi / 6, (i + 1) * math.pi / 6, max(1, thick // 2 + 1))
+
+
 def _draw_markers(layout: Layout, surface: pygame.Surface, scene: Scene, alpha: float) -> None:
     cell = layout.cell
     big = max(cell, 22)  # markers keep a readable size on large maps with small cells
-    thick = max(2, big // 10)
     for marker in scene.markers:
-        if marker.kind == SLIP:
-            center = layout.cell_center(*marker.cell)
-            pygame.draw.arc(surface, P.SLIP, pygame.Rect(0, 0, cell // 2, cell // 2).move(
-                center[0] - cell // 4, center[1] - cell // 2), 0.0, math.pi, max(1, cell // 16))
-            continue
-        if alpha < 0.5:
+        if marker.kind != SLIP and alpha < 0.5:
             continue  # a failure shows from the moment the agents meet (halfway through the move)
-        if marker.kind == HOLE:
-            center = layout.cell_center(*marker.cell)
-            pygame.draw.circle(surface, P.FAILURE, center, int(big * 0.46), thick)
-            _draw_cross(surface, center, int(big * 0.22), thick, P.FAILURE)
-        elif marker.kind == VERTEX:
-            center = layout.cell_center(*marker.cell)
-            pygame.draw.circle(surface, P.FAILURE, center, int(big * 0.5), thick)
-            for i in range(8):  # a burst: two agents hit each other here
-                angle = i * math.pi / 4
-                inner, outer = big * 0.52, big * 0.68
-                pygame.draw.line(
-                    surface, P.FAILURE,
-                    (center[0] + inner * math.cos(angle), center[1] + inner * math.sin(angle)),
-                    (center[0] + outer * math.cos(angle), center[1] + outer * math.sin(angle)), max(1, thick // 2),
-                )
-        elif marker.kind == EDGE:
-            a = layout.cell_center(*marker.cell)
-            b = layout.cell_center(*marker.other) if marker.other is not None else a
-            mid = ((a[0] + b[0]) // 2, (a[1] + b[1]) // 2)
-            half = max(5, int(big * 0.24))
-            x, y = mid
-            diamond = [(x, y - half), (x + half, y), (x, y + half), (x - half, y)]
-            pygame.draw.polygon(surface, P.FAILURE, diamond)
-            pygame.draw.line(surface, P.FAILURE, a, b, max(1, thick // 2))
-            if cell >= 20:
-                bang = pygame.Rect(0, 0, max(2, cell // 16), max(4, half))
-                bang.center = (mid[0], mid[1] - half // 5)
-                surface.fill((255, 255, 255), bang)
-        elif marker.kind == ILLEGAL:
-            center = layout.cell_center(*marker.cell)
-            if marker.other is None:
-                pygame.draw.rect(surface, P.FAILURE, layout.cell_rect(*marker.cell), thick)
-                continue
-            dr, dc = marker.other[0] - marker.cell[0], marker.other[1] - marker.cell[1]
-            edge = (center[0] + dc * cell * 0.5, center[1] + dr * cell * 0.5)  # where the map ends
-            tip = (center[0] + dc * cell * 0.95, center[1] + dr * cell * 0.95)
-            tail = (center[0] + dc * cell * 0.38, center[1] + dr * cell * 0.38)  # from the disc's rim, not its label
-            pygame.draw.line(surface, P.FAILURE, tail, tip, thick)
-            _draw_cross(surface, (int(tip[0]), int(tip[1])), max(3, big // 6), thick, P.FAILURE)
-            pygame.draw.circle(surface, P.FAILURE, (int(edge[0]), int(edge[1])), max(2, thick))
-        elif marker.kind == NOT_REACHED:
-            center = layout.cell_center(*marker.cell)
-            radius = int(big * 0.44)
-            for i in range(0, 12, 2):  # a dashed ring: the agent is still short of its goal
-                pygame.draw.arc(surface, P.FAILURE, pygame.Rect(center[0] - radius, center[1] - radius,
-                                2 * radius, 2 * radius), i * math.pi / 6, (i + 1) * math.pi / 6, max(1, thick // 2 + 1))
+        other = layout.cell_center(*marker.other) if marker.other is not None else None
+        color = P.SLIP if marker.kind == SLIP else P.FAILURE
+        _draw_marker(surface, marker.kind, layout.cell_center(*marker.cell), other, cell, big, color)
+
+
+def _draw_trails(layout: Layout, surface: pygame.Surface, scene: Scene, alpha: float) -> None:
+    """Where each agent has been so far, as a faint line in its colour (``colors.trail_color``) through the
+    centres of the cells it stood on, ending where the agent is now (mid-move too). Each agent's line is shifted
+    a little off the centre, so two agents that used the same cells both show."""
+    trail = scene.trail
+    if trail is None or not len(trail):
+        return
+    cell = layout.cell
+    width = max(1, cell // 9)
+    dot = max(1, (width + 1) // 2 + 1)
+    # the cells up to the step before, then the point the agent has reached in this step
+    now = scene.before + (scene.after - scene.before) * min(max(alpha, 0.0), 1.0)
+    history = np.concatenate([trail[:-1], now[None]], axis=0) if len(trail) > 1 else trail.astype(np.float64)
+    ox, oy = layout.origin
+    for k in range(scene.instance.n_agents):
+        shift = ((k % 4) - 1.5) * cell * 0.07
+        xs = ox + (history[:, k, 1] + 0.5) * cell + shift
+        ys = oy + (history[:, k, 0] + 0.5) * cell + shift
+        points = list(zip(xs.astype(int).tolist(), ys.astype(int).tolist()))
+        color = P.trail_color(k)
+        if len(points) > 1:
+            pygame.draw.lines(surface, color, False, points, width)
+        for point in dict.fromkeys(points):  # round joints, and a dot on every cell stood on
+            pygame.draw.circle(surface, color, point, dot)
 
 
 def _spread(scene: Scene, points, alpha: float):
-    """Agents that share a cell (a vertex conflict) are drawn side by side, so every one of them shows."""
-    if alpha < 0.5:
-        return points
-    points = points.copy()
-    for marker in scene.markers:
-        if marker.kind == VERTEX and len(marker.agents) > 1:
-            count = len(marker.agents)
-            for i, k in enumerate(marker.agents):
-                angle = math.pi + 2 * math.pi * i / count
-                points[k, 0] += 0.2 * math.sin(angle)
-                points[k, 1] += 0.2 * math.cos(angle)
-    return points
+    """Agents that share a cell (a vertex conflict) are drawn side by side once they meet (``timeline.spread``)."""
+    return points if alpha < 0.5 else spread(scene, points)
 
 
-def draw_board(surface: pygame.Surface, layout: Layout, scene: Scene, alpha: float, cache: DrawCache) -> None:
-    """The lake at ``alpha`` into ``scene``: background, markers, then the agents where the interpolation puts
-    them, so a marker never hides who failed (the agent and its number sit above the hole's cross or the swap's
-    line)."""
+def draw_board(surface: pygame.Surface, layout: Layout, scene: Scene, alpha: float, cache: DrawCache,
+               trails: bool = False) -> None:
+    """The lake at ``alpha`` into ``scene``: background, the path trails (with ``trails``, where the scene knows
+    its history), markers, then the agents where the interpolation puts them, so a marker never hides who failed
+    (the agent and its number sit above the hole's cross or the swap's line)."""
     surface.blit(cache.board(scene, layout.cell), layout.origin)
+    if trails:
+        _draw_trails(layout, surface, scene, alpha)
     _draw_markers(layout, surface, scene, alpha)
     points = _spread(scene, interpolate(scene, alpha), alpha)
     failing = set(scene.marked_agents()) if alpha >= 0.5 else set()
@@ -354,29 +401,103 @@ def _fit(cache: DrawCache, text: str, role: str, size: int, width: int) -> str:
     return text[:low] + "…"
 
 
-def _draw_legend(surface: pygame.Surface, scene: Scene, x0: int, y: int, width: int, ui: int, cache: DrawCache) -> int:
-    """One chip per agent in its colour, with a mark for on goal or fallen; returns the y below it."""
+def _wrap(cache: DrawCache, text: str, role: str, size: int, width: int) -> list[str]:
+    """``text`` broken at spaces into lines of at most ``width`` pixels (a word too long alone is cut)."""
+    font = cache.font(role, size)
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        candidate = f"{line} {word}" if line else word
+        if font.size(candidate)[0] <= width or not line:
+            line = candidate
+        else:
+            lines.append(line)
+            line = word
+    lines.append(line)
+    return [_fit(cache, shown, role, size, width) for shown in lines]
+
+
+def event_lines(cache: DrawCache, scene: Scene, size: int, width: int, limit: int) -> list[tuple[str, P.RGB]]:
+    """The step's sentences (``Scene.sentences``) wrapped to ``width`` pixels, each line with its colour; past
+    ``limit`` lines the last one says how many events are left out."""
+    lines: list[tuple[str, P.RGB]] = []
+    sentences = scene.sentences()
+    for index, (sentence, is_failure) in enumerate(sentences):
+        wrapped = _wrap(cache, sentence, "ui", size, width)
+        if len(lines) + len(wrapped) > limit:
+            left = len(sentences) - index
+            lines = lines[: max(0, limit - 1)]
+            lines.append((f"… and {left} more event{'s' if left > 1 else ''} at this step", P.BAD))
+            break
+        lines.extend((line, P.BAD if is_failure else P.SLIP) for line in wrapped)
+    return lines
+
+
+
+
+def _draw_legend(surface: pygame.Surface, scene: Scene, x0: int, y: int, width: int, ui: int, cache: DrawCache,
+                 trails: bool = False, bottom: int | None = None) -> int:
+    """The legend: one chip per agent in its colour (named, up to ``colors.NAMED_COLORS`` agents) with a mark
+    for on goal or fallen, then a sample of each marker with its meaning (and of a trail, with ``trails``), as
+    many rows of them as end above ``bottom``; returns the y below it. The samples are drawn in ``colors.BAD``,
+    not ``colors.FAILURE``: only a failure on the board is ever drawn in that colour."""
     chip = ui + 5
+    small = max(10, ui - 2)
     marks = {C.ON_GOAL: "✓", C.FALLEN: "✗"}
-    item_w = chip + cache.font("ui", ui).size("✓")[0] + 12
+    n_agents = scene.instance.n_agents
+    named = n_agents <= P.NAMED_COLORS
+    mark_w = cache.font("ui", ui).size("✓")[0]
+    name_w = max(cache.font("ui", small).size(P.agent_color_name(k))[0] for k in range(n_agents)) + 6 if named else 0
+    item_w = chip + name_w + mark_w + 12
     per_row = max(1, width // item_w)
-    for k in range(scene.instance.n_agents):
+    for k in range(n_agents):
         row, col = divmod(k, per_row)
         x, top = x0 + col * item_w, y + row * (chip + 4)
         color = P.agent_color(k)
         pygame.draw.circle(surface, color, (x + chip // 2, top + chip // 2), chip // 2)
         label = cache.text(str(k), "bold", max(8, chip // 2 + 1), P.text_on(color))
         surface.blit(label, label.get_rect(center=(x + chip // 2, top + chip // 2)))
+        if named:
+            name = cache.text(P.agent_color_name(k), "ui", small, P.TEXT_DIM)
+            surface.blit(name, name.get_rect(midleft=(x + chip + 4, top + chip // 2)))
         mark = marks.get(int(scene.status_after[k]))
         if mark:
             tone = P.GOOD if mark == "✓" else P.BAD
-            surface.blit(cache.text(mark, "ui", ui, tone), (x + chip + 2, top + 1))
-    rows = (scene.instance.n_agents + per_row - 1) // per_row
-    return y + rows * (chip + 4)
+            surface.blit(cache.text(mark, "ui", ui, tone), (x + chip + 2 + name_w, top + 1))
+    rows = (n_agents + per_row - 1) // per_row
+    y += rows * (chip + 4) + 4
+    # the markers, two to a row where they fit
+    icon = small + 6
+    meanings = list(MARKER_MEANINGS) + ([("trail", "path so far")] if trails else [])
+    text_w = max(cache.font("ui", small).size(text)[0] for _, text in meanings)
+    slot = icon + icon // 2  # room for the shapes that reach into a second cell
+    item_w = slot + 4 + text_w + 8
+    per_row = max(1, width // item_w)
+    line_h = icon + 4
+    if bottom is not None:  # a short panel keeps the rows that fit (the completion needs the rest)
+        meanings = meanings[: max(0, (bottom - y) // line_h) * per_row]
+    for i, (kind, text) in enumerate(meanings):
+        row, col = divmod(i, per_row)
+        x, top = x0 + col * item_w, y + row * line_h
+        center = (x + icon // 2, top + icon // 2)
+        if kind == "trail":
+            for j, step_x in enumerate(range(0, slot - 2, max(3, icon // 3))):
+                pygame.draw.circle(surface, P.trail_color(j % max(1, n_agents)), (x + 2 + step_x, center[1]),
+                                   max(2, icon // 7))
+        elif kind in (EDGE, ILLEGAL):  # shapes that span two cells: the other "cell" is one icon to the right
+            _draw_marker(surface, kind, center, (center[0] + icon * 4 // 5, center[1]), icon * 4 // 5, icon, P.BAD)
+        elif kind == SLIP:
+            _draw_marker(surface, kind, (center[0], center[1] + icon // 3), None, icon, icon, P.SLIP)
+        else:
+            _draw_marker(surface, kind, center, None, icon, icon, P.BAD)
+        label = cache.text(text, "ui", small, P.TEXT_DIM)
+        surface.blit(label, label.get_rect(midleft=(x + slot + 4, center[1])))
+    return y + ((len(meanings) + per_row - 1) // per_row) * line_h
 
 
-def _draw_panel(view: FrameView, rect: pygame.Rect, cache: DrawCache) -> tuple[pygame.Surface, int, int, int]:
-    """The panel on its own surface; returns it with the completion's (scroll, visible lines, total lines)."""
+def _draw_panel(view: FrameView, rect: pygame.Rect, cache: DrawCache) -> PanelDrawing:
+    """The panel on its own surface; returns it with the completion's (scroll, visible lines, total lines) and
+    the legend's rectangle (panel pixels)."""
     surface = pygame.Surface(rect.size)
     surface.fill(P.PANEL)
     pygame.draw.line(surface, P.PANEL_LINE, (0, 0), (0, rect.height), 2)
@@ -392,12 +513,21 @@ def _draw_panel(view: FrameView, rect: pygame.Rect, cache: DrawCache) -> tuple[p
         shown = _fit(cache, value, "ui", ui, inner - label_w)
         surface.blit(cache.text(shown, "ui", ui, tones.get(tone, P.TEXT)), (margin + label_w, y))
         y += ui + 7
-    y = _draw_legend(surface, view.scene, margin, y + 4, inner, ui, cache)
+    events = event_lines(cache, view.scene, ui, inner, max(3, rect.height // 4 // (ui + 5)))
+    if events:
+        y += 2
+        for line, color in events:
+            surface.blit(cache.text(line, "ui", ui, color), (margin, y))
+            y += ui + 5
+    status_h = ui + 16
+    bottom = rect.height - status_h
+    legend_top = y + 4
+    room = bottom - 16 - ((ui + 8 + 2 * (ui + 3)) if view.completion else ui + 4)  # a header and two lines
+    y = _draw_legend(surface, view.scene, margin, legend_top, inner, ui, cache, view.trails, room)
+    legend = pygame.Rect(margin, legend_top, inner, y - legend_top)
     y += 6
     pygame.draw.line(surface, P.PANEL_LINE, (margin, y), (rect.width - margin, y))
     y += 10
-    status_h = ui + 16
-    bottom = rect.height - status_h
     scroll = visible = total = 0
     completion = view.completion
     if completion:
@@ -443,13 +573,13 @@ def _draw_panel(view: FrameView, rect: pygame.Rect, cache: DrawCache) -> tuple[p
     status = "   ·   ".join(part for part in (view.status, "h: help" if view.key_hint else "") if part)
     status = _fit(cache, status, "ui", ui, inner)
     surface.blit(cache.text(status, "ui", ui, P.TEXT_DIM), (margin, bottom + 8))
-    return surface, scroll, visible, total
+    return surface, scroll, visible, total, legend
 
 
-def _panel(view: FrameView, rect: pygame.Rect, cache: DrawCache) -> tuple[pygame.Surface, int, int, int]:
+def _panel(view: FrameView, rect: pygame.Rect, cache: DrawCache) -> PanelDrawing:
     # The panel changes only when the step, the episode, the scroll or the status does: cache it on those.
-    key = (rect.size, view.title, tuple(view.facts), id(view.completion), view.scene.step, view.scroll,
-           view.follow, view.status, view.key_hint)
+    key = (rect.size, view.title, tuple(view.facts), id(view.completion), view.scene.step, view.scene.markers,
+           view.scroll, view.follow, view.status, view.key_hint, view.trails)
     cached = cache.panels.get(key)
     if cached is None:
         if len(cache.panels) >= 16:
@@ -489,10 +619,17 @@ def draw_frame(surface: pygame.Surface, view: FrameView, cache: DrawCache | None
     instance = view.scene.instance
     layout = compute_layout(surface.get_size(), instance.height, instance.width, view.panel)
     surface.fill(P.BACKGROUND)
-    draw_board(surface, layout, view.scene, view.alpha, cache)
+    draw_board(surface, layout, view.scene, view.alpha, cache, view.trails)
     if layout.panel is not None:
-        panel, layout.scroll, layout.visible_lines, layout.completion_lines = _panel(view, layout.panel, cache)
+        panel, layout.scroll, layout.visible_lines, layout.completion_lines, legend = _panel(view, layout.panel, cache)
+        layout.legend = legend.move(layout.panel.topleft)
         surface.blit(panel, layout.panel.topleft)
+    elif view.scene.markers:  # no room for the panel: the step's sentences go in the strip above the board
+        size, line_h = CAPTION_SIZE, CAPTION_SIZE + 5
+        strip = min(CAPTION_H, layout.size[1] // 4)
+        lines = event_lines(cache, view.scene, size, max(40, layout.size[0] - 16), max(1, (strip - 6) // line_h))
+        for i, (line, color) in enumerate(lines):
+            surface.blit(cache.text(line, "ui", size, color), (8, 4 + i * line_h))
     if view.message:
         text = cache.text(view.message, "ui", 15, P.TEXT)
         box = text.get_rect()

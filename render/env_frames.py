@@ -40,8 +40,8 @@ def rgb_frame(scene, size: tuple[int, int] = DEFAULT_FRAME_SIZE) -> np.ndarray:
         pygame.font.init()
         _CACHE.clear()
     surface = pygame.Surface(size)
-    facts = [("step", str(scene.step), "")] + [("event", marker.describe(), "bad" if marker.is_failure else "")
-                                               for marker in scene.markers]
+    # the panel states each event of the step in a sentence (``Scene.sentences``), as every viewer does
+    facts = [("step", str(scene.step), "")]
     draw_frame(surface, FrameView(scene=scene, alpha=1.0, facts=facts, title="MAPF-FrozenLake", key_hint=False),
                _CACHE.setdefault("cache", DrawCache()))
     return np.ascontiguousarray(pygame.surfarray.array3d(surface).transpose(1, 0, 2))

@@ -19,7 +19,7 @@ import numpy as np
 
 from replays.errors import ReplayError
 from replays.format import MAGIC, Episode, InstanceLabels, Outcome, ReplayHeader
-from render.timeline import Marker, Scene, markers_for_step
+from render.timeline import Marker, Scene, event_sentence, markers_for_step
 from simulator import constants as C
 from simulator.config import StageConfig
 from simulator.env import MapfEnv
@@ -107,10 +107,11 @@ class PlayGame:
         """The last step taken (at rest), with its failure markers; the starts before the first step."""
         after = self._states[-1]
         if self.steps == 0:
-            return Scene(self.instance, after.pos, after.pos, after.status, after.status, (), 0, 0)
+            return Scene(self.instance, after.pos, after.pos, after.status, after.status, (), 0, 0,
+                         trail=after.pos[None])
         before = self._states[-2]
         return Scene(self.instance, before.pos, after.pos, before.status, after.status, self.last_markers,
-                     self.steps, self.steps, self._actions[-1])
+                     self.steps, self.steps, self._actions[-1], np.stack([state.pos for state in self._states]))
 
     @property
     def last_markers(self) -> tuple[Marker, ...]:
@@ -127,7 +128,7 @@ class PlayGame:
             for k in np.flatnonzero(after.events & C.EV_GOAL).tolist():
                 lines.append(f"step {t}: agent {k} reached its goal")
             for marker in markers_for_step(before.pos, after.pos, after.events, self._actions[t - 1]):
-                lines.append(f"step {t}: {marker.describe()}")
+                lines.append(event_sentence(t, marker))
         return lines
 
     def verdict(self) -> str:
@@ -138,7 +139,7 @@ class PlayGame:
             return f"solved in {self.steps} steps ({tag})"
         failures = [marker for marker in self.last_markers if marker.is_failure]
         if failures:
-            return "failed: " + failures[0].describe()
+            return "failed: " + "; ".join(marker.describe() for marker in failures)
         if self.over:
             return f"out of time: the step limit is {self.env.horizon}"
         return f"in play: {len(self.moving_agents())} of {self.n_agents} agents on their way"

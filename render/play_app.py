@@ -240,7 +240,8 @@ class GameScreen(Screen):
         self.hint_text = ""
         failures = [marker for marker in markers if marker.is_failure]
         if failures:
-            self.app.notify(failures[0].describe(), title="failure", severity="error")
+            self.app.notify("\n".join(marker.describe() for marker in failures),
+                            title="failure" if len(failures) == 1 else f"{len(failures)} failures", severity="error")
         elif self.game.won:
             self.app.notify(self.game.verdict(), title="solved")
         self.refresh_view()

@@ -69,6 +69,12 @@ class Marker:
         return f"{who} slipped sideways"
 
 
+def event_sentence(step: int, marker: Marker) -> str:
+    """The plain sentence every viewer shows for ``marker`` at ``step``, e.g.
+    ``"step 3: agents 0 and 2 collided in cell (1, 2) (vertex conflict)"``."""
+    return f"step {step}: {marker.describe()}"
+
+
 def _agents_text(agents: tuple[int, ...]) -> str:
     if len(agents) == 1:
         return f"agent {agents[0]}"
@@ -140,6 +146,8 @@ class Scene:
         step: the step shown (0 = the starts).
         n_steps: steps in the episode (or taken so far, in play).
         actions: ``(K,)`` the joint action of this step when known (illegal moves bump toward it), else None.
+        trail: ``(step + 1, K, 2) int32`` every agent's cell after each step so far (row 0 = starts, the last row
+            equals ``after``) when the history is known, else None; the viewers draw it as path trails.
     """
 
     instance: Instance
@@ -151,6 +159,12 @@ class Scene:
     step: int
     n_steps: int
     actions: np.ndarray | None = None  # (K,) int8
+    trail: np.ndarray | None = None  # (step + 1, K, 2) int32
+
+    def sentences(self) -> list[tuple[str, bool]]:
+        """``(sentence, is_failure)`` for every event of this step, in the markers' order (see
+        :func:`event_sentence`): a step with several failures names each of them."""
+        return [(event_sentence(self.step, marker), marker.is_failure) for marker in self.markers]
 
     def marked_agents(self) -> tuple[int, ...]:
         """Agents that take part in a failure of this step (drawn as ``!k`` on the terminal board)."""
@@ -240,8 +254,28 @@ class EpisodeTimeline:
             unreached = [k for k in range(self.instance.n_agents) if self.status[step][k] != C.ON_GOAL]
             markers = markers + tuple(Marker(NOT_REACHED, (k,), _cell(after[k]), _cell(goals[k])) for k in unreached)
         return Scene(
-            self.instance, before, after, status_before, self.status[step], markers, step, self.n_steps, actions
+            self.instance, before, after, status_before, self.status[step], markers, step, self.n_steps, actions,
+            self.positions[: step + 1],
         )
+
+
+def spread(scene: Scene, points: np.ndarray) -> np.ndarray:
+    """``points`` ``(K, 2)`` with the agents that share a cell (a vertex conflict of this step) moved apart by a
+    fifth of a cell around it, so every one of them shows (the window, the images and the SVG alike)."""
+    points = np.asarray(points, dtype=np.float64).copy()
+    for marker in scene.markers:
+        if marker.kind == VERTEX and len(marker.agents) > 1:
+            count = len(marker.agents)
+            for i, k in enumerate(marker.agents):
+                angle = np.pi + 2 * np.pi * i / count
+                points[k, 0] += 0.2 * np.sin(angle)
+                points[k, 1] += 0.2 * np.cos(angle)
+    return points
+
+
+# What each marker means, in the legends' order (the window's, the images' and the SVG's).
+MARKER_MEANINGS = ((HOLE, "fell in a hole"), (VERTEX, "collision"), (EDGE, "swap"), (ILLEGAL, "off the map"),
+                   (NOT_REACHED, "goal not reached"), (SLIP, "slip (no failure)"))
 
 
 def interpolate(scene: Scene, alpha: float) -> np.ndarray:

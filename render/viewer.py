@@ -3,7 +3,7 @@
 The window only maps keys to :class:`render.watch_state.WatchState` methods and draws what the state says with
 ``render.draw.draw_frame``; all the viewer's state lives there. Keys (also in the ``h`` overlay): space
 play/pause, left/right step, home/end first/last step, up/down speed, n/p next/previous episode, f failures
-only, PgUp/PgDn or the wheel scroll the completion, s save the frame as PNG, h help, q or Esc quit.
+only, t path trails, PgUp/PgDn or the wheel scroll the completion, s save the frame as PNG, h help, q or Esc quit.
 The window is resizable; the board scales to it (a 32x32 map fits any window of a few hundred pixels).
 """
 
@@ -54,6 +54,7 @@ def handle_key(state: WatchState, key: int, snapshot) -> bool:
         pygame.K_n: state.next_episode,
         pygame.K_p: state.previous_episode,
         pygame.K_f: state.toggle_failures_only,
+        pygame.K_t: state.toggle_trails,
         pygame.K_PAGEUP: lambda: state.scroll_by(-10),
         pygame.K_PAGEDOWN: lambda: state.scroll_by(+10),
         pygame.K_s: snapshot,

@@ -113,8 +113,8 @@ class WatchApp(App):
         width = max((len(line) for line in board.plain.splitlines()), default=20)
         self.query_one("#board-pane").styles.width = max(width + 4, 26)
         events = Text()
-        for marker in scene.markers:
-            events.append(f"step {step}: {marker.describe()}\n", style="bold red" if marker.is_failure else "yellow")
+        for sentence, is_failure in scene.sentences():  # every failure of the step, each in its own sentence
+            events.append(sentence + "\n", style="bold red" if is_failure else "yellow")
         self.query_one("#events", Static).update(events)
         facts = facts_text(state.facts())
         facts.append(state.status_line(), style="italic")

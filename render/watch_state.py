@@ -1,7 +1,7 @@
 """The state of a replay viewer, shared by the pygame window and the Textual ``--terminal`` viewer.
 
 Which episode, which step, how far the animation is into it, playing or paused, the speed, the failures-only
-filter, the completion's scroll. The two front ends map their keys to these methods and draw what
+filter, the path trails, the completion's scroll. The two front ends map their keys to these methods and draw what
 :meth:`WatchState.scene` and :meth:`WatchState.facts` return; neither keeps state of its own.
 
 Time is one number, ``clock`` in steps: at rest on step ``t`` it equals ``t``; while playing it grows by
@@ -16,10 +16,20 @@ from replays.errors import ReplayError
 from render.completion import CompletionText
 from render.source import Fact, ReplaySource, episode_facts
 from render.timeline import Scene
+from simulator.errors import ConfigError
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # steps per second
 DEFAULT_SPEED_INDEX = 3  # 2 steps/s
 END_HOLD_STEPS = 1.5  # while playing, an episode's last step stays this long (in steps) before the next one
+
+
+def check_timing(fps: float, tween: int = 0) -> None:
+    """ConfigError unless an exported animation's ``fps`` (frames, or steps, per second) and ``tween`` (in-between
+    frames per step) are in range; the GIF, the MP4 and the SVG take the same."""
+    if not 0.1 <= fps <= 60:
+        raise ConfigError("--fps", fps, "0.1 <= frames per second <= 60")
+    if not 0 <= tween <= 30:
+        raise ConfigError("--tween", tween, "0..30 in-between frames per step")
 
 
 class WatchState:
@@ -30,13 +40,16 @@ class WatchState:
         index: the episode shown first (the caller has checked the range).
         step: the step shown first; None = step 0; negative counts from the end (-1 = the last step).
         playing: start playing.
+        trails: draw each agent's path so far (the window's ``t`` toggles it; exports draw it by default).
 
     Loading the first episode raises :class:`ReplayError` for a bad record; later episodes that fail to load
     are skipped with a message instead (a viewer should not die on one bad record).
     """
 
-    def __init__(self, source: ReplaySource, index: int = 0, step: int | None = None, playing: bool = False) -> None:
+    def __init__(self, source: ReplaySource, index: int = 0, step: int | None = None, playing: bool = False,
+                 trails: bool = True) -> None:
         self.source = source
+        self.trails = trails  # draw each agent's path so far
         self.speed_index = DEFAULT_SPEED_INDEX
         self.playing = playing
         self.failures_only = False
@@ -186,6 +199,10 @@ class WatchState:
         self.message = f"failures only: {len(failures)} of {len(self.source)} episodes"
         if self.loaded.episode.outcome.valid:
             self._move(+1)
+
+    def toggle_trails(self) -> None:
+        self.trails = not self.trails
+        self.message = "path trails " + ("on" if self.trails else "off")
 
     def scroll_by(self, lines: int) -> None:
         """Scroll the completion (the viewers clamp it); stops following the step until the step changes."""

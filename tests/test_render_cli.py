@@ -1,5 +1,6 @@
-"""Subprocess smoke tests of the render commands: ``watch --png``, ``watch --gif``, ``bench render --quick``, and
-clean refusals (one line on stderr, exit status 2, no traceback) of foreign and corrupt files by every viewer."""
+"""Subprocess smoke tests of the render commands: ``watch --png``, ``--gif``, ``--svg``, ``--mp4``,
+``bench render --quick``, and clean refusals (one line on stderr, exit status 2, no traceback) of foreign and
+corrupt files by every viewer."""
 
 from __future__ import annotations
 
@@ -49,14 +50,46 @@ def test_cli_watch__gif(cases, tmp_path):
         assert image.n_frames == len(CASES["valid"][0]) + 1
 
 
+def test_cli_watch__svg_and_mp4_in_one_call_and_no_trails(cases, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    svg, mp4 = tmp_path / "edge.svg", tmp_path / "edge.mp4"
+    edge = str(ORDER.index("edge"))
+    result = run("watch", str(cases), "--episode", edge, "--svg", str(svg), "--no-trails",
+                 *(["--mp4", str(mp4)] if _has_video() else []))
+    root = ET.parse(svg).getroot()
+    frames = len(CASES["edge"][0]) + 1
+    assert root.get("data-frames") == str(frames) and f"wrote {svg} ({frames} frames" in result.stdout
+    assert not root.findall(".//{http://www.w3.org/2000/svg}line[@class='trail']")
+    if _has_video():
+        assert mp4.read_bytes()[4:8] == b"ftyp" and f"wrote {mp4} ({frames} frames of 960x600" in result.stdout
+
+
+def _has_video() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in ("imageio", "imageio_ffmpeg"))
+
+
+def test_cli_watch__help_explains_the_export_and_trail_flags():
+    text = " ".join(run("watch", "--help").stdout.split())
+    for expected in ("--svg OUT", "animated SVG", "--mp4 OUT", "frozenlake[video]", "--no-trails",
+                     "t path trails", "steps per second of the SVG"):
+        assert expected in text, expected
+
+
 def test_cli_bench_render__quick_json():
     data = json.loads(run("bench", "render", "--quick", "--json", timeout=300).stdout)
     assert {row["map"] for row in data["draw"]} == {"10x10", "32x32"}
     assert all(row["fps"] > 0 for row in data["draw"])
+    (trails,) = [row for row in data["draw"] if row["trails"]]
+    assert trails["map"] == "10x10" and trails["agents"] == 5 and trails["fps_ratio_to_no_trails"] > 0
+    assert "draw_10x10_5_trails_fps_ok" in data["checks"]
     assert data["open"]["episodes"] == 1000 and data["open"]["first_frame_s"] > 0
 
 
-@pytest.mark.parametrize("mode", [[], ["--terminal"], ["--png", "x.png"], ["--gif", "x.gif"]])
+@pytest.mark.parametrize("mode", [[], ["--terminal"], ["--png", "x.png"], ["--gif", "x.gif"], ["--svg", "x.svg"],
+                                  ["--mp4", "x.mp4"]])
 def test_cli_watch__refuses_foreign_and_corrupt_files(cases, tmp_path, mode):
     foreign = tmp_path / "notes.mlr"
     foreign.write_text("not a replay")

@@ -17,7 +17,7 @@ import pygame  # noqa: E402 - after the SDL settings
 from replays.errors import ReplayError  # noqa: E402
 from render import colors as P  # noqa: E402
 from render.completion import CompletionText, action_spans, clean_text  # noqa: E402
-from render.draw import DrawCache, FrameView, compute_layout, draw_frame  # noqa: E402
+from render.draw import HELP_LINES, DrawCache, FrameView, compute_layout, draw_frame  # noqa: E402
 from render.export import export_gif, export_png, frame_view  # noqa: E402
 from render.source import ReplaySource  # noqa: E402
 from render.timeline import EDGE, HOLE, ILLEGAL, VERTEX, Marker, markers_for_step  # noqa: E402
@@ -28,9 +28,11 @@ from tests.test_render_fixtures import (  # noqa: E402
     CASES,
     HOLE_CELL,
     INSTANCE,
+    MULTI_SENTENCES,
     ORDER,
     corrupt_first_record,
     write_cases,
+    write_multi,
 )
 
 SIZE = (900, 560)
@@ -363,3 +365,119 @@ def test_draw__the_failing_agent_s_number_is_drawn_over_the_hole_marker(source):
     assert len(label_colours) > 1  # the label's strokes on the dimmed disc
     rect = layout.cell_rect(*HOLE_CELL).inflate(layout.cell // 2, layout.cell // 2)
     assert failure_pixels(surface.subsurface(rect)) > 20  # the ring of the marker is still there
+
+
+# --- several failures in one step, trails, the legend ----------------------------------------------------------
+@pytest.fixture(scope="module")
+def multi_path(tmp_path_factory):
+    return write_multi(tmp_path_factory.mktemp("render-multi") / "multi.mlr")
+
+
+class RecordingCache(DrawCache):
+    """A cache that notes every text it is asked to render: what a frame says, in words."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def text(self, text, role, size, color):
+        self.seen.append(text)
+        return super().text(text, role, size, color)
+
+    def said(self) -> str:
+        return " ".join(self.seen)
+
+
+def colour_pixels(surface: pygame.Surface, color) -> int:
+    return int(np.all(pygame.surfarray.array3d(surface) == np.array(color), axis=-1).sum())
+
+
+def test_scene_sentences__a_step_with_several_failures_names_each_of_them(multi_path):
+    with ReplaySource(multi_path) as opened:
+        loaded = opened.load(0)
+    assert loaded.episode.outcome.fail_agent == 3  # the judge records the first failure only
+    scene = loaded.timeline.scene(1)
+    assert scene.sentences() == [(sentence, True) for sentence in MULTI_SENTENCES]
+    assert scene.marked_agents() == (0, 2, 3)
+
+
+@pytest.mark.parametrize("where", ["window", "png", "gif", "narrow window"])
+def test_draw__every_failure_of_a_step_is_a_sentence_in_the_window_and_the_images(multi_path, tmp_path, where,
+                                                                                     monkeypatch):
+    cache = RecordingCache()
+    with ReplaySource(multi_path) as opened:
+        if where in ("window", "narrow window"):
+            surface = pygame.Surface(SIZE if where == "window" else (500, 400))
+            layout = draw_frame(surface, frame_view(WatchState(opened, 0, -1)), cache)
+            assert (layout.panel is None) == (where == "narrow window")
+            assert failure_pixels(surface) > 50
+        else:
+            monkeypatch.setattr("render.export.DrawCache", lambda: cache)
+            if where == "png":
+                out, _ = export_png(opened, 0, -1, tmp_path / "multi.png", SIZE)
+                assert failure_pixels(pygame.image.load(str(out))) > 50
+            else:
+                pytest.importorskip("PIL.Image")
+                export_gif(opened, 0, tmp_path / "multi.gif", (960, 600))
+    for sentence in MULTI_SENTENCES:
+        assert sentence in cache.said(), where
+
+
+def test_draw__trails_in_each_agent_s_colour_on_the_cells_it_left_and_off_with_the_flag(source, tmp_path):
+    index = ORDER.index("valid")
+    layout = compute_layout(SIZE, INSTANCE.height, INSTANCE.width)
+    # by step 3 agent 0 went (0, 0) (1, 0) (1, 1) to (1, 2); agent 1 (2, 0) (2, 1) (2, 2) to (2, 3)
+    visited = {0: [(0, 0), (1, 0), (1, 1)], 1: [(2, 0), (2, 1), (2, 2)]}
+    out, _ = export_png(source, index, 3, tmp_path / "trails.png", SIZE)  # trails by default
+    image = pygame.image.load(str(out))
+    for k, cells in visited.items():
+        for cell in cells:
+            assert colour_pixels(image.subsurface(layout.cell_rect(*cell)), P.trail_color(k)) > 10, (k, cell)
+    assert colour_pixels(image.subsurface(layout.cell_rect(0, 3)), P.trail_color(0)) == 0  # never stood on
+    assert colour_pixels(image.subsurface(layout.cell_rect(2, 1)), P.trail_color(0)) == 0  # agent 1's cell only
+    out, _ = export_png(source, index, 3, tmp_path / "plain.png", SIZE, trails=False)
+    plain = pygame.image.load(str(out))
+    for k, cells in visited.items():
+        assert all(colour_pixels(plain.subsurface(layout.cell_rect(*cell)), P.trail_color(k)) == 0 for cell in cells)
+
+
+def test_draw__a_trail_grows_with_the_move_being_animated(source):
+    state = WatchState(source, ORDER.index("valid"), 1)
+    layout = compute_layout(SIZE, INSTANCE.height, INSTANCE.width)
+    between = layout.cell_rect(2, 1).clip(layout.cell_rect(2, 1).move(layout.cell // 2, 0))  # right half of (2, 1)
+    counts = []
+    for clock in (1.0, 1.9):  # at rest on step 1, then most of the way into step 2 (agent 1: (2, 1) -> (2, 2))
+        state.clock = clock
+        surface = pygame.Surface(SIZE)
+        draw_frame(surface, frame_view(state), DrawCache())
+        counts.append(colour_pixels(surface.subsurface(between), P.trail_color(1)))
+    assert counts[0] == 0 < counts[1]
+
+
+def test_draw__legend_names_each_agent_s_colour_and_samples_each_marker_without_failure_red(source):
+    cache = RecordingCache()
+    surface = pygame.Surface(SIZE)
+    layout = draw_frame(surface, frame_view(WatchState(source, ORDER.index("valid"), 0)), cache)
+    legend = surface.subsurface(layout.legend)
+    assert layout.legend.height > 40 and layout.panel.contains(layout.legend)
+    pixels = pygame.surfarray.array3d(legend)
+    assert np.all(pixels == np.array(P.PANEL), axis=-1).mean() < 0.93  # the region is drawn on, not empty
+    for k in range(INSTANCE.n_agents):
+        assert colour_pixels(legend, P.agent_color(k)) > 20
+    assert colour_pixels(legend, P.BAD) > 20  # the marker samples
+    assert failure_pixels(surface) == 0  # ... which are not the failure red: this step has no failure
+    for word in ("orange", "green", "fell in a hole", "collision", "swap", "off the map", "goal not reached",
+                 "path so far"):
+        assert word in cache.seen, word
+
+
+def test_viewer_keys__t_toggles_trails_and_the_key_help_lists_it(source):
+    state = WatchState(source, 0)
+    assert state.trails and frame_view(state).trails
+    handle_key(state, pygame.K_t, lambda: None)
+    assert not state.trails and not frame_view(state).trails and state.message == "path trails off"
+    assert ("t", "path trails (toggle)") in HELP_LINES
+    state.show_help = True
+    cache = RecordingCache()
+    draw_frame(pygame.Surface(SIZE), frame_view(state), cache)
+    assert "path trails (toggle)" in cache.seen

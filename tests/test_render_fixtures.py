@@ -75,6 +75,43 @@ def parse_error_episode() -> Episode:
     )
 
 
+# Several failures in one step (3 x 4; a hole at (1, 3))::
+#
+#     A0 .  A2 .
+#     G1 G0 G2 H
+#     A1 .  G3 A3
+#
+# Step 1: agents 0 and 2 both move into (0, 1) (a vertex conflict) while agent 3 moves up into the hole. The
+# judge reports the first by priority (the hole, agent 3); the viewers must name all three failing agents.
+MULTI_INSTANCE = Instance(
+    grid=[[0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0]],
+    starts=[[0, 0], [2, 0], [0, 2], [2, 3]],
+    goals=[[1, 1], [1, 0], [1, 2], [2, 2]],
+)
+MULTI_ACTIONS = [(R, W, L, U)]
+MULTI_SENTENCES = ("step 1: agent 3 fell into the hole at (1, 3)",
+                   "step 1: agents 0 and 2 collided in cell (0, 1) (vertex conflict)")
+
+
+def multi_failure_episode() -> Episode:
+    """``MULTI_INSTANCE`` played through ``PlayGame`` (so the simulator's rules flag every failure)."""
+    game = PlayGame(MULTI_INSTANCE, optimal_makespan=None, origin="test")
+    for joint in MULTI_ACTIONS:
+        for agent, action in enumerate(joint):
+            game.select(agent)
+            game.set_action(action, advance=False)
+        game.commit()
+    return game.to_episode()
+
+
+def write_multi(path: Path) -> Path:
+    """A replay file holding ``multi_failure_episode`` alone."""
+    header = ReplayHeader.new(run_id="render-test", stage=0, split="eval", policy={"name": "tester", "spec": "multi"})
+    with ReplayWriter(path, header) as writer:
+        writer.write_all([multi_failure_episode()])
+    return path
+
+
 def all_episodes() -> list[Episode]:
     return [played_episode(name) for name in ORDER[:-1]] + [parse_error_episode()]
 
@@ -117,3 +154,10 @@ def test_render_fixtures__cases_end_as_named(tmp_path):
 
     _, episodes = read_replay(path)
     assert [e.outcome.failure for e in episodes][-1] == C.PARSE_ERROR and len(episodes) == len(ORDER)
+
+
+def test_render_fixtures__multi_failure_step_is_flagged_for_every_agent_but_judged_by_the_first():
+    episode = multi_failure_episode()
+    assert (episode.outcome.failure, episode.outcome.fail_step, episode.outcome.fail_agent) == (C.FELL_IN_HOLE, 1, 3)
+    flags = episode.events[0].tolist()
+    assert flags[0] & C.EV_VERTEX and flags[2] & C.EV_VERTEX and flags[3] & C.EV_HOLE and not flags[1]

@@ -14,7 +14,15 @@ from render.watch_app import WatchApp
 from render.watch_state import WatchState
 from simulator import constants as C
 from simulator.errors import ConfigError
-from tests.test_render_fixtures import INSTANCE, OPTIMAL_MAKESPAN, ORDER, corrupt_first_record, write_cases
+from tests.test_render_fixtures import (
+    INSTANCE,
+    MULTI_SENTENCES,
+    OPTIMAL_MAKESPAN,
+    ORDER,
+    corrupt_first_record,
+    write_cases,
+    write_multi,
+)
 
 SIZE = (120, 36)
 
@@ -300,3 +308,37 @@ async def test_watch_app__s_saves_a_png_of_the_step_and_h_lists_the_keys(tmp_pat
     pngs = list(tmp_path.glob("cases-ep*-t*.png"))
     assert len(pngs) == 1 and pngs[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Quit" in shot
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_watch_app__a_step_with_several_failures_names_every_failing_agent(tmp_path, size):
+    multi = write_multi(tmp_path / "multi.mlr")
+    with ReplaySource(multi) as source:
+        app = WatchApp(WatchState(source, 0, -1))
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            events = str(app.query_one("#events").render())
+            for _ in range(40):  # the footer draws a moment later on a busy machine
+                shot = app.export_screenshot().replace("&#160;", " ")
+                if "Quit" in shot:
+                    break
+                await pilot.pause(0.25)
+    assert [line for line in events.splitlines() if line] == list(MULTI_SENTENCES)
+    assert "Quit" in shot and "!0" in shot and "!3" in shot  # marked on the board (0 and 2 share a cell: 0 shows)
+    if size[0] >= 120:  # wide enough for each sentence on one line of the screenshot
+        for sentence in MULTI_SENTENCES:
+            assert sentence in shot, sentence
+
+
+async def test_play_app__a_step_with_several_failures_is_told_in_full(tmp_path):
+    from tests.test_render_fixtures import MULTI_INSTANCE
+
+    game = PlayGame(MULTI_INSTANCE, optimal_makespan=None, origin="test")
+    app = PlayApp(game, save_path=tmp_path / "x.mlr")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("0", "right", "space", "left", "up", "enter")
+        await pilot.pause()
+        assert game.over
+    verdict = game.verdict()
+    assert "agent 3 fell into the hole" in verdict and "agents 0 and 2 collided" in verdict
+    assert [line for line in game.log() if line.startswith("step 1")] == list(MULTI_SENTENCES)
