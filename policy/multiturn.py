@@ -1,0 +1,461 @@
+"""The multi-turn mode: a model plays an instance one joint action per turn, and TRL's GRPO trains it.
+
+Each turn the model sees the agents' current positions and answers one joint action (one move letter per agent,
+in agent order: ``UD``, or ``R W`` inside ``<answer>`` ... ``</answer>``); the step-by-step env
+(``simulator.env.MapfEnv``, which holds the rules) steps, and its next observation follows, until the episode
+ends (every agent on its goal, a failure, an answer that does not parse) or the turn limit.
+
+Turn styles (``TURN_STYLES``), one per prompt style of ``policy.prompts``:
+
+``compact`` / ``compact-nb``  raw text: the style's prompt, then one line per turn: ``=`` and each agent's
+                              ``row,col`` (``compact-nb``: plus its four neighbours, ``U.DHL.R.``), and the model's
+                              answer line::
+
+                                  n=3         <- the compact prompt (map, A0 1,2>1,0, ...)
+                                  ...
+                                  ?
+                                  =1,2 1,0    <- the env: positions after 0 steps
+                                  LW          <- the model: agent 0 left, agent 1 waits
+                                  =1,1 1,0
+``natural``                   chat: the natural style's rules and map, then one user message per turn with the
+                              positions; the model answers ``<answer>L W</answer>``.
+
+:class:`TextGame` is the env as text (``reset() -> prompt``, ``step(text) -> TurnResult``): the part an OpenEnv
+server or any agent loop drives (``policy.openenv_env`` wraps it in OpenEnv's types). :func:`episode_outcome`
+scores an episode with the GRPO reward's components (``policy.rewards``): ``format`` (every turn parsed),
+``valid`` (every agent on its goal, no failure), ``optimal`` (valid in the optimal makespan), ``progress`` (share
+of agents on their goal; 0 after an answer that did not parse) and ``default`` (``1.0 valid + 0.5 optimal +
+0.1 format``); with ``slip == 0`` they equal the single-turn reward of the played plan.
+
+:class:`MultiTurnRollout` is a TRL ``rollout_func``::
+
+    rollout = MultiTurnRollout(items, "compact-nb", max_turns=12)
+    trainer = GRPOTrainer(model=..., args=GRPOConfig(...), train_dataset=rollout.dataset(),
+                          reward_funcs=rollout.reward_funcs(), rollout_func=rollout, processing_class=tokenizer)
+
+TRL 1.16 hands it each prompt already repeated ``num_generations`` times; it plays every episode of the batch in
+lockstep (one batched ``generate`` per turn, on the trainer's model through TRL's
+``unwrap_model_for_generation``, with the trainer's sampling settings) and returns ``prompt_ids`` (the first
+prompt), ``completion_ids`` (the model's turns with the env's observations between them, then an end-of-text
+token), ``logprobs`` (the sampling log-probabilities of the model's tokens; 0 on the env's), ``env_mask`` (1 on
+the model's tokens, 0 on the env's: TRL leaves the env's tokens out of the loss) and ``episode`` (each
+episode's outcome, which the reward functions read). A completion stops taking turns once it holds
+``max_completion_length`` tokens (the episode is then cut: goal not reached). Generation is transformers'
+``generate``; the vLLM path of TRL is not used by this rollout.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from policy.parsing import _answer_region, _tokens, parse_plan
+from policy.prompts import ANSWER_CLOSE, ANSWER_OPEN, RULES, compact_nb_prompt, compact_prompt, start_neighbours
+from policy.rewards import DEFAULT_WEIGHTS, reward_columns
+from simulator import constants as C
+from simulator.env import MapfEnv, default_horizon
+from simulator.errors import ConfigError
+from simulator.rules import first_failure
+from simulator.text import describe_agents, legend, render_instance, render_state
+from simulator.types import Instance
+
+COMPONENTS = ("format", "valid", "optimal", "progress", "default")
+
+
+# --- turn styles ----------------------------------------------------------------------------------------------
+
+def _compact_observation(instance: Instance, positions: np.ndarray, t: int, neighbours: bool = False) -> str:
+    cells = []
+    for r, c in positions.tolist():
+        cells.append(f"{r},{c}" + (f" {start_neighbours(instance, r, c)}" if neighbours else ""))
+    return "=" + " ".join(cells) + "\n"
+
+
+def _natural_observation(instance: Instance, positions: np.ndarray, t: int) -> str:
+    agents = ", ".join(f"agent {k} at ({r},{c})" + (" (on its goal)" if (r, c) == tuple(instance.goals[k]) else "")
+                       for k, (r, c) in enumerate(positions.tolist()))
+    steps = f"{t} step" + ("" if t == 1 else "s")
+    return (f"After {steps}:\n{render_state(instance, positions)}\nAgents (row, column): {agents}.\n"
+            f"Your joint action for step {t + 1}: one letter per agent, in agent order, between {ANSWER_OPEN} and "
+            f"{ANSWER_CLOSE}.")
+
+
+def _natural_prompt(instance: Instance) -> list[dict]:
+    example = " ".join(("R", "W", "D", "L")[k % 4] for k in range(instance.n_agents))
+    user = (
+        f"Map ({instance.height} rows x {instance.width} columns; {legend()}):\n{render_instance(instance)}\n\n"
+        f"Agents (row, column):\n{describe_agents(instance)}\n\n"
+        "You play one step at a time. Each turn, answer with one action per agent, in agent order: U (up), D (down), "
+        f"L (left), R (right) or W (wait), between {ANSWER_OPEN} and {ANSWER_CLOSE}, for example "
+        f"{ANSWER_OPEN}{example}{ANSWER_CLOSE}. You then see where the agents are and answer the next step.\n\n"
+        + _natural_observation(instance, instance.starts, 0)
+    )
+    return [{"role": "system", "content": RULES}, {"role": "user", "content": user}]
+
+
+@dataclass(frozen=True)
+class TurnStyle:
+    """How a multi-turn episode is shown to a model: the first prompt and the env's text after each turn."""
+
+    name: str
+    chat: bool  # True: the prompt is chat messages and each observation is a user message
+    prompt: Callable[[Instance], str | list[dict]]  # rules, map, agents and the first observation
+    observation: Callable[[Instance, np.ndarray, int], str]  # (instance, positions (K, 2), steps taken) -> text
+
+
+TURN_STYLES: dict[str, TurnStyle] = {
+    "compact": TurnStyle("compact", False, lambda inst: compact_prompt(inst) + _compact_observation(inst, inst.starts, 0),
+                         _compact_observation),
+    "compact-nb": TurnStyle("compact-nb", False,
+                            lambda inst: compact_nb_prompt(inst) + _compact_observation(inst, inst.starts, 0, True),
+                            lambda inst, pos, t: _compact_observation(inst, pos, t, True)),
+    "natural": TurnStyle("natural", True, _natural_prompt, _natural_observation),
+}
+
+
+def get_turn_style(name: str) -> TurnStyle:
+    if name not in TURN_STYLES:
+        raise ConfigError("prompt_style", name, f"one of {sorted(TURN_STYLES)}")
+    return TURN_STYLES[name]
+
+
+# --- one joint action from text -------------------------------------------------------------------------------
+
+def parse_joint_action(text: str, n_agents: int) -> tuple[np.ndarray | None, str | None]:
+    """``(actions (K,) int8, None)`` or ``(None, reason)``. Accepts ``UD``, ``U D``, ``up, down`` (one action per
+    agent in agent order) or agent lines with one action each (``A0 U`` / ``agent 1: D``), after any thinking and
+    inside the last ``<answer>`` block when there is one (the rules of ``policy.parsing``)."""
+    if not isinstance(text, str) or not text.strip():
+        return None, "the answer is empty"
+    labelled = parse_plan(text, n_agents, horizon=1)
+    if labelled.ok:
+        return labelled.plan.actions[:, 0].astype(np.int8) if labelled.plan.horizon else np.zeros(n_agents, np.int8), None
+    region = _answer_region(text)
+    if region is None:
+        return None, "a <think> block is never closed, so there is no answer after it"
+    actions = _tokens(region)
+    if isinstance(actions, str):
+        return None, f"not an action: {actions!r}"
+    if len(actions) != n_agents:
+        return None, f"{len(actions)} actions for {n_agents} agents"
+    return np.asarray(actions, np.int8), None
+
+
+# --- the env as text ------------------------------------------------------------------------------------------
+
+class TurnResult(NamedTuple):
+    observation: str  # the env's text for the next turn ("" once the episode is over)
+    done: bool
+    reward: float  # the episode's default reward on its last turn, else 0
+    info: dict  # "actions" (the joint action played, or None), "parse_error", "events"; "outcome" when done
+
+
+class TextGame:
+    """One instance played one joint action per turn, through text.
+
+    Args:
+        instance: the instance.
+        style: a turn style name (``TURN_STYLES``).
+        optimal_makespan: the instance's optimal makespan (for ``optimal``); None scores ``optimal`` as 0.
+        max_turns: the turn limit (default ``simulator.env.default_horizon``), 1..4096.
+        slip: slippery ice (``MapfEnv``).
+    """
+
+    def __init__(self, instance: Instance, style: str, *, optimal_makespan: int | None = None,
+                 max_turns: int | None = None, slip: float = 0.0) -> None:
+        self.style = get_turn_style(style)
+        self.env = MapfEnv(instance, horizon=max_turns, slip=slip)
+        self.instance = instance
+        self.optimal_makespan = optimal_makespan
+        self.turns = 0
+        self.parse_error: str | None = None
+        self.played: list[np.ndarray] = []  # the joint actions played, in order
+        self._started = False
+        self._cut = False
+
+    @property
+    def done(self) -> bool:
+        return self.parse_error is not None or self._cut or self.env.done
+
+    def reset(self, seed: int | None = None) -> str | list[dict]:
+        """Start the episode; returns the first prompt (text, or chat messages for chat styles)."""
+        self.env.reset(seed)
+        self.turns = 0
+        self.parse_error = None
+        self.played = []
+        self._started = True
+        self._cut = False
+        return self.style.prompt(self.instance)
+
+    def step(self, text: str) -> TurnResult:
+        """Play the model's answer ``text`` for this turn."""
+        if not self._started or self.done:
+            raise ConfigError("game.step", "episode finished" if self._started else "not reset", "call reset() first")
+        self.turns += 1
+        actions, error = parse_joint_action(text, self.instance.n_agents)
+        events = np.zeros(self.instance.n_agents, np.int8)
+        if error is not None:
+            self.parse_error = error
+        else:
+            self.played.append(actions)
+            events = self.env.step(actions).events
+        info: dict[str, Any] = {"actions": None if actions is None else actions.tolist(), "parse_error": error,
+                                "events": events.tolist()}
+        if self.done:
+            info["outcome"] = self.outcome()
+            return TurnResult("", True, info["outcome"]["default"], info)
+        state = self.env.state
+        return TurnResult(self.style.observation(self.instance, state.pos, state.t), False, 0.0, info)
+
+    def truncate(self) -> dict:
+        """End the episode now (a completion out of tokens): goal not reached unless it already ended."""
+        self._cut = True
+        return self.outcome()
+
+    def outcome(self) -> dict:
+        """:func:`episode_outcome` of the episode so far."""
+        return episode_outcome(self.env.state, self.instance.n_agents, self.parse_error, self.optimal_makespan,
+                               self.turns)
+
+
+def episode_outcome(state, n_agents: int, parse_error: str | None, optimal_makespan: int | None, turns: int) -> dict:
+    """The components of ``policy.rewards`` for an episode ending in ``state`` (a ``simulator.types.EnvState``),
+    plus ``category`` (``simulator.constants.FAILURE_NAMES``), ``makespan`` / ``sum_of_costs`` (valid episodes;
+    else None), ``turns`` and ``parse_error``."""
+    failure, _ = first_failure(state.events)
+    on_goal = int((state.status == C.ON_GOAL).sum())
+    if parse_error is not None:
+        category = C.PARSE_ERROR
+    elif failure != C.NO_FAILURE:
+        category = failure
+    else:
+        category = C.NO_FAILURE if on_goal == n_agents else C.GOAL_NOT_REACHED
+    valid = category == C.NO_FAILURE
+    makespan = int(state.arrival.max()) if valid else None
+    out = {"format": float(parse_error is None), "valid": float(valid),
+           "optimal": float(valid and optimal_makespan is not None and makespan == int(optimal_makespan)),
+           "progress": 0.0 if parse_error is not None else on_goal / n_agents}
+    out["default"] = sum(weight * out[name] for name, weight in DEFAULT_WEIGHTS.items())
+    out.update(category=C.FAILURE_NAMES[category], makespan=makespan,
+               sum_of_costs=int(state.arrival.sum()) if valid else None, turns=int(turns), parse_error=parse_error)
+    return out
+
+
+# --- TRL's rollout_func ---------------------------------------------------------------------------------------
+
+def _prompt_key(prompt: Any) -> str:
+    return prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True)
+
+
+def _episode_reward(name: str) -> Callable[..., list[float]]:
+    def reward(prompts=None, completions=(), episode=(), **_columns) -> list[float]:
+        if len(episode) != len(completions):
+            raise ValueError(f"{len(episode)} episode outcomes for {len(completions)} completions: use the reward "
+                             "functions with MultiTurnRollout as the trainer's rollout_func")
+        return [float(outcome[name]) for outcome in episode]
+
+    reward.__name__ = f"mapf_episode_{name}_reward"
+    reward.__doc__ = f"The episode's ``{name}`` component (``policy.multiturn.episode_outcome``), TRL signature."
+    return reward
+
+
+EPISODE_REWARDS: dict[str, Callable[..., list[float]]] = {name: _episode_reward(name) for name in COMPONENTS}
+
+
+class MultiTurnRollout:
+    """A TRL ``rollout_func`` that plays instances one joint action per turn (module docstring).
+
+    Args:
+        items: the stage's ``LabelledInstance`` s (the dataset rows are their first prompts).
+        style: a turn style name (``TURN_STYLES``).
+        max_turns: turn limit per episode (default: each instance's ``default_horizon``).
+        turn_tokens: most tokens the model writes in one turn (default: agents + 4 for text styles, 64 for chat).
+        slip: slippery ice; episode ``i`` of the ``n``-th call draws from seed ``(seed, n, i)``.
+        seed: see ``slip``.
+    """
+
+    def __init__(self, items: Sequence, style: str, *, max_turns: int | None = None, turn_tokens: int | None = None,
+                 slip: float = 0.0, seed: int = 0) -> None:
+        self.style = get_turn_style(style)
+        if not items:
+            raise ConfigError("items", len(items), "at least one instance")
+        for name, value in (("max_turns", max_turns), ("turn_tokens", turn_tokens)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= C.MAX_PLAN_LENGTH):
+                raise ConfigError(name, value, f"None or an integer in 1..{C.MAX_PLAN_LENGTH}")
+        self.items = list(items)
+        self.max_turns = max_turns
+        self.turn_tokens = turn_tokens
+        self.slip = float(slip)
+        self.seed = int(seed)
+        self.calls = 0
+        self._by_prompt = {_prompt_key(self.style.prompt(item.instance)): item for item in self.items}
+
+    def dataset(self):
+        """TRL prompt rows: ``prompt`` (the first prompt) and the single-turn reward columns."""
+        from datasets import Dataset
+
+        return Dataset.from_list([
+            {"prompt": self.style.prompt(item.instance),
+             **reward_columns(item.instance, item.optimal_makespan, default_horizon(item.instance))}
+            for item in self.items])
+
+    def reward_funcs(self, weights: dict[str, float] | None = None) -> list[Callable[..., list[float]]]:
+        """The episode reward functions for ``GRPOTrainer(reward_funcs=...)``: ``default`` alone (the GRPO default
+        reward), or one function per component in ``weights`` (pass the weights as ``GRPOConfig.reward_weights``)."""
+        if weights is None:
+            return [EPISODE_REWARDS["default"]]
+        unknown = [name for name in weights if name not in EPISODE_REWARDS]
+        if unknown or not weights:
+            raise ConfigError("rewards", weights, f"a mapping with names among {', '.join(COMPONENTS)}")
+        return [EPISODE_REWARDS[name] for name in weights]
+
+    def __call__(self, prompts: list, trainer) -> dict:
+        """TRL's ``rollout_func(prompts, trainer)``: play every prompt with the trainer's model."""
+        from trl.models import unwrap_model_for_generation
+
+        with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
+                                         gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+                                         generation_kwargs=trainer.generation_kwargs) as model:
+            return self.play(prompts, model, trainer.processing_class, generation_kwargs=trainer.generation_kwargs,
+                             max_completion_length=trainer.max_completion_length,
+                             chat_template_kwargs=getattr(trainer, "chat_template_kwargs", None) or {})
+
+    def play(self, prompts: list, model, tokenizer, *, generation_kwargs: dict | None = None,
+             max_completion_length: int = 256, chat_template_kwargs: dict | None = None) -> dict:
+        """Play one episode per prompt with ``model`` (module docstring for what it returns)."""
+        import torch
+
+        chat_kwargs = dict(chat_template_kwargs or {})
+        self.calls += 1
+        games, messages, prompt_ids = [], [], []
+        for index, prompt in enumerate(prompts):
+            item = self._by_prompt.get(_prompt_key(prompt))
+            if item is None:
+                raise ConfigError(f"prompts[{index}]", prompt, "a first prompt of this rollout's dataset()")
+            game = TextGame(item.instance, self.style.name, optimal_makespan=item.optimal_makespan,
+                            max_turns=self.max_turns, slip=self.slip)
+            first = game.reset(seed=self.seed * 1_000_003 + self.calls * 10_007 + index if self.slip > 0 else None)
+            games.append(game)
+            if self.style.chat:
+                messages.append(list(first))
+                text = tokenizer.apply_chat_template(first, add_generation_prompt=True, tokenize=False, **chat_kwargs)
+                prompt_ids.append(tokenizer(text, add_special_tokens=False)["input_ids"])
+            else:
+                prompt_ids.append(tokenizer(text=first)["input_ids"])
+        eos = tokenizer.eos_token_id
+        stops = {eos} | set(_as_list((generation_kwargs or {}).get("eos_token_id")))
+        if not self.style.chat:
+            newline = tokenizer("\n", add_special_tokens=False)["input_ids"]
+            if len(newline) == 1:  # a text turn ends at its line's end (a tokenizer that merges newlines: at eos)
+                stops.add(newline[0])
+        stops.discard(None)
+        per_turn = self.turn_tokens or (max(g.instance.n_agents for g in games) + 4 if not self.style.chat else 64)
+        completion = [[] for _ in games]
+        mask = [[] for _ in games]
+        logprobs = [[] for _ in games]
+        outcomes: list[dict | None] = [None] * len(games)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+        from transformers import GenerationConfig
+
+        sampling = {key: value for key, value in (generation_kwargs or {"do_sample": True}).items()
+                    if key not in ("max_new_tokens", "eos_token_id", "pad_token_id", "bos_token_id")}
+        device = next(model.parameters()).device
+        while True:
+            active = []
+            for i, game in enumerate(games):
+                if outcomes[i] is not None:
+                    continue
+                if len(completion[i]) >= max_completion_length:
+                    outcomes[i] = game.truncate()
+                    self._close(i, completion, mask, logprobs, game, tokenizer, eos)
+                else:
+                    active.append(i)
+            if not active:
+                break
+            contexts = [prompt_ids[i] + completion[i] for i in active]
+            width = max(len(ids) for ids in contexts)
+            input_ids = torch.full((len(active), width), pad, dtype=torch.long)
+            attention = torch.zeros((len(active), width), dtype=torch.long)
+            for row, ids in enumerate(contexts):  # left padding: every row's next token is at the end
+                input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
+                attention[row, width - len(ids):] = 1
+            budget = [min(per_turn, max_completion_length - len(completion[i])) for i in active]
+            config = GenerationConfig(**sampling, max_new_tokens=max(budget), eos_token_id=sorted(stops),
+                                      pad_token_id=pad, return_dict_in_generate=True, output_scores=True,
+                                      disable_compile=True)
+            with torch.no_grad():
+                out = model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device),
+                                     generation_config=config)
+            chosen = out.sequences[:, width:]
+            # the sampling log-probabilities: scores are the logits after temperature / top-k / top-p
+            scores = torch.stack([torch.log_softmax(step.float(), dim=-1).gather(1, chosen[:, n:n + 1]).squeeze(1)
+                                  for n, step in enumerate(out.scores)], dim=1).cpu()  # (B, T)
+            new_tokens = chosen.cpu()
+            for row, i in enumerate(active):
+                tokens = new_tokens[row].tolist()[:budget[row]]
+                end = next((n + 1 for n, token in enumerate(tokens) if token in stops), len(tokens))
+                tokens = tokens[:end]
+                completion[i] += tokens
+                mask[i] += [1] * len(tokens)
+                logprobs[i] += scores[row, :len(tokens)].tolist()
+                turn_text = tokenizer.decode(tokens, skip_special_tokens=True)
+                result = games[i].step(turn_text)
+                if result.done:
+                    outcomes[i] = result.info["outcome"]
+                    self._close(i, completion, mask, logprobs, games[i], tokenizer, eos)
+                    continue
+                if self.style.chat:
+                    observation = self._chat_delta(messages[i], turn_text, result.observation, tokenizer, chat_kwargs,
+                                                   ended=bool(tokens) and tokens[-1] in stops)
+                else:
+                    observation = ("\n" if not tokens or tokens[-1] not in stops else "") + result.observation
+                ids = tokenizer(observation, add_special_tokens=False)["input_ids"]
+                completion[i] += ids
+                mask[i] += [0] * len(ids)
+                logprobs[i] += [0.0] * len(ids)
+        return {"prompt_ids": prompt_ids, "completion_ids": completion, "logprobs": logprobs, "env_mask": mask,
+                "episode": outcomes}
+
+    @staticmethod
+    def _close(i: int, completion: list, mask: list, logprobs: list, game: TextGame, tokenizer, eos: int) -> None:
+        """End completion ``i``: the last board (text styles) and an end-of-text token, both the env's."""
+        ids = []
+        if not game.style.chat:
+            state = game.env.state
+            ids = tokenizer(("\n" if completion[i] and tokenizer.decode(completion[i][-1:]) != "\n" else "")
+                            + game.style.observation(game.instance, state.pos, state.t), add_special_tokens=False)["input_ids"]
+        if not completion[i] or completion[i][-1] != eos:
+            ids = ids + [eos]
+        completion[i] += ids
+        mask[i] += [0] * len(ids)
+        logprobs[i] += [0.0] * len(ids)
+
+    @staticmethod
+    def _chat_delta(history: list, turn_text: str, observation: str, tokenizer, chat_kwargs: dict, ended: bool) -> str:
+        """The chat template's text between the model's turn and its next one: the end of the assistant message,
+        the user message with ``observation``, the next assistant header. Rendered with a marker as the assistant's
+        content, so templates that rewrite earlier turns (Qwen3 drops their thinking) do not shift it."""
+        marker = "\u0000mapf-turn\u0000"
+        rendered = tokenizer.apply_chat_template(
+            history + [{"role": "assistant", "content": marker}, {"role": "user", "content": observation}],
+            add_generation_prompt=True, tokenize=False, **chat_kwargs)
+        delta = rendered[rendered.index(marker) + len(marker):]
+        eos_text = tokenizer.eos_token or ""
+        if ended and eos_text and delta.startswith(eos_text):
+            delta = delta[len(eos_text):]  # the model's own end-of-turn token is already in the completion
+        history += [{"role": "assistant", "content": turn_text}, {"role": "user", "content": observation}]
+        return delta
+
+
+def _as_list(value) -> list:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+__all__ = ["COMPONENTS", "EPISODE_REWARDS", "MultiTurnRollout", "TURN_STYLES", "TextGame", "TurnResult", "TurnStyle",
+           "episode_outcome", "get_turn_style", "parse_joint_action"]
