@@ -61,6 +61,10 @@ def _train(args: argparse.Namespace) -> int:
         overrides["output_dir"] = args.output_dir
     if overrides:
         config = config.with_overrides(**overrides)
+    if args.rehearse:
+        from curriculum.rehearsal import rehearsal_config
+
+        config = rehearsal_config(config, log=lambda line: print(line, file=sys.stderr))
     if args.print_config:
         print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
         return 0
@@ -174,7 +178,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     )
     source = train.add_mutually_exclusive_group()
     source.add_argument("--preset", default="tiny", help="tiny (CPU quick demo), small (CPU, a warm start with "
-                        "room for RL), or qwen3-4b (GPU); default tiny")
+                        "room for RL), qwen3-4b (GPU, the paper: thinking on) or qwen3-4b-nothink (GPU, thinking off); "
+                        "default tiny")
     source.add_argument("--config", help="run config YAML (start from --print-config)")
     source.add_argument("--resume", metavar="RUN", help="continue the run in this folder after a crash or kill")
     train.add_argument("--compare", action="store_true", help="run the engineers' comparison set and print the table")
@@ -189,6 +194,11 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     train.add_argument("--output-dir", help="parent folder of runs (default runs)")
     train.add_argument("--set", nargs="*", metavar="KEY=VALUE", help="override fields, e.g. training.steps=10 stages=2")
     train.add_argument("--print-config", action="store_true", help="print the run config as YAML and exit")
+    train.add_argument("--rehearse", action="store_true",
+                       help="rehearse the preset's exact path on a CPU in minutes: a miniature random Qwen3 on the "
+                            "real tokenizer and chat template for hub models, 2 stages of 2 steps, 8 validation "
+                            "instances, paper-quick evaluation; everything else as configured (run name + "
+                            "'-rehearsal')")
     train.set_defaults(handler=_train)
 
     report = commands.add_parser("report", help="per-stage metrics, config trajectory and PNG plots of a run",

@@ -159,11 +159,31 @@ class Validation:
     sampled_k: int = 0
     """Sampled pass@1 beside the greedy rates: ``sampled_k`` samples per validation instance at the training
     temperature (0: greedy only). GRPO can move sampling without moving the greedy answer, so both are shown."""
+    temperature: float = 0.0
+    """Decoding of the validation answers and of the final evaluation (recorded in their replay headers and
+    tables): 0 is greedy. Qwen3 in thinking mode: 0.6 with ``top_p`` 0.95 and ``top_k`` 20, as its model card
+    advises (greedy decoding makes thinking models repeat themselves). Thinking follows
+    ``training.enable_thinking``."""
+    top_p: float = 1.0
+    top_k: int = 0
+    """0: no top-k cut."""
+    backend: str = "auto"
+    """What generates the validation and evaluation answers: ``hf`` (transformers), ``vllm`` (a vLLM engine on
+    the GPU, built after the stage's trainer is released) or ``auto`` (``vllm`` when ``training.use_vllm``)."""
+    vllm_gpu_memory_utilization: float = 0.85
+    """Share of the GPU the validation/evaluation vLLM engine may take (``vllm.LLM(gpu_memory_utilization)``)."""
 
     def validate(self) -> None:
         _check_number("validation.samples", self.samples, 1, 1_000_000, integer=True)
         _check_number("validation.sampled_k", self.sampled_k, 0, 1024, integer=True)
         _check_number("validation.max_new_tokens", self.max_new_tokens, 1, 1_000_000, integer=True)
+        _check_number("validation.temperature", self.temperature, 0.0, 10.0)
+        if isinstance(self.top_p, bool) or not isinstance(self.top_p, (int, float)) or not 0 < self.top_p <= 1:
+            raise ConfigError("validation.top_p", self.top_p, "a number in (0, 1]")
+        _check_number("validation.top_k", self.top_k, 0, 1_000_000, integer=True)
+        if self.backend not in ("auto", "hf", "vllm"):
+            raise ConfigError("validation.backend", self.backend, "auto, hf or vllm")
+        _check_number("validation.vllm_gpu_memory_utilization", self.vllm_gpu_memory_utilization, 0.05, 0.99)
         StageConfig.from_dict(self.config)
 
 
@@ -174,6 +194,10 @@ class Engineer:
     ``llm:BACKEND_SPEC`` (e.g. ``llm:openai:gpt-4o``)."""
     context: tuple = ENGINEER_CONTEXT
     """Context sections shown to it (ablations switch them off)."""
+    options: dict = field(default_factory=dict)
+    """The engineer's own options (its fields, ``mapf-lake engineer --option``): for an ``llm:`` engineer
+    ``max_new_tokens``, ``temperature``, ``top_p``, ``enable_thinking``, ``timeout_s``; for ``learnability``
+    its floor and smoothing; for ``bandit`` its temperature."""
 
     def validate(self) -> None:
         if not isinstance(self.spec, str) or not self.spec:
@@ -181,6 +205,21 @@ class Engineer:
         unknown = [s for s in self.context if s not in ENGINEER_CONTEXT]
         if unknown:
             raise ConfigError("engineer.context", unknown[0], f"sections among {ENGINEER_CONTEXT}")
+        if not isinstance(self.options, dict) or not all(isinstance(k, str) for k in self.options):
+            raise ConfigError("engineer.options", self.options, "a mapping of option names to values")
+        if "backend" in self.options:
+            raise ConfigError("engineer.options.backend", self.options["backend"], "an option a config can hold "
+                              "(the backend comes from the spec)")
+        from engineer import make_engineer
+
+        # the options are checked now, not at the end of stage 1; the run's own checkpoints stand in for self/base
+        spec = {"llm:self": "llm:hf:checkpoint", "llm:base": "llm:hf:checkpoint"}.get(self.spec, self.spec)
+        try:
+            make_engineer(spec, **self.options)
+        except ConfigError as error:
+            if error.field == "engineer":  # the spec itself: the error names it as this field
+                raise ConfigError("engineer.spec", self.spec, f"llm:self, llm:base or {error.allowed}") from None
+            raise ConfigError(f"engineer.options.{error.field.split('.', 1)[-1]}", error.value, error.allowed) from None
 
 
 @dataclass(frozen=True)
@@ -277,6 +316,8 @@ class RunConfig:
                     if not isinstance(context, (list, tuple)) or not all(isinstance(c, str) for c in context):
                         raise ConfigError("engineer.context", context, f"a list of sections among {ENGINEER_CONTEXT}")
                     value = {**value, "context": tuple(context)}
+                if key == "engineer" and "options" in value and value["options"] is None:
+                    value = {**value, "options": {}}
                 kwargs[key] = part(**value)
         return cls(**kwargs)
 
@@ -349,8 +390,11 @@ PRESETS: dict[str, dict] = {
         "cpu_threads": 2,
         "output_dir": "runs",
     },
-    # The paper's setting (GPU): Qwen3-4B trained on 2-agent boards, three engineered rounds of about 4,000
-    # samples, evaluated on 3-5 agents over 3x3-10x10 with 150 instances per cell.
+    # The paper's setting (GPU): Qwen3-4B in thinking mode trained on 2-agent boards, three engineered rounds of
+    # about 4,000 samples, evaluated on 3-5 agents over 3x3-10x10 with 150 instances per cell. The paper's answers
+    # are thinking-mode ones (the base model wrote 7,464 tokens on a 3x3 board, 3,512 on a 10x10 with 5 agents),
+    # so completions get 8,192 tokens, and validation and evaluation sample as Qwen3's card advises for thinking
+    # (temperature 0.6, top-p 0.95, top-k 20). The engineer (the checkpoint itself) thinks too, with room for it.
     "qwen3-4b": {
         "name": "qwen3-4b",
         "model": "hf:Qwen/Qwen3-4B",
@@ -358,12 +402,14 @@ PRESETS: dict[str, dict] = {
         "stages": 3,
         "initial_config": _stage(list(range(3, 11)), samples=4000, hole=0.2, wait=0.5),
         "warm_start": {"enabled": False},
-        "training": {"steps": 250, "prompts_per_step": 16, "generations": 8, "max_completion_length": 2048,
+        "training": {"steps": 250, "prompts_per_step": 16, "generations": 8, "max_completion_length": 8192,
                      "learning_rate": 1e-6, "temperature": 1.0, "lora": False, "use_vllm": True,
-                     "vllm_mode": "colocate", "enable_thinking": False},
+                     "vllm_mode": "colocate", "enable_thinking": True},
         "validation": {"config": _stage(list(range(3, 11)), samples=400, hole=0.2, wait=0.5, seed=10_007),
-                       "samples": 400, "max_new_tokens": 2048},
-        "engineer": {"spec": "llm:self", "context": list(ENGINEER_CONTEXT)},
+                       "samples": 400, "max_new_tokens": 8192, "temperature": 0.6, "top_p": 0.95, "top_k": 20},
+        "engineer": {"spec": "llm:self", "context": list(ENGINEER_CONTEXT),
+                     "options": {"enable_thinking": True, "max_new_tokens": 16384, "temperature": 0.6,
+                                 "top_p": 0.95, "timeout_s": 3600.0}},
         "evaluation_suite": "paper",
         "seed": 0,
         "output_dir": "runs",
@@ -390,6 +436,17 @@ PRESETS["small"] = _derived(
     warm_start={"steps": 400},
     training={"trainer": "grpo", "steps": 100},
     validation={"sampled_k": 2},
+)
+
+
+# The same without thinking: answers of at most 2,048 tokens, greedy validation and evaluation, an engineer that
+# answers at once. Several times cheaper per step; not the decoding the paper's figures were measured with.
+PRESETS["qwen3-4b-nothink"] = _derived(
+    PRESETS["qwen3-4b"],
+    name="qwen3-4b-nothink",
+    training={"max_completion_length": 2048, "enable_thinking": False},
+    validation={"max_new_tokens": 2048, "temperature": 0.0, "top_p": 1.0, "top_k": 0},
+    engineer={"options": {}},
 )
 
 

@@ -162,7 +162,7 @@ class Run:
         summary_path = folder / "summary.json"
         if replay.exists() and summary_path.exists():
             return json.loads(summary_path.read_text())
-        policy = self._greedy_policy(model_dir)
+        policy = self._eval_policy(model_dir)
         answers = policy.answer(items, seed=self.config.seed)
         episodes = judge_episodes(items, answers.plans, answers.parse_errors, answers.completions, answers.prompts)
         attach_rewards(episodes, items, answers)
@@ -182,16 +182,11 @@ class Run:
         share of samples that are valid (and optimal), overall and per map side."""
         import numpy as np
 
-        from policy.backends import HFBackend, Sampling
-        from policy.policies import ModelPolicy
         from policy.rollout import judge_answers
 
         k = self.config.validation.sampled_k
         temperature = self.config.training.temperature
-        policy = ModelPolicy(f"hf:{model_dir}", self.style,
-                             Sampling(max_new_tokens=self.config.validation.max_new_tokens, temperature=temperature,
-                                      seed=self.config.seed + 1, batch_size=64),
-                             backend=HFBackend(model_dir, cpu_threads=self.config.cpu_threads))
+        policy = self._policy(model_dir, temperature=temperature, top_p=1.0, top_k=0, seed=self.config.seed + 1)
         repeated = [item for item in items for _ in range(k)]
         verdicts = judge_answers(repeated, policy.answer(repeated, seed=self.config.seed).plans)
         valid, optimal = verdicts["valid"], verdicts["optimal"]
@@ -200,15 +195,44 @@ class Run:
                 "optimal_rate": float(optimal.mean()),
                 "by_size": {str(int(side)): float(valid[sides == side].mean()) for side in sorted(set(sides.tolist()))}}
 
-    def _greedy_policy(self, model_dir: str):
-        """The checkpoint answering greedily (validation and final evaluation), on the run's CPU threads."""
-        from policy.backends import HFBackend, Sampling
+    def _eval_policy(self, model_dir: str):
+        """The checkpoint answering with the run's evaluation decoding (``validation.temperature``, ``top_p``,
+        ``top_k``; greedy by default): validation and the final evaluation."""
+        v = self.config.validation
+        return self._policy(model_dir, temperature=v.temperature, top_p=v.top_p, top_k=v.top_k, seed=self.config.seed)
+
+    def eval_backend_kind(self) -> str:
+        """``hf`` or ``vllm``: what generates validation and evaluation answers (``validation.backend``)."""
+        choice = self.config.validation.backend
+        return ("vllm" if self.config.training.use_vllm else "hf") if choice == "auto" else choice
+
+    def _policy(self, model_dir: str, *, temperature: float, top_p: float, top_k: int, seed: int):
+        """A ``ModelPolicy`` of ``model_dir`` on the evaluation backend. A vLLM engine is built once per checkpoint
+        (validation and sampled pass@1 share it) and released before the next one is built."""
+        from policy.backends import HFBackend, Sampling, VLLMBackend
         from policy.policies import ModelPolicy
 
-        return ModelPolicy(f"hf:{model_dir}", self.style,
-                           Sampling(max_new_tokens=self.config.validation.max_new_tokens, temperature=0.0,
-                                    seed=self.config.seed, batch_size=64),
-                           backend=HFBackend(model_dir, cpu_threads=self.config.cpu_threads))
+        sampling = Sampling(max_new_tokens=self.config.validation.max_new_tokens, temperature=temperature,
+                            top_p=top_p, top_k=top_k, seed=seed, batch_size=64,
+                            enable_thinking=self.config.training.enable_thinking)
+        kind = self.eval_backend_kind()
+        if kind == "hf":
+            return ModelPolicy(f"hf:{model_dir}", self.style, sampling,
+                               backend=HFBackend(model_dir, cpu_threads=self.config.cpu_threads))
+        cached = getattr(self, "_vllm_engine", None)
+        if cached is None or cached[0] != model_dir:
+            self.release_eval_backend()
+            engine = VLLMBackend(model_dir, gpu_memory_utilization=self.config.validation.vllm_gpu_memory_utilization,
+                                 seed=self.config.seed)
+            self._vllm_engine = cached = (model_dir, engine)
+        return ModelPolicy(f"vllm:{model_dir}", self.style, sampling, backend=cached[1])
+
+    def release_eval_backend(self) -> None:
+        """Free the validation vLLM engine (the next stage's trainer needs the GPU memory back)."""
+        cached = getattr(self, "_vllm_engine", None)
+        self._vllm_engine = None
+        if cached is not None:
+            cached[1].close()
 
     # --- the loop ------------------------------------------------------------------------------------------
     def execute(self) -> dict:
@@ -286,6 +310,7 @@ class Run:
         tr = cfg.training
         clock.lap("instances")
         self.log(f"stage {stage}: {tr.trainer.upper()} on {len(items)} instances, {tr.steps} steps")
+        self.release_eval_backend()  # a colocated trainer engine needs the GPU memory
         train_info = train_stage(tr, model, items, self.style, folder, seed=stage_seed(cfg.seed, stage),
                                  cpu_threads=cfg.cpu_threads)
         clock.lap("train")
@@ -306,11 +331,15 @@ class Run:
             decision = json.loads(decision_path.read_text())
         else:
             spec = cfg.engineer.spec
+            options = dict(cfg.engineer.options)
             if spec == "llm:self":
                 spec = f"llm:hf:{checkpoint}"
+                cached = getattr(self, "_vllm_engine", None)
+                if cached is not None and cached[0] == checkpoint:  # the engine that just validated it
+                    spec, options["backend"] = f"llm:vllm:{checkpoint}", cached[1]
             elif spec == "llm:base":
                 spec = f"llm:hf:{base_model}"
-            engineer = make_engineer(spec)
+            engineer = make_engineer(spec, **options)
             if hasattr(engineer, "load_state"):  # a stateful engineer continues from its previous decision
                 previous = self.stage_dir(stage - 1) / "decision.json"
                 engineer.load_state((json.loads(previous.read_text()).get("details") or {}).get("state")
@@ -322,6 +351,7 @@ class Run:
             context = build_context(evidence, config, history_for_engineer, sections=tuple(cfg.engineer.context))
             decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage)).to_dict()
             _write_json(decision_path, decision)
+        self.release_eval_backend()
         clock.lap("engineer")
         next_config = decision["config"]
         outcome = decision_outcome(decision.get("accepted"), decision.get("diff"))
@@ -360,13 +390,14 @@ class Run:
         table_path = self.dir / "final" / "table.json"
         if table_path.exists():  # a finished run: read its table back, write nothing (resumed comparisons)
             return json.loads(table_path.read_text())
-        policy = self._greedy_policy(model)
+        policy = self._eval_policy(model)
         update, close = progress_bar(suite_size(self.config.evaluation_suite), "final evaluation")
         try:
             table = evaluate(policy, self.config.evaluation_suite, self.dir / "final", seed=self.config.seed,
                              run_id=self.config.name, progress=lambda done, total: update(done))
         finally:
             close()
+            self.release_eval_backend()
         _write_json(table_path, table.to_dict())
         self.log(table.render())
         return table.to_dict()

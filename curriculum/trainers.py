@@ -352,7 +352,28 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     }
     if save:
         _mark_checkpoint(final, info)
+    _release(trainer)
     return info
+
+
+def _release(trainer) -> None:
+    """Give a finished trainer's GPU memory back, its colocated vLLM engine included (validation builds its own)."""
+    generation = getattr(trainer, "vllm_generation", None)
+    llm = getattr(generation, "llm", None)
+    if generation is not None:
+        generation.llm = None
+    if llm is not None:
+        from policy.backends import release_vllm
+
+        release_vllm(llm)
+    if _cuda():
+        import gc
+
+        import torch
+
+        trainer.model = None
+        gc.collect()
+        torch.cuda.empty_cache()
 
 
 def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, generations: int) -> tuple[list, dict]:

@@ -352,6 +352,31 @@ def _first_line(error: BaseException) -> str:
 # vllm: offline engine
 
 
+def release_vllm(llm: Any) -> None:
+    """Shut a ``vllm.LLM`` engine down and return its GPU memory (its own engine core process, the distributed
+    state it set up, torch's cached blocks), so another engine or a trainer can take the GPU in this process."""
+    import gc
+
+    if llm is None:
+        return
+    engine = getattr(llm, "llm_engine", None)
+    shutdown = getattr(getattr(engine, "engine_core", None), "shutdown", None)
+    if callable(shutdown):
+        shutdown()
+    del llm, engine
+    try:
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+        cleanup_dist_env_and_memory()
+    except ImportError:
+        pass
+    gc.collect()
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 class VLLMBackend:
     """An offline vLLM ``LLM`` engine in this process (imported only here; GPU machines).
 
@@ -375,6 +400,11 @@ class VLLMBackend:
 
     def __repr__(self) -> str:
         return f"VLLMBackend(spec={self.spec!r})"
+
+    def close(self) -> None:
+        """Shut the engine down and give its GPU memory back (a run builds one per validated checkpoint)."""
+        llm, self.llm = getattr(self, "llm", None), None
+        release_vllm(llm)
 
     def _params(self, sampling: Sampling, index: int) -> Any:
         options: dict[str, Any] = {

@@ -151,12 +151,16 @@ def compact_text_problems(text: str) -> str:
 
 
 def tiny_config(vocab_size: int, pad_id: int, eos_id: int | list[int], bos_id: int | None,
-                shape: str = "tiny") -> "Qwen3Config":
-    """A Qwen3 config of the :data:`EMBEDDED_SHAPES` entry ``shape`` for a vocabulary of ``vocab_size`` rows."""
+                shape: str = "tiny", **changes: Any) -> "Qwen3Config":
+    """A Qwen3 config of the :data:`EMBEDDED_SHAPES` entry ``shape`` for a vocabulary of ``vocab_size`` rows;
+    ``changes`` replace fields of the shape (e.g. ``max_position_embeddings``)."""
     from transformers import Qwen3Config
 
     if shape not in EMBEDDED_SHAPES:
         raise ConfigError("shape", shape, f"one of {sorted(EMBEDDED_SHAPES)}")
+    for name, value in changes.items():
+        if name not in EMBEDDED_SHAPES[shape]:
+            raise ConfigError(f"shape.{name}", value, f"a field of the {shape} shape: {', '.join(EMBEDDED_SHAPES[shape])}")
 
     return Qwen3Config(
         vocab_size=vocab_size,
@@ -164,7 +168,7 @@ def tiny_config(vocab_size: int, pad_id: int, eos_id: int | list[int], bos_id: i
         pad_token_id=pad_id,
         eos_token_id=eos_id,
         bos_token_id=bos_id,
-        **EMBEDDED_SHAPES[shape],
+        **{**EMBEDDED_SHAPES[shape], **changes},
     )
 
 
@@ -417,13 +421,15 @@ def init_random_qwen3(
     return out
 
 
-def init_tiny_qwen3(out_dir: str | Path, tokenizer_dir: str | Path, seed: int = 0) -> Path:
+def init_tiny_qwen3(out_dir: str | Path, tokenizer_dir: str | Path, seed: int = 0, **shape: Any) -> Path:
     """A tiny random Qwen3 (:data:`TINY_SHAPE`, ~20 M parameters, almost all embeddings) on the real tokenizer.
 
     ``tokenizer_dir`` is a folder from :func:`init_qwen3_tokenizer`. The model stops on ``<|im_end|>`` or
     ``<|endoftext|>`` and carries Qwen3's sampling defaults (:data:`QWEN3_GENERATION_DEFAULTS`) like the real
-    one; it exists to test the chat prompt path end to end, not to answer well.
+    one; it exists to test the chat prompt path end to end, not to answer well. ``shape`` replaces config fields
+    of :data:`TINY_SHAPE` (e.g. ``max_position_embeddings=40_960``, Qwen3-4B's window: with RoPE a longer one
+    costs nothing until used).
     """
     eos = [QWEN3_BPE_SIZE + 2, QWEN3_BPE_SIZE]  # <|im_end|>, <|endoftext|>: Qwen3's generation_config stops on both
-    config = tiny_config(QWEN3_VOCAB_ROWS, pad_id=QWEN3_BPE_SIZE, eos_id=eos, bos_id=QWEN3_BPE_SIZE)
+    config = tiny_config(QWEN3_VOCAB_ROWS, pad_id=QWEN3_BPE_SIZE, eos_id=eos, bos_id=QWEN3_BPE_SIZE, **shape)
     return init_random_qwen3(out_dir, tokenizer_dir, config, seed)
