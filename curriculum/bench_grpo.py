@@ -41,10 +41,14 @@ def _peak_memory_gib(cuda: bool) -> float:
 
 def bench_grpo(model: str | None = None, *, style: str = "compact-nb", steps: int = 4, prompts_per_step: int = 8,
                generations: int = 8, max_completion_length: int = 40, lora: bool = False, lora_rank: int = 16,
-               cpu_threads: int | None = 2, side: int = 5, seed: int = 0) -> dict[str, Any]:
-    """Run ``steps`` GRPO steps of ``model`` (a folder; None: a fresh tiny model) and return the figures."""
+               cpu_threads: int | None = 2, side: int = 5, seed: int = 0, use_vllm: bool = False,
+               vllm_mode: str = "colocate") -> dict[str, Any]:
+    """Run ``steps`` GRPO steps of ``model`` (a folder; None: a fresh tiny model) and return the figures.
+    ``use_vllm``: completions from vLLM (``vllm_mode`` colocate: in this process, on this GPU), as a run with
+    ``training.use_vllm`` generates them; otherwise transformers ``generate``."""
     import torch
 
+    from curriculum.config import Training
     from curriculum.trainers import grpo_stage, quiet_libraries
     from policy.prompts import get_style
     from simulator.config import StageConfig
@@ -69,17 +73,18 @@ def bench_grpo(model: str | None = None, *, style: str = "compact-nb", steps: in
         if cuda:
             torch.cuda.reset_peak_memory_stats()
         start = time.perf_counter()
-        info = grpo_stage(model, items, get_style(style), Path(tmp) / "run", steps=steps,
-                          prompts_per_step=prompts_per_step, generations=generations,
-                          max_completion_length=max_completion_length, learning_rate=1e-6, temperature=1.0, beta=0.0,
-                          lora=lora, lora_rank=lora_rank, use_vllm=False, vllm_mode="colocate", enable_thinking=False,
-                          seed=seed, cpu_threads=None if cuda else cpu_threads, save=False)
+        training = Training(steps=steps, prompts_per_step=prompts_per_step, generations=generations,
+                            max_completion_length=max_completion_length, learning_rate=1e-6, temperature=1.0,
+                            beta=0.0, lora=lora, lora_rank=lora_rank, use_vllm=use_vllm, vllm_mode=vllm_mode)
+        info = grpo_stage(training, model, items, get_style(style), Path(tmp) / "run", seed=seed,
+                          cpu_threads=None if cuda else cpu_threads, save=False)
         total = time.perf_counter() - start
     return {
         "model": name,
         "device": torch.cuda.get_device_name(0) if cuda else "cpu",
         "torch_threads": None if cuda else torch.get_num_threads(),
         "training": f"lora r={lora_rank}" if lora else "full",
+        "generation": f"vllm {vllm_mode}" if use_vllm else "transformers",
         "prompts_per_step": prompts_per_step,
         "generations": generations,
         "max_completion_length": max_completion_length,

@@ -33,7 +33,8 @@ def _valid_by_side(model_dir: str, items, style, cpu_threads: int | None) -> dic
     """Greedy answers of ``model_dir`` on ``items``: the valid rate overall and per map side, in percent."""
     import numpy as np
 
-    from policy.backends import HFBackend, Sampling
+    from policy.backend_base import Sampling
+    from policy.backend_hf import HFBackend
     from policy.policies import ModelPolicy
     from policy.rollout import judge_answers
 

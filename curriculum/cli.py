@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from policy.backends import BackendError
+from policy.backend_base import BackendError
 from replays.errors import ReplayError
 from simulator.errors import ConfigError
 

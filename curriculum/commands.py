@@ -237,6 +237,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     grpo.add_argument("--cpu-threads", type=int, default=2, help="torch threads on a CPU (default 2, as the tiny preset)")
     grpo.add_argument("--json", action="store_true", help="print the figures as JSON")
     grpo.set_defaults(handler=_bench_grpo)
+    from curriculum.bench_gpu import add_parser as add_gpu_bench  # bench gpu: the paper's setting on one GPU
+    add_gpu_bench(bench)
 
     lift = bench.add_parser(
         "lift", help="valid-rate lift of RL over a checkpoint, against more supervised steps (held-out, greedy)",

@@ -15,11 +15,10 @@ from typing import Any
 
 import yaml
 
+from engineer.context import CONTEXT_SECTIONS as ENGINEER_CONTEXT
 from simulator.atomic import atomic_write
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
-
-ENGINEER_CONTEXT = ("behavior", "failures", "env_stats", "history")
 
 
 def _check_number(where: str, value: Any, low: float, high: float, integer: bool = False) -> None:
@@ -91,6 +90,10 @@ class Training:
     """Generate with vLLM (GPU only)."""
     vllm_mode: str = "colocate"
     """``colocate`` (same process) or ``server`` (``trl vllm-serve``)."""
+    vllm_server_host: str = "0.0.0.0"
+    """``server`` only: host of the ``trl vllm-serve`` server (TRL's default, this machine)."""
+    vllm_server_port: int = 8000
+    """``server`` only: its port (``trl vllm-serve --port``)."""
     enable_thinking: bool = False
     """Qwen3 thinking mode for chat prompts."""
     rewards: dict = field(default_factory=lambda: {"default": 1.0})
@@ -140,6 +143,9 @@ class Training:
         _check_number("training.lora_rank", self.lora_rank, 1, 4096, integer=True)
         if self.vllm_mode not in ("colocate", "server"):
             raise ConfigError("training.vllm_mode", self.vllm_mode, "colocate or server")
+        if not isinstance(self.vllm_server_host, str) or not self.vllm_server_host.strip():
+            raise ConfigError("training.vllm_server_host", self.vllm_server_host, "a host name or IP address")
+        _check_number("training.vllm_server_port", self.vllm_server_port, 1, 65_535, integer=True)
         if self.loss_type not in GRPO_LOSS_TYPES:
             raise ConfigError("training.loss_type", self.loss_type, f"one of {', '.join(GRPO_LOSS_TYPES)}")
         if self.scale_rewards not in ("group", "batch", "none"):
@@ -338,7 +344,7 @@ class RunConfig:
                                       f"(sections here: {', '.join(allowed) or 'none'})")
                 target = target[key]
             if last not in target:
-                raise ConfigError(dotted, value, f"a run config key among {sorted(target)}")
+                raise ConfigError(dotted, value, f"a run config key among {', '.join(sorted(target))}")
             target[last] = value
         return RunConfig.from_dict(data)
 

@@ -7,10 +7,10 @@ sizes and agents) and shrinks only what costs time:
 * the model: a preset that trains a hub model (``hf:...``) gets a miniature random Qwen3 on the real Qwen3
   tokenizer (~10 M parameters, nearly all of them its embeddings), built offline with the real chat
   template and Qwen3-4B's 40,960-token window, so the engineer's prompt goes in at its real length; an embedded model stays as it is;
-* the budgets: 2 stages of 2 steps of 2 prompts x 2 completions of at most 24 tokens, 8 validation instances,
+* the budgets: 2 stages of 2 steps of 1 prompt x 2 completions of at most 24 tokens, 8 validation instances,
   a warm start (where the preset has one) of 2 steps, engineer answers of at most 48 tokens;
 * vLLM: used only where it is installed and a GPU is there; otherwise transformers generates (said in the log);
-* the final evaluation: ``paper-quick`` (240 instances of the paper's cells).
+* the final evaluation: ``paper-quick`` (10 instances of each of the paper's 21 cells).
 
 The random model's answers are noise, so its plans fail and its engineer answers are rejected (the decision
 records the fallback); what the rehearsal proves is that every step of the loop runs and writes its records.
@@ -25,7 +25,7 @@ from curriculum.config import RunConfig
 REHEARSAL_SUFFIX = "-rehearsal"
 STAGES = 2
 STEPS = 2
-PROMPTS = 2
+PROMPTS = 1
 GENERATIONS = 2
 TOKENS = 24
 VALIDATION = 8

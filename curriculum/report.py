@@ -7,6 +7,7 @@ from pathlib import Path
 
 from engineer.decision import decision_outcome
 from simulator.errors import ConfigError
+from simulator.tables import format_rate_table
 
 
 def _read_json(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict:
@@ -148,25 +149,18 @@ def compare_table(runs: list[dict]) -> str:
     if not finished:
         raise ConfigError("runs", [run["dir"] for run in runs], "runs with a final evaluation (final/table.json)")
     sizes = sorted({int(key.split("x")[1]) for run in finished for key in run["final"]["cells"]})
-    lines = [f"final evaluation, valid% / optimal% ({finished[0]['final']['suite']})",
-             f"{'run':<24}" + "".join(f"{f'{s}x{s}':>11}" for s in sizes) + f"{'mean':>11}"]
+    rows = []
     for run in finished:
         cells = run["final"]["cells"]
-        row = []
-        values = []
+        by_size = {}
         for size in sizes:
             matching = [v for k, v in cells.items() if int(k.split("x")[1]) == size]
             if matching:
-                v = sum(c["valid_rate"] for c in matching) / len(matching)
-                o = sum(c["optimal_rate"] for c in matching) / len(matching)
-                values.append((v, o))
-                row.append(f"{100 * v:.0f}/{100 * o:.0f}")
-            else:
-                row.append("-")
-        mean = (f"{100 * sum(v for v, _ in values) / len(values):.1f}/{100 * sum(o for _, o in values) / len(values):.1f}"
-                if values else "-")
-        lines.append(f"{Path(run['dir']).name:<24}" + "".join(f"{cell:>11}" for cell in row) + f"{mean:>11}")
-    return "\n".join(lines)
+                by_size[size] = (sum(c["valid_rate"] for c in matching) / len(matching),
+                                 sum(c["optimal_rate"] for c in matching) / len(matching))
+        rows.append((f"{Path(run['dir']).name:<24}", by_size))
+    return format_rate_table(f"final evaluation, valid% / optimal% ({finished[0]['final']['suite']})",
+                             f"{'run':<24}", rows, sizes, mean_decimals=1)
 
 
 # --- comparisons over seeds -------------------------------------------------------------------------------------

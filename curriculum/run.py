@@ -27,6 +27,7 @@ and with them that stage's metrics, and timings everywhere.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -79,6 +80,22 @@ def _versions() -> dict:
     return out
 
 
+def process_rank() -> int:
+    """This process's rank among the processes ``accelerate launch`` / ``torchrun`` started (0 when alone)."""
+    try:
+        return int(os.environ.get("RANK") or 0)
+    except ValueError:
+        return 0
+
+
+def wait_for_file(path: Path, poll_s: float = 2.0) -> Path:
+    """Block until the main process has written ``path`` (files are written atomically, so existing = complete).
+    A failed main process ends the launch (the launcher stops the others), so no timeout is needed here."""
+    while not path.exists():
+        time.sleep(poll_s)
+    return path
+
+
 def stage_seed(run_seed: int, stage: int) -> int:
     """Seed of stage ``stage``'s instances and trainer: fixed by the run seed, distinct per stage."""
     return run_seed * 1000 + stage
@@ -106,9 +123,18 @@ class Run:
             records.append(json.loads(path.read_text()))
         return records
 
+    @property
+    def main(self) -> bool:
+        """Under several processes (``accelerate launch``), only the main one generates validation answers, runs
+        the engineer, evaluates and writes the run's records; the others take part in training only and read
+        the records back (``wait_for_file``)."""
+        return process_rank() == 0
+
     def _start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         manifest = self.dir / "manifest.json"
+        if not self.main:
+            wait_for_file(manifest)
         if manifest.exists():
             recorded = json.loads(manifest.read_text())["run_config"]
             try:  # a run recorded before a field existed has that field's default, which is what it ran with
@@ -131,6 +157,9 @@ class Run:
 
         if self.config.model in EMBEDDED_SHAPES:
             folder = self.dir / "model-init"
+            if not self.main:
+                while not _complete_model(folder):
+                    time.sleep(2.0)
             if not _complete_model(folder):
                 shutil.rmtree(folder, ignore_errors=True)  # a folder a kill left half-written before renames
                 with atomic_folder(folder) as building:
@@ -160,6 +189,8 @@ class Run:
 
         replay = folder / "validation.mlr"
         summary_path = folder / "summary.json"
+        if not self.main:
+            return json.loads(wait_for_file(summary_path).read_text())
         if replay.exists() and summary_path.exists():
             return json.loads(summary_path.read_text())
         policy = self._eval_policy(model_dir)
@@ -263,7 +294,8 @@ class Run:
             history.append({"stage": stage, "config": record["config"], **record["scores"]})
             current = StageConfig.from_dict(record["next_config"])
             model = record["model"]
-            self._write_metrics()
+            if self.main:
+                self._write_metrics()
         table = self._final_evaluation(model)
         self.log(f"run {cfg.name} finished in {time.perf_counter() - t0:.0f} s")
         return table
@@ -314,6 +346,8 @@ class Run:
         train_info = train_stage(tr, model, items, self.style, folder, seed=stage_seed(cfg.seed, stage),
                                  cpu_threads=cfg.cpu_threads)
         clock.lap("train")
+        if not self.main:  # the main process validates, asks the engineer and writes the stage record
+            return json.loads(wait_for_file(folder / "stage.json").read_text())
         checkpoint = str(folder / "model")
         summary = self.validate(checkpoint, folder, stage, validation_items, trained_config=config.to_dict())
         clock.lap("validation")
@@ -388,6 +422,8 @@ class Run:
         from simulator.suites import suite_size
 
         table_path = self.dir / "final" / "table.json"
+        if not self.main:
+            return json.loads(wait_for_file(table_path).read_text())
         if table_path.exists():  # a finished run: read its table back, write nothing (resumed comparisons)
             return json.loads(table_path.read_text())
         policy = self._eval_policy(model)

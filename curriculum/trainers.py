@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from policy.backend_hf import set_cpu_threads as _cpu_threads
 from policy.prompts import PromptStyle, save_checkpoint_style
 from policy.rewards import StageReward, reward_columns
 from simulator.atomic import atomic_write
@@ -47,21 +48,6 @@ def _small_on_cpu(model) -> bool:
     return not torch.cuda.is_available() and sum(p.numel() for p in model.parameters()) < HFBackend.SMALL_MODEL_PARAMETERS
 
 
-def _cpu_threads(model, threads: int | None) -> None:
-    """Torch intra-op threads for training on a CPU: ``threads`` when given; else one for small models, the same
-    measured policy as ``policy.backends.HFBackend`` (more threads lose several-fold while anything else keeps a
-    core busy), and torch's own setting for large ones. A run that owns its 2-core machine gains ~1.4x from two
-    (``cpu_threads: 2``; ``mapf-lake bench grpo`` figures in the README)."""
-    import torch
-
-    if torch.cuda.is_available():
-        return
-    if threads is not None:
-        torch.set_num_threads(threads)
-    elif _small_on_cpu(model):
-        torch.set_num_threads(1)
-
-
 def _checkpointing(model) -> bool:
     """Activation checkpointing (recompute in the backward pass): the memory saver a 4B model needs on a GPU;
     a small model on a CPU has memory to spare and trains ~12% faster without it."""
@@ -79,6 +65,13 @@ def _cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def _main_process() -> bool:
+    """Whether this process writes the checkpoint's own files (one process, or rank 0 of ``accelerate launch``)."""
+    from curriculum.run import process_rank
+
+    return process_rank() == 0
 
 
 def _checkpoint_done(path: Path) -> bool:
@@ -249,28 +242,37 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=_latest_trainer_checkpoint(out_dir / "trainer"))
     seconds = time.perf_counter() - start
-    trainer.save_model(str(final))
-    tokenizer.save_pretrained(str(final))  # a checkpoint without its tokenizer.json fails to load later
-    save_checkpoint_style(final, style.name)
+    trainer.save_model(str(final))  # TRL writes on the main process only
+    if _main_process():
+        tokenizer.save_pretrained(str(final))  # a checkpoint without its tokenizer.json fails to load later
+        save_checkpoint_style(final, style.name)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     info = {"steps": steps, "seconds": seconds, "step_seconds": (sum(timer.times) / len(timer.times)) if timer.times else None,
             "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None}
-    _mark_checkpoint(final, info)
+    if _main_process():
+        _mark_checkpoint(final, info)
     return info
 
 
-def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *, steps: int,
-               prompts_per_step: int, generations: int, max_completion_length: int, learning_rate: float,
-               temperature: float, beta: float, lora: bool, lora_rank: int, use_vllm: bool, vllm_mode: str,
-               enable_thinking: bool, seed: int, rewards: dict | None = None, cpu_threads: int | None = None,
-               save: bool = True, loss_type: str = "dapo", num_iterations: int = 1, scale_rewards: str = "group",
-               warmup_ratio: float = 0.0) -> dict:
+def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *,
+               seed: int, cpu_threads: int | None = None, save: bool = True) -> dict:
     """One GRPO stage from ``model_dir`` on ``items``; saves model + tokenizer to ``out_dir/model``. Resumable
-    from the last TRL checkpoint of a killed stage. Returns metrics: reward mean/std, share of groups with zero
-    reward variance, tokens per completion, seconds per step (all steps; and the first apart from the rest),
-    parameters (all, trained). ``save=False`` (benchmarks) writes no checkpoint at all."""
+    from the last TRL checkpoint of a killed stage. With ``use_vllm`` and ``vllm_mode="server"`` completions come
+    from the ``trl vllm-serve`` server at ``vllm_server_host:vllm_server_port``. Returns metrics: reward
+    mean/std, share of groups with zero reward variance, tokens per completion, seconds per step (all steps; and
+    the first apart from the rest), parameters (all, trained). ``save=False`` (benchmarks) writes no checkpoint
+    at all. ``training`` is the run config's ``Training`` section (``curriculum.config.Training``)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
+
+    tr = training
+    steps, prompts_per_step, generations = tr.steps, tr.prompts_per_step, tr.generations
+    max_completion_length, learning_rate, temperature, beta = (tr.max_completion_length, tr.learning_rate,
+                                                               tr.temperature, tr.beta)
+    lora, lora_rank, use_vllm, vllm_mode, enable_thinking = tr.lora, tr.lora_rank, tr.use_vllm, tr.vllm_mode, tr.enable_thinking
+    rewards, loss_type, num_iterations = dict(tr.rewards), tr.loss_type, tr.num_iterations
+    scale_rewards, warmup_ratio = tr.scale_rewards, tr.warmup_ratio
+    vllm_server_host, vllm_server_port = tr.vllm_server_host, tr.vllm_server_port
 
     final = out_dir / "model"
     if _checkpoint_done(final):
@@ -307,6 +309,8 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         options["save_strategy"] = "no"
     if use_vllm:
         options["vllm_mode"] = vllm_mode
+        if vllm_mode == "server":
+            options.update(vllm_server_host=vllm_server_host, vllm_server_port=vllm_server_port)
     if style.chat:
         options["chat_template_kwargs"] = {"enable_thinking": enable_thinking}
     timer = _Progress.make(f"GRPO {out_dir.name}", steps)
@@ -324,8 +328,11 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     if lora:
         trainer.model = trainer.model.merge_and_unload()  # a merged model loads like any other checkpoint
-    if save:
-        trainer.model.save_pretrained(str(final)) if lora else trainer.save_model(str(final))
+    if save and lora and _main_process():
+        trainer.model.save_pretrained(str(final))
+    elif save and not lora:
+        trainer.save_model(str(final))  # TRL writes on the main process only
+    if save and _main_process():
         tokenizer.save_pretrained(str(final))
         save_checkpoint_style(final, style.name)
     logs = [entry for entry in trainer.state.log_history if "reward" in entry]
@@ -350,7 +357,7 @@ def grpo_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         "reward_last": logs[-1]["reward"] if logs else None,
         "signal": reward.signal(),
     }
-    if save:
+    if save and _main_process():
         _mark_checkpoint(final, info)
     _release(trainer)
     return info
@@ -405,10 +412,8 @@ def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, genera
     return kept, figures
 
 
-def rft_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *, steps: int,
-              prompts_per_step: int, generations: int, max_completion_length: int, learning_rate: float,
-              temperature: float, rounds: int, epochs: int, batch_size: int, seed: int,
-              cpu_threads: int | None = None, save: bool = True) -> dict:
+def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *,
+              seed: int, cpu_threads: int | None = None, save: bool = True) -> dict:
     """One rejection-sampling fine-tuning stage (expert iteration): RL with a filtered positive signal.
 
     The generation budget is GRPO's at equal ``steps``: ``steps x prompts_per_step`` prompts, ``generations``
@@ -427,6 +432,10 @@ def rft_stage(model_dir: str, items: Sequence[LabelledInstance], style: PromptSt
     from policy.backends import HFBackend, Sampling
     from policy.policies import ModelPolicy
 
+    tr = training
+    steps, prompts_per_step, generations = tr.steps, tr.prompts_per_step, tr.generations
+    max_completion_length, learning_rate, temperature = tr.max_completion_length, tr.learning_rate, tr.temperature
+    rounds, epochs, batch_size = tr.rft_rounds, tr.rft_epochs, tr.rft_batch_size
     final = out_dir / "model"
     if _checkpoint_done(final):
         return json.loads((final / "checkpoint_done.json").read_text())
@@ -502,23 +511,5 @@ def train_stage(training, model_dir: str, items: Sequence[LabelledInstance], sty
                                             cpu_threads=cpu_threads, save=save)
 
 
-def _grpo_from_config(tr, model_dir, items, style, out_dir, *, seed, cpu_threads, save):
-    return grpo_stage(model_dir, items, style, out_dir, steps=tr.steps, prompts_per_step=tr.prompts_per_step,
-                      generations=tr.generations, max_completion_length=tr.max_completion_length,
-                      learning_rate=tr.learning_rate, temperature=tr.temperature, beta=tr.beta, lora=tr.lora,
-                      lora_rank=tr.lora_rank, use_vllm=tr.use_vllm, vllm_mode=tr.vllm_mode,
-                      enable_thinking=tr.enable_thinking, seed=seed, rewards=dict(tr.rewards),
-                      cpu_threads=cpu_threads, save=save, loss_type=tr.loss_type, num_iterations=tr.num_iterations,
-                      scale_rewards=tr.scale_rewards, warmup_ratio=tr.warmup_ratio)
-
-
-def _rft_from_config(tr, model_dir, items, style, out_dir, *, seed, cpu_threads, save):
-    return rft_stage(model_dir, items, style, out_dir, steps=tr.steps, prompts_per_step=tr.prompts_per_step,
-                     generations=tr.generations, max_completion_length=tr.max_completion_length,
-                     learning_rate=tr.learning_rate, temperature=tr.temperature, rounds=tr.rft_rounds,
-                     epochs=tr.rft_epochs, batch_size=tr.rft_batch_size, seed=seed, cpu_threads=cpu_threads,
-                     save=save)
-
-
-# The stage trainers by ``training.trainer`` name.
-STAGE_TRAINERS = {"grpo": _grpo_from_config, "rft": _rft_from_config}
+# The stage trainers by ``training.trainer`` name; each takes the run config's ``Training`` section whole.
+STAGE_TRAINERS = {"grpo": grpo_stage, "rft": rft_stage}

@@ -87,7 +87,8 @@ class LLMEngineer:
     name: str = field(init=False)
 
     def __post_init__(self) -> None:
-        from policy.backends import Sampling, parse_spec
+        from policy.backend_base import Sampling
+        from policy.backends import parse_spec
 
         parse_spec(self.backend_spec)  # a malformed spec is bad input: fail now, not at the first stage
         self.name = f"llm:{self.backend_spec}"

@@ -62,6 +62,7 @@ from typing import Any
 import yaml
 
 from engineer.decision import EngineerDecision, make_decision
+from policy.parsing import after_thinking, strip_thinking
 from simulator.config import (
     DATA_RATIO_TOLERANCE,
     MAX_HORIZON,
@@ -70,6 +71,7 @@ from simulator.config import (
     SIZE_KEYS,
     TOP_LEVEL_KEYS,
     StageConfig,
+    read_exponent_floats,
     reject_duplicate_json_keys,
 )
 from simulator.errors import ConfigError
@@ -83,7 +85,6 @@ RATIONALE_KEYS = ("rationale", "reason", "reasoning", "explanation")
 SIDE_KEYS = ("size", "side", "map_size")  # how a list entry of ``sizes`` names its side
 _INTEGER_FIELDS = {"samples": (1, MAX_SAMPLES), "seed": (0, MAX_SEED), "horizon": (1, MAX_HORIZON)}
 
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _KEY_LINE = re.compile(r"^(?:" + "|".join(TOP_LEVEL_KEYS) + r")\s*:", re.MULTILINE)
 _NUMBER_TEXT = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$")
@@ -120,11 +121,7 @@ class _AnswerLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-_AnswerLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."),
-)
+read_exponent_floats(_AnswerLoader)
 
 
 @dataclass
@@ -237,16 +234,6 @@ def _yaml_block(text: str) -> tuple[int, int] | None:
     return start, end
 
 
-def after_thinking(text: str) -> tuple[str, int]:
-    """``text`` after its last ``</think>`` (any case) and how many characters came before; ``(text, 0)``
-    without one. Linear in the text's length."""
-    close = text.lower().rfind("</think>")
-    if close < 0:
-        return text, 0
-    end = close + len("</think>")
-    return text[end:], end
-
-
 def extract_proposal(text: Any) -> ParsedAnswer:
     """Find the proposed document in an engineer's answer (see the module docstring). Never raises."""
     if not isinstance(text, str) or not text.strip():
@@ -258,12 +245,9 @@ def extract_proposal(text: Any) -> ParsedAnswer:
     if len(text) > MAX_ANSWER_CHARS:
         notes.append(f"the answer was cut from {len(text)} to {MAX_ANSWER_CHARS} characters before parsing")
         text = text[:MAX_ANSWER_CHARS]
-    text = _THINK_BLOCK.sub("\n", text)
-    lowered = text.lower()
-    if "<think>" in lowered:
+    text = strip_thinking(text)
+    if text is None:
         return ParsedAnswer(None, notes=notes, problem="a <think> block is never closed, so there is no answer")
-    if "</think>" in lowered:  # a template that opened the block in the prompt leaves only the closing tag
-        text = text[lowered.rfind("</think>") + len("</think>"):]
     if not text.strip():
         return ParsedAnswer(None, notes=notes, problem="the answer holds only thinking")
 

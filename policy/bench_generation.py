@@ -25,7 +25,8 @@ import tempfile
 import time
 from typing import Any
 
-from policy.backends import HFBackend, Prompt, Sampling
+from policy.backend_base import Prompt, Sampling
+from policy.backend_hf import HFBackend
 
 
 def bench_prompts(count: int, side: int = 6, agents: int = 2, seed: int = 0) -> list[str]:

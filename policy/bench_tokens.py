@@ -100,17 +100,18 @@ def run_token_bench(quick: bool = False, preset_name: str = "qwen3-4b") -> dict[
     policy = policy_prompt_tokens(tokenizer, thinking, per_cell=1 if quick else 4)
     engineer = engineer_prompt_tokens(tokenizer, preset_name, thinking)
     largest = max(policy.values())
+    engineer_budget = int(run.engineer.options.get("max_new_tokens", DEFAULT_MAX_NEW_TOKENS))
     return {
         "preset": preset_name, "thinking": thinking, "window": QWEN3_WINDOW,
         "policy_prompt_tokens": policy, "policy_prompt_max": largest,
         "training_completion_tokens": run.training.max_completion_length,
         "validation_new_tokens": run.validation.max_new_tokens,
         "engineer_prompt_tokens": engineer["tokens"], "engineer_prompt_characters": engineer["characters"],
-        "engineer_new_tokens": DEFAULT_MAX_NEW_TOKENS,
+        "engineer_new_tokens": engineer_budget,
         "fits": {
             "training": largest + run.training.max_completion_length <= QWEN3_WINDOW,
             "validation": largest + run.validation.max_new_tokens <= QWEN3_WINDOW,
-            "engineer": engineer["tokens"] + DEFAULT_MAX_NEW_TOKENS <= QWEN3_WINDOW,
+            "engineer": engineer["tokens"] + engineer_budget <= QWEN3_WINDOW,
         },
     }
 

@@ -14,14 +14,14 @@ def _rollout(args: argparse.Namespace) -> int:
 
     from policy.rollout import judge_episodes
     from policy.scripted import make_scripted
-    from replays.format import ReplayHeader
+    from replays.types import ReplayHeader
     from replays.mining import render_summary, summarize
     from replays.writer import ReplayWriter
-    from simulator.cli import _config_from_args, progress_bar
+    from simulator.cli import config_from_args, progress_bar
     from simulator.generator import generate
 
     policy = make_scripted(args.policy)
-    config = _config_from_args(args)
+    config = config_from_args(args)
     update, close = progress_bar(config.samples, "generating")
     try:
         stage = generate(config, progress=update)
@@ -56,7 +56,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     sampling = None
     if ":" in args.policy:
-        from policy.backends import Sampling
+        from policy.backend_base import Sampling
 
         sampling = Sampling(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed,
                             enable_thinking=args.thinking, batch_size=args.batch_size)

@@ -14,16 +14,16 @@ from typing import Callable
 
 import numpy as np
 
-from policy.rewards import reward_breakdown, reward_columns
+from policy.rewards import components
 from policy.rollout import judge_episodes
 from replays.errors import ReplayError
-from replays.format import ReplayHeader
 from replays.mining import summarize
 from replays.reader import ReplayReader
+from replays.types import ReplayHeader
 from replays.writer import ReplayWriter
 from simulator import constants as C
-from simulator.env import default_horizon
 from simulator.suites import generate_cell, suite_cells
+from simulator.tables import format_rate_table
 
 
 def cell_file(out_dir: Path, agents: int, size: int) -> Path:
@@ -63,16 +63,10 @@ class EvalTable:
         }
 
     def render(self) -> str:
-        sizes = self.sizes()
-        lines = [f"{self.policy.get('spec', '?')} on {self.suite}: valid% / optimal%",
-                 "agents " + "".join(f"{f'{s}x{s}':>11}" for s in sizes) + f"{'mean':>11}"]
-        for a in self.agents():
-            row = "".join(
-                f"{'%.0f/%.0f' % (100 * self.rates[(a, s)][0], 100 * self.rates[(a, s)][1]) if (a, s) in self.rates else '-':>11}"
-                for s in sizes
-            )
-            mean = "%.0f/%.0f" % tuple(100 * v for v in self.mean(a))
-            lines.append(f"{a:>6} {row}{mean:>11}")
+        rows = [(f"{a:>6} ", {s: (v, o) for (agents, s), (v, o, _) in self.rates.items() if agents == a}, self.mean(a))
+                for a in self.agents()]
+        lines = [format_rate_table(f"{self.policy.get('spec', '?')} on {self.suite}: valid% / optimal%", "agents ",
+                                   rows, self.sizes())]
         total = sum(v[2] for v in self.rates.values())
         failed = {name: n for name, n in self.failures.items() if n}
         lines.append(f"failures over {total} episodes: " + (
@@ -129,10 +123,12 @@ def evaluate(policy, suite: str, out_dir: str | Path, seed: int = 0, run_id: str
 
 
 def attach_rewards(episodes, items, answers) -> None:
-    """Fill each episode's reward, components, token counts and answer time from ``answers``."""
-    columns = [reward_columns(it.instance, it.optimal_makespan, default_horizon(it.instance)) for it in items]
-    rewards = reward_breakdown(answers.completions, [c["instance"] for c in columns],
-                               [c["optimal_makespan"] for c in columns], [c["horizon"] for c in columns])
+    """Fill each episode's reward, components, token counts and answer time from ``answers``. The components come
+    from the episodes' own verdicts (``policy.rewards.components``: the GRPO reward's rule), not from a second
+    parse and judge."""
+    rewards = components([ep.plan is not None for ep in episodes], [ep.outcome.valid for ep in episodes],
+                         [ep.outcome.optimal for ep in episodes], [ep.outcome.agents_on_goal for ep in episodes],
+                         [ep.instance.n_agents for ep in episodes])
     for i, episode in enumerate(episodes):
         episode.reward = float(rewards["default"][i])
         episode.reward_components = {name: float(rewards[name][i]) for name in ("format", "valid", "optimal", "progress")}

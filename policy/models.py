@@ -105,7 +105,7 @@ QWEN3_ADDED_TOKENS: tuple[tuple[str, bool], ...] = (
 )
 QWEN3_VOCAB_ROWS = 151_936  # Qwen3's embedding rows (padded past the 151,669 real ids)
 # Qwen/Qwen3-4B's generation_config.json sampling defaults; the random Qwen3 models carry them too, so code that
-# must override a model's defaults (policy.backends.HFBackend does) is tested against the real thing.
+# must override a model's defaults (policy.backend_hf.HFBackend does) is tested against the real thing.
 QWEN3_GENERATION_DEFAULTS: dict[str, Any] = {"do_sample": True, "temperature": 0.6, "top_k": 20, "top_p": 0.95}
 QWEN3_EOS = "<|im_end|>"
 QWEN3_PAD = "<|endoftext|>"

@@ -46,9 +46,10 @@ _ANSWER_OPEN = re.compile(r"<answer>", re.IGNORECASE)
 _ANSWER_CLOSE = re.compile(r"</answer>", re.IGNORECASE)
 _FENCE_BLOCK = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 # "agent 0:", "Agent 0 -", "Agent 0 ->", "A0", "a_0", "**Agent 0**:", "1. Agent 0:", '"agent 0": [...]' (markdown
-# bold, list markers, a numbered list and JSON quotes around the label are tolerated)
-_AGENT_LINE = re.compile(r"^[\s*#>\-{\"']*(?:\d{1,3}[.)]\s+)?[\s*#>\-\"']*(?:agent|a)[\s_#]*(\d{1,4})\b[\s*\"']*"
-                         r"(?:->|=>|→|[:=\-])?[\s*]*(.*)$", re.IGNORECASE)
+# bold, list markers, a numbered list and JSON quotes around the label are tolerated). Group 1 is the agent's
+# number, group 2 what follows the label; the viewers find action tokens with it too (``render.completion``).
+AGENT_LINE = re.compile(r"^[\s*#>\-{\"']*(?:\d{1,3}[.)]\s+)?[\s*#>\-\"']*(?:agent|a)[\s_#]*(\d{1,4})\b[\s*\"']*"
+                        r"(?:->|=>|→|[:=\-])?[\s*]*(.*)$", re.IGNORECASE)
 # A comma that starts another agent's entry on the same line ('{"agent 0": "RR", "agent 1": "L"}', "A0: R, A1: L").
 _NEXT_AGENT = re.compile(r",\s*(?=[\"']?(?:agent|a)[\s_#]*\d{1,4}\b[\s\"']*(?:->|=>|→|[:=\-]))", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[\s,;|\[\]()'\"`*{}]+|->|→|=>|\.(?=\s|$)")
@@ -105,16 +106,36 @@ def _last_answer_block(text: str) -> str | None:
     return found
 
 
-def _answer_region(text: str) -> str | None:
-    """The part of ``text`` that holds the answer, or None when thinking never ends."""
+def after_thinking(text: str) -> tuple[str, int]:
+    """``text`` after its last ``</think>`` (any case) and how many characters came before; ``(text, 0)``
+    without one. Linear in the text's length."""
+    close = text.lower().rfind("</think>")
+    if close < 0:
+        return text, 0
+    end = close + len("</think>")
+    return text[end:], end
+
+
+def strip_thinking(text: str) -> str | None:
+    """``text`` without its thinking: every closed ``<think>...</think>`` block becomes a newline, and what comes
+    before a lone ``</think>`` (a template that opens the block in the prompt leaves only the closing tag) is
+    dropped; None when a ``<think>`` block is never closed. Linear time."""
     text = _without_thinking(text)
     if text is None:
         return None
     last_close = None
-    for last_close in _THINK_CLOSE.finditer(text):  # a template that opens the block in the prompt leaves only
-        pass                                        # the closing tag: the answer follows the last one
+    for last_close in _THINK_CLOSE.finditer(text):  # the answer follows the last closing tag
+        pass
     if last_close is not None:
         text = text[last_close.end():]
+    return text
+
+
+def _answer_region(text: str) -> str | None:
+    """The part of ``text`` that holds the answer, or None when thinking never ends."""
+    text = strip_thinking(text)
+    if text is None:
+        return None
     block = _last_answer_block(text)
     if block is not None:
         return block
@@ -131,7 +152,7 @@ def _answer_region(text: str) -> str | None:
 def _holds_a_plan(text: str) -> bool:
     """Whether some agent line of ``text`` has at least one action."""
     for line in text.splitlines():
-        match = _AGENT_LINE.match(line)
+        match = AGENT_LINE.match(line)
         if match:
             actions = _actions(match.group(2))
             if isinstance(actions, list) and actions:
@@ -182,7 +203,7 @@ def parse_plan(text: str, n_agents: int, horizon: int = C.MAX_PLAN_LENGTH) -> Pa
         return _fail("unfinished_thinking")
     sequences: dict[int, list[int]] = {}
     for line in (part for whole in region.splitlines() for part in _NEXT_AGENT.split(whole)):
-        match = _AGENT_LINE.match(line)
+        match = AGENT_LINE.match(line)
         if not match:
             continue
         agent = int(match.group(1))

@@ -6,7 +6,7 @@ goes through the same parser, so scripted and model policies are judged the same
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 from policy.parsing import parse_plan
@@ -29,7 +29,6 @@ class Answers:
     prompt_tokens: list[int]
     completion_tokens: list[int]
     seconds_per_answer: float = 0.0
-    extra: dict = field(default_factory=dict)
 
 
 def _parse_all(items: Sequence[LabelledInstance], texts: Sequence[str]) -> tuple[list, list]:
@@ -64,7 +63,7 @@ class ModelPolicy:
 
     spec: str
     style: PromptStyle
-    sampling: object  # policy.backends.Sampling
+    sampling: object  # policy.backend_base.Sampling
     backend: object = None
 
     def __post_init__(self) -> None:
@@ -104,7 +103,7 @@ def make_policy(spec: str, style: str | None = None, sampling=None):
         raise ConfigError("policy", spec, f"one of {sorted(SCRIPTED_POLICIES)} or a backend spec like hf:PATH, "
                                           "vllm:PATH, openai:MODEL")
     if sampling is None:
-        from policy.backends import Sampling
+        from policy.backend_base import Sampling
 
         sampling = Sampling()
     return ModelPolicy(spec, chosen, sampling)

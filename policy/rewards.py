@@ -29,7 +29,7 @@ import numpy as np
 
 from policy.parsing import parse_plan
 from simulator import constants as C
-from simulator.judge import judge_plans
+from simulator.judge import is_optimal, judge_plans
 from simulator.types import Instance
 
 DEFAULT_WEIGHTS = {"valid": 1.0, "optimal": 0.5, "format": 0.1}
@@ -66,6 +66,19 @@ def completion_text(completion) -> str:
     return ""
 
 
+def components(parsed, valid, optimal, agents_on_goal, n_agents) -> dict[str, np.ndarray]:
+    """The reward components of judged answers, one float array each (the one scoring rule: the GRPO reward and
+    the validation episodes' rewards both come from here). ``parsed``, ``valid``, ``optimal``: ``(B,) bool``;
+    ``agents_on_goal``, ``n_agents``: ``(B,) int``. ``progress`` is 0 for an answer that did not parse."""
+    parsed = np.asarray(parsed, bool)
+    out = {"format": parsed.astype(np.float64),
+           "valid": (parsed & np.asarray(valid, bool)).astype(np.float64),
+           "optimal": (parsed & np.asarray(optimal, bool)).astype(np.float64),
+           "progress": np.where(parsed, np.asarray(agents_on_goal, np.float64) / np.maximum(np.asarray(n_agents), 1), 0.0)}
+    out["default"] = sum(weight * out[name] for name, weight in DEFAULT_WEIGHTS.items())
+    return out
+
+
 def reward_breakdown(completions: Sequence, instance: Sequence[str], optimal_makespan: Sequence[int],
                      horizon: Sequence[int]) -> dict[str, np.ndarray]:
     """Every component for every completion (see the module docstring), as float arrays; also ``failure``
@@ -81,16 +94,16 @@ def reward_breakdown(completions: Sequence, instance: Sequence[str], optimal_mak
     out["makespan"] = np.full(n, -1, np.int32)  # type: ignore[assignment]  # -1: the answer did not parse
     out["sum_of_costs"] = np.full(n, -1, np.int32)  # type: ignore[assignment]
     where = np.flatnonzero(ok)
+    valid, optimal, on_goal = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, np.int64)
     if where.size:
         result = judge_plans([instances[i] for i in where], [parsed[i].plan for i in where])
-        valid = result.valid
-        out["valid"][where] = valid
-        out["optimal"][where] = valid & (result.makespan == np.asarray(optimal_makespan)[where])
-        out["progress"][where] = result.agents_on_goal / np.array([instances[i].n_agents for i in where])
+        valid[where] = result.valid
+        optimal[where] = is_optimal(result.valid, result.makespan, np.asarray(optimal_makespan)[where])
+        on_goal[where] = result.agents_on_goal
         out["failure"][where] = result.failure
         out["makespan"][where] = result.makespan
         out["sum_of_costs"][where] = result.sum_of_costs
-    out["default"] = sum(weight * out[name] for name, weight in DEFAULT_WEIGHTS.items())
+    out.update(components(ok, valid, optimal, on_goal, np.array([inst.n_agents for inst in instances], np.int64)))
     out["parse_error"] = [p.error for p in parsed]  # type: ignore[assignment]  # reasons, for replays
     return out
 

@@ -11,10 +11,10 @@ from typing import Sequence
 
 import numpy as np
 
-from replays.format import Episode, InstanceLabels, Outcome
+from replays.types import Episode, InstanceLabels, Outcome
 from simulator import constants as C
 from simulator.generator import LabelledInstance
-from simulator.judge import judge_plans
+from simulator.judge import is_optimal, judge_plans
 from simulator.types import JointPlan
 
 
@@ -32,7 +32,7 @@ def judge_answers(items: Sequence[LabelledInstance], plans: Sequence[JointPlan |
         result = judge_plans([items[i].instance for i in parsed], [plans[i] for i in parsed])
         labels = np.array([items[i].optimal_makespan for i in parsed])
         out["valid"][parsed] = result.valid
-        out["optimal"][parsed] = result.valid & (result.makespan == labels)
+        out["optimal"][parsed] = is_optimal(result.valid, result.makespan, labels)
         out["makespan"][parsed] = result.makespan
         out["sum_of_costs"][parsed] = result.sum_of_costs
     return out

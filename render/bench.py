@@ -110,7 +110,7 @@ def write_big_replay(path: Path, n_episodes: int, n_instances: int = 50) -> None
     from policy.prompts import natural_answer
     from policy.rollout import judge_episodes
     from policy.scripted import make_scripted
-    from replays.format import ReplayHeader
+    from replays.types import ReplayHeader
     from replays.writer import ReplayWriter
     from simulator.config import StageConfig
     from simulator.generator import generate

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from policy.parsing import AGENT_LINE
+
 MAX_SHOWN_CHARS = 200_000  # longer texts show their start and their end (where the answer is), cut in between
 _HEAD_CHARS = 40_000
 _TAB = 4
 
-# "agent 0:", "Agent 12 -", "A0", "a_1" at the start of a line (markdown bullets and bold allowed before it)
-_AGENT_LABEL = re.compile(r"^[\s*#>\-]*(?:agent|a)[\s_#]*(\d{1,4})\b[\s*]*[:=\-]?", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z]+")
 _ACTION_WORDS = frozenset(("up", "down", "left", "right", "wait"))
 _ACTION_LETTERS = frozenset("udlrw")
@@ -47,19 +47,20 @@ def clean_text(text: str) -> str:
 def action_spans(lines: list[str], n_agents: int) -> dict[int, list[Span]]:
     """For each agent, the spans of its action tokens on the last line that lists them.
 
-    A line counts when it starts with an agent label and every word after the label is an action word
-    (up, down, left, right, wait) or a run of action letters (U D L R W, one span per letter).
+    A line counts when it starts with an agent label (``policy.parsing.AGENT_LINE``, the parser's own) and every
+    word after the label is an action word (up, down, left, right, wait) or a run of action letters (U D L R W,
+    one span per letter).
     """
     spans: dict[int, list[Span]] = {}
     for number, line in enumerate(lines):
-        label = _AGENT_LABEL.match(line)
+        label = AGENT_LINE.match(line)
         if not label:
             continue
         agent = int(label.group(1))
         if agent >= n_agents:
             continue
         found: list[Span] = []
-        for word in _WORD.finditer(line, label.end()):
+        for word in _WORD.finditer(line, label.start(2)):
             lowered = word.group().lower()
             if lowered in _ACTION_WORDS:
                 found.append((number, word.start(), word.end()))

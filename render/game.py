@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from replays.container import MAGIC
 from replays.errors import ReplayError
-from replays.format import MAGIC, Episode, InstanceLabels, Outcome, ReplayHeader
+from replays.types import Episode, InstanceLabels, Outcome, ReplayHeader
 from render.timeline import Marker, Scene, event_sentence, markers_for_step
 from simulator import constants as C
 from simulator.config import StageConfig

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from replays.errors import ReplayError
-from replays.format import Episode, ReplayHeader
 from replays.reader import ReplayReader, iter_replay_files
+from replays.types import Episode, ReplayHeader
 from render.timeline import EpisodeTimeline
 from simulator import constants as C
 

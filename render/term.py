@@ -140,10 +140,3 @@ def completion_text(completion: CompletionText, step: int, width: int) -> tuple[
         if index < len(lines) - 1:
             text.append("\n")
     return text, first
-
-
-def actions_text(actions: np.ndarray | None) -> str:
-    """``0:R  1:W`` for a joint action, or ``-``."""
-    if actions is None:
-        return "-"
-    return "  ".join(f"{k}:{C.ACTION_LETTERS[int(a)]}" for k, a in enumerate(actions))

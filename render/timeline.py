@@ -216,7 +216,7 @@ class EpisodeTimeline:
 
     @classmethod
     def from_episode(cls, episode) -> "EpisodeTimeline":
-        """From a ``replays.format.Episode`` (decoding a lazy episode's arrays may raise ``ReplayError``)."""
+        """From a ``replays.types.Episode`` (decoding a lazy episode's arrays may raise ``ReplayError``)."""
         plan = episode.plan
         return cls(
             episode.instance,

@@ -24,8 +24,8 @@ from typing import Callable
 
 import numpy as np
 
-from replays.format import Episode, InstanceLabels, Outcome, ReplayHeader
 from replays.reader import ReplayReader, read_replay
+from replays.types import Episode, InstanceLabels, Outcome, ReplayHeader
 from replays.writer import write_replay
 from simulator import constants as C
 from simulator.judge import judge_plans

@@ -1,4 +1,4 @@
-"""The one error type of the replay format: :class:`ReplayError`.
+"""The one error type of the replay format: :class:`ReplayError` (and the internal :class:`RecordError`).
 
 Everything that goes wrong while reading or writing a replay file (a missing file, bad bytes, a record that
 breaks the spec in ``replays/FORMAT.md``, an episode the writer cannot store) raises it, so a caller (the CLI,
@@ -28,3 +28,8 @@ class ReplayError(ValueError):
         self.reason = reason
         place = f"episode {where}" if isinstance(where, int) else str(where)
         super().__init__(f"{self.path or '<memory>'}: {place}: {reason}")
+
+
+class RecordError(Exception):
+    """Internal: one rule of the spec is broken. The reader and writer add the file and the place and re-raise
+    it as :class:`ReplayError`; it never escapes this package."""

@@ -87,7 +87,6 @@ def render_episode(episode, source: str = "") -> str:
     outcome = episode.outcome
     inst = episode.instance
     name = C.FAILURE_NAMES[outcome.failure]
-    size = episode.labels.size if episode.labels else inst.height
     head = f"[{name}] {inst.height}x{inst.width}, {inst.n_agents} agents"
     if episode.labels:
         head += f", optimal makespan {episode.labels.optimal_makespan}, needs_wait {str(episode.labels.needs_wait).lower()}"
@@ -109,7 +108,6 @@ def render_episode(episode, source: str = "") -> str:
             marked = tuple(k for k in range(inst.n_agents) if t > 0 and episode.events[t - 1][k] & flag)
             lines += [f"state after step {t} (! marks the failure):",
                       render_state(inst, episode.positions[t], marked=marked or (outcome.fail_agent,))]
-    del size
     return "\n".join(lines)
 
 

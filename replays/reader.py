@@ -2,7 +2,7 @@
 
 Opening a file reads only its preamble, header, index footer and trailer (the footer lists every episode's
 byte offset), so ``len(reader)`` and ``reader[i]`` are cheap whatever the file's size. Every declared length is
-checked against the file and the limits in ``replays.format`` before anything is allocated, and every problem,
+checked against the file and the limits in ``replays.container`` before anything is allocated, and every problem,
 from a missing file to a bad record, raises :class:`ReplayError` naming the file, the place and the reason.
 """
 
@@ -17,8 +17,8 @@ from typing import Iterator
 import msgpack
 import numpy as np
 
-from replays.errors import ReplayError
-from replays.format import (
+from replays.codec_v1 import CodecV1
+from replays.container import (
     FILE_SUFFIX,
     MAGIC,
     MAX_EPISODES,
@@ -28,12 +28,10 @@ from replays.format import (
     TRAILER_MAGIC,
     TRAILER_SIZE,
     UNPACK_LIMITS,
-    CodecV1,
-    Episode,
-    RecordError,
-    ReplayHeader,
-    codec_for,
 )
+from replays.errors import RecordError, ReplayError
+from replays.registry import codec_for
+from replays.types import Episode, ReplayHeader
 
 _CHUNK_BYTES = 1 << 20  # iteration reads whole records in chunks of about this size
 
@@ -47,7 +45,7 @@ class ReplayReader:
         reader[i]: episode ``i`` (negative indices count from the end; slices give lists); reads one record.
         for episode in reader: every episode in order, read in chunks.
 
-    With ``lazy=True`` (the default) episodes are :class:`replays.format.LazyEpisode`: the record's structure is
+    With ``lazy=True`` (the default) episodes are :class:`replays.types.LazyEpisode`: the record's structure is
     checked when it is read, its arrays are decoded and checked on first access (raising :class:`ReplayError`
     then). With ``lazy=False`` every episode is decoded and checked in full before it is returned.
 

@@ -15,19 +15,10 @@ from typing import Iterable
 
 import msgpack
 
-from replays.errors import ReplayError
-from replays.format import (
-    FORMAT_VERSION,
-    MAGIC,
-    MAX_EPISODES,
-    MAX_HEADER_BYTES,
-    MAX_RECORD_BYTES,
-    TRAILER_MAGIC,
-    Episode,
-    RecordError,
-    ReplayHeader,
-    writer_codec,
-)
+from replays.container import FORMAT_VERSION, MAGIC, MAX_EPISODES, MAX_HEADER_BYTES, MAX_RECORD_BYTES, TRAILER_MAGIC
+from replays.errors import RecordError, ReplayError
+from replays.registry import writer_codec
+from replays.types import Episode, ReplayHeader
 from simulator.atomic import AtomicWriter
 
 

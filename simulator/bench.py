@@ -6,7 +6,6 @@ Throughput is the best of several repeats (the least disturbed run); the median 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -203,7 +202,3 @@ def format_sim_bench(results: dict) -> str:
         lines.append(f"Gymnasium FrozenLake-v1 {gym['version']} (8x8)         {gym['steps_per_s'] / 1e6:8.2f} M/s")
         lines.append(f"ratio batched step (4x8x8) / Gymnasium      {results['ratio_step_4x8x8_vs_gymnasium']:8.0f} x")
     return "\n".join(lines)
-
-
-def main_json(quick: bool = False) -> str:
-    return json.dumps(run_sim_bench(quick), indent=2)

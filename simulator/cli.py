@@ -53,7 +53,7 @@ def progress_bar(total: int, desc: str):
     return update, bar.close
 
 
-def _config_from_args(args: argparse.Namespace):
+def config_from_args(args: argparse.Namespace):
     from simulator.config import StageConfig, load_config
     from simulator.errors import ConfigError
 
@@ -115,7 +115,7 @@ def _gen(args: argparse.Namespace) -> int:
             atomic_write(args.out, to_jsonl(items))
         print(f"suite {args.suite}: {len(items)} instances in {len(cells)} cells, checksum {suite_checksum(cells)}")
         return 0
-    config = _config_from_args(args)
+    config = config_from_args(args)
     update, close = progress_bar(config.samples, "generating")
     try:
         stage = generate(config, progress=update, max_attempts=args.max_attempts)
@@ -189,8 +189,9 @@ def _demo(args: argparse.Namespace) -> int:
     """Generate a suite, judge the solver's certificate plans (the oracle) in one batch, print a table."""
     import numpy as np
 
-    from simulator.judge import judge_plans
+    from simulator.judge import is_optimal, judge_plans
     from simulator.suites import generate_suite, suite_size
+    from simulator.tables import format_rate_table
 
     update, close = progress_bar(suite_size(args.suite), f"suite {args.suite}")
     try:
@@ -199,22 +200,18 @@ def _demo(args: argparse.Namespace) -> int:
         close()
     items = [item for _, stage in cells for item in stage.instances]
     result = judge_plans([it.instance for it in items], [it.plan for it in items])
-    optimal = result.valid & (result.makespan == np.array([it.optimal_makespan for it in items]))
+    optimal = is_optimal(result.valid, result.makespan, np.array([it.optimal_makespan for it in items]))
     sizes = sorted({cell.size for cell, _ in cells})
     agents = sorted({cell.agents for cell, _ in cells})
-    table: dict[tuple[int, int], tuple[float, float]] = {}
+    rates: dict[int, dict[int, tuple[float, float]]] = {k: {} for k in agents}
     start = 0
     for cell, stage in cells:
         stop = start + len(stage.instances)
-        table[(cell.agents, cell.size)] = (100 * result.valid[start:stop].mean(), 100 * optimal[start:stop].mean())
+        rates[cell.agents][cell.size] = (float(result.valid[start:stop].mean()), float(optimal[start:stop].mean()))
         start = stop
-    print(f"oracle (solver certificates) on suite {args.suite}: valid% / optimal%")
-    print("agents " + "".join(f"{f'{s}x{s}':>12}" for s in sizes) + f"{'mean':>12}")
-    for k in agents:
-        cells_k = [table[(k, s)] for s in sizes if (k, s) in table]
-        row = "".join(f"{'%.0f/%.0f' % table[(k, s)] if (k, s) in table else '-':>12}" for s in sizes)
-        mean = "%.0f/%.0f" % (np.mean([v for v, _ in cells_k]), np.mean([o for _, o in cells_k]))
-        print(f"{k:>6} {row}{mean:>12}")
+    rows = [(f"{k:>6} ", rates[k]) for k in agents]
+    print(format_rate_table(f"oracle (solver certificates) on suite {args.suite}: valid% / optimal%", "agents ",
+                            rows, sizes, cell_width=12))
     return 0
 
 

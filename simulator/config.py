@@ -426,12 +426,19 @@ class _StrictYamlLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def read_exponent_floats(loader: type[yaml.SafeLoader]) -> None:
+    """Make ``loader`` read ``1e-3`` (a float without a dot) as a number, as JSON and YAML 1.2 do; PyYAML's
+    YAML 1.1 rules read it as the string "1e-3". Every YAML reader of the project (config files, ``--set``
+    values, engineer answers) follows this one rule."""
+    loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+        list("-+0123456789."),
+    )
+
+
 _StrictYamlLoader.add_constructor("tag:yaml.org,2002:int", _StrictYamlLoader.construct_yaml_int)
-_StrictYamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."),
-)
+read_exponent_floats(_StrictYamlLoader)
 
 
 def load_yaml(text: str) -> Any:

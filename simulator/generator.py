@@ -25,13 +25,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 from numba import njit
 
 from simulator import constants as C
-from simulator import solver_kernels
+from simulator import grid_kernels
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 from simulator.needs_wait import needs_wait
@@ -164,14 +164,14 @@ def bare_distances(instance: Instance) -> np.ndarray:
     """``(K,) int64`` each agent's shortest distance to its goal on the bare map (-1 when unreachable)."""
     height, width = instance.grid.shape
     blocked = (instance.grid != C.ICE).ravel()
-    nbr = solver_kernels.neighbor_table(blocked, height, width)
+    nbr = grid_kernels.neighbor_table(blocked, height, width)
     dist = np.empty(height * width, np.int32)
     queue = np.empty(height * width, np.int32)
     out = np.empty(instance.n_agents, np.int64)
     for k, ((sr, sc), (gr, gc)) in enumerate(zip(instance.starts.tolist(), instance.goals.tolist())):
-        solver_kernels.bfs_distances(nbr, gr * width + gc, dist, queue)
+        grid_kernels.bfs_distances(nbr, gr * width + gc, dist, queue)
         d = int(dist[sr * width + sc])
-        out[k] = d if d < solver_kernels.INF else -1
+        out[k] = d if d < grid_kernels.INF else -1
     return out
 
 
@@ -400,7 +400,3 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
             f"were unsolvable and {counts['limit']} over the solver budget",
         )
     raise ConfigError(field_name, value, allowed, f"instance {index} of size {size}")
-
-
-def iter_instances(stage: GeneratedStage) -> Iterator[Instance]:
-    return (item.instance for item in stage.instances)

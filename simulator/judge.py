@@ -197,6 +197,15 @@ def judge_packed(packed: PackedInstances, plans: PackedPlans, record: bool = Fal
     )
 
 
+def is_optimal(valid, makespan, optimal_makespan):
+    """The one rule of "optimal": valid, in the instance's optimal makespan. Element-wise on arrays (returns a
+    bool array) or on scalars (returns a bool); an unknown optimal makespan (None) is never optimal."""
+    if optimal_makespan is None:
+        return np.zeros(np.shape(valid), bool) if np.ndim(valid) else False
+    out = np.asarray(valid, bool) & (np.asarray(makespan) == np.asarray(optimal_makespan))
+    return out if out.ndim else bool(out)
+
+
 def judge_plans(instances: Sequence[Instance], plans: Sequence[JointPlan], record: bool = False) -> JudgeResult:
     """Judge plan b on instance b for every b (see :class:`JudgeResult`)."""
     packed = pack_instances(instances)

@@ -22,7 +22,7 @@ from collections import deque
 import numpy as np
 
 from simulator import constants as C
-from simulator import solver_kernels as K
+from simulator import needs_wait_kernels as K
 from simulator.errors import ConfigError
 from simulator.types import Instance
 
@@ -36,8 +36,8 @@ def needs_wait(instance: Instance, *, max_states: int = 100_000) -> bool:
     """True when no joint plan lets every agent walk one of its shortest paths without waiting (module docstring).
 
     Agents whose shortest paths can never meet are split into independent groups
-    (``solver_kernels.interacting_groups``); each group is a depth-first search over joint states that remembers
-    dead states (``solver_kernels.no_wait_plan_exists``). Instances of the benchmark range (up to 6 agents on
+    (``needs_wait_kernels.interacting_groups``); each group is a depth-first search over joint states that remembers
+    dead states (``needs_wait_kernels.no_wait_plan_exists``). Instances of the benchmark range (up to 6 agents on
     10x10) record well under a thousand dead states; if a group piles up more than ``max_states``, the answer
     comes from the optimal solver instead (its sum of costs against the sum of bare-map distances).
 

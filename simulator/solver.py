@@ -16,7 +16,7 @@ fail, following and rotations are fine; goals are absorbing (an agent that steps
 blocks the cell from then on, so it can never pass through its own goal early; an agent starting on its goal
 never moves). Arrival time = first step on the goal; makespan = max arrival; sum of costs = sum of arrivals.
 
-Method (numba, ``simulator.solver_kernels``): both objectives are shortest paths in the graph of joint states (a
+Method (numba, ``simulator.independence_kernels`` and ``simulator.astar_kernels``): both objectives are shortest paths in the graph of joint states (a
 state is the agents' cells, since arrival is absorbing). A first pass proves the makespan, a second the sum of
 costs, unless the first plan already meets a lower bound. Each pass is Standley's independence detection: agents
 start alone on shortest paths; conflicting groups first try to re-plan around the others at no extra cost, and
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulator import constants as C
-from simulator import solver_kernels as K
+from simulator import independence_kernels as K
 from simulator.errors import ConfigError
 from simulator.needs_wait import needs_wait
 from simulator.types import Instance, JointPlan

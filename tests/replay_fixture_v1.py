@@ -21,7 +21,7 @@ FIXTURE_PATH = Path(__file__).parent / "fixtures" / "replay_v1.mlr"
 if __name__ == "__main__":  # run as a script: make the package importable from the repository root
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from replays.format import Episode, InstanceLabels, Outcome, ReplayHeader  # noqa: E402 - after the path setup
+from replays.types import Episode, InstanceLabels, Outcome, ReplayHeader  # noqa: E402 - after the path setup
 from simulator import constants as C  # noqa: E402
 from simulator.types import Instance, JointPlan  # noqa: E402
 
@@ -114,7 +114,7 @@ def fixture_episodes() -> list[Episode]:
 
 
 def write_fixture(path: Path = FIXTURE_PATH) -> None:
-    from replays.format import FORMAT_VERSION
+    from replays.container import FORMAT_VERSION
     from replays.writer import write_replay
 
     if FORMAT_VERSION != 1:

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402 - after the path setup
 
-from replays.format import Episode, Outcome, ReplayHeader  # noqa: E402
+from replays.types import Episode, Outcome, ReplayHeader  # noqa: E402
 from replays.writer import ReplayWriter  # noqa: E402
 from simulator.types import Instance  # noqa: E402
 

@@ -17,7 +17,9 @@ import pytest
 from model_fixtures import qwen3_tokenizer, tiny_model_dir, tiny_qwen3_dir
 
 from policy import backends
-from policy.backends import BackendError, Generation, OpenAIBackend, Sampling, make_backend
+from policy.backend_base import BackendError, Generation, Sampling, check_prompts
+from policy.backend_openai import OpenAIBackend
+from policy.backends import make_backend
 from simulator.errors import ConfigError
 
 PROMPTS = [
@@ -77,7 +79,7 @@ def test_sampling__bad_field_raises_naming_it(field, value):
 )
 def test_check_prompts__bad_prompt_names_its_index(prompts, field):
     with pytest.raises(ConfigError) as caught:
-        backends.check_prompts(prompts)
+        check_prompts(prompts)
     assert caught.value.field == field
 
 
@@ -555,7 +557,7 @@ def test_openai__separate_reasoning_comes_back_in_think_tags(server):
 
 @pytest.mark.parametrize("key", ["sk-abc\nrest-of-the-secret-key", "sk-abc def-secret", "sk-abcé-secret", " \t"])
 def test_openai_backend__a_malformed_key_is_named_by_its_variable_never_printed(key):
-    from policy.backends import ENV_API_KEY, OpenAIBackend
+    from policy.backend_openai import ENV_API_KEY, OpenAIBackend
 
     if not key.strip():
         with pytest.raises(ConfigError, match=ENV_API_KEY):

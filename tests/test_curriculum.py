@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from curriculum.config import RunConfig, preset
+from curriculum.config import RunConfig, Training, preset
 from curriculum.report import compare_table, load_run, render_report, write_plots
 from curriculum.run import Run
 from simulator.errors import ConfigError
@@ -269,17 +269,18 @@ def test_run__the_bandit_engineer_s_state_survives_a_sigkill_and_resume(tmp_path
 
 def test_grpo_stage__lora_trains_merges_and_saves_a_loadable_checkpoint(tmp_path, finished_run):
     from curriculum.trainers import grpo_stage
-    from policy.backends import Sampling, make_backend
+    from policy.backend_base import Sampling
+    from policy.backends import make_backend
     from policy.prompts import get_style
     from simulator.config import StageConfig
     from simulator.generator import generate
 
     items = generate(StageConfig.from_dict({"agents": 2, "samples": 8, "seed": 3, "sizes": {
         4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.5}}})).instances
-    info = grpo_stage(str(finished_run.run_dir / "warm_start" / "model"), items, get_style(finished_run.prompt_style), tmp_path,
-                      steps=1, prompts_per_step=2, generations=4, max_completion_length=24, learning_rate=1e-4,
-                      temperature=1.0, beta=0.0, lora=True, lora_rank=4, use_vllm=False, vllm_mode="colocate",
-                      enable_thinking=False, seed=0)
+    training = Training(steps=1, prompts_per_step=2, generations=4, max_completion_length=24, learning_rate=1e-4,
+                        temperature=1.0, beta=0.0, lora=True, lora_rank=4)
+    info = grpo_stage(training, str(finished_run.run_dir / "warm_start" / "model"), items,
+                      get_style(finished_run.prompt_style), tmp_path, seed=0)
     assert info["steps"] == 1 and 0.0 <= info["zero_variance_share"] <= 1.0
     backend = make_backend(f"hf:{tmp_path / 'model'}")
     out = backend.generate(["n=3\n...\n...\n...\nA0 0,0>0,2\nA1 2,2>2,0\n?\n"], Sampling(max_new_tokens=8, temperature=0.0))
@@ -324,10 +325,10 @@ def test_grpo_stage__without_save_leaves_no_checkpoint(tmp_path, finished_run):
 
     items = generate(StageConfig.from_dict({"agents": 2, "samples": 8, "seed": 4, "sizes": {
         3: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.5}}})).instances
-    info = grpo_stage(str(finished_run.run_dir / "warm_start" / "model"), items, get_style(finished_run.prompt_style), tmp_path,
-                      steps=3, prompts_per_step=2, generations=2, max_completion_length=16, learning_rate=1e-4,
-                      temperature=1.0, beta=0.0, lora=False, lora_rank=4, use_vllm=False, vllm_mode="colocate",
-                      enable_thinking=False, seed=0, save=False)
+    training = Training(steps=3, prompts_per_step=2, generations=2, max_completion_length=16, learning_rate=1e-4,
+                        temperature=1.0, beta=0.0, lora=False, lora_rank=4)
+    info = grpo_stage(training, str(finished_run.run_dir / "warm_start" / "model"), items,
+                      get_style(finished_run.prompt_style), tmp_path, seed=0, save=False)
     assert info["first_step_seconds"] > 0 and info["later_step_seconds"] > 0
     assert not (tmp_path / "model").exists() and not any((tmp_path / "trainer").glob("checkpoint-*"))
 
@@ -371,15 +372,16 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     assert figures["sampled_valid_rate"] == pytest.approx(5 / 12)
 
     model = str(finished_run.run_dir / "warm_start" / "model")
-    kwargs = dict(steps=2, prompts_per_step=3, generations=4, max_completion_length=24, learning_rate=1e-4,
-                  temperature=1.0, rounds=2, epochs=1, batch_size=8, seed=0, cpu_threads=1)
-    info = rft_stage(model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs)
+    training = Training(trainer="rft", steps=2, prompts_per_step=3, generations=4, max_completion_length=24,
+                        learning_rate=1e-4, temperature=1.0, rft_rounds=2, rft_epochs=1, rft_batch_size=8)
+    kwargs = dict(seed=0, cpu_threads=1)
+    info = rft_stage(training, model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs)
     assert info["trainer"] == "rft" and [r["prompts"] for r in info["rounds"]] == [3, 3]
     assert all(r["kept"] <= r["prompts"] for r in info["rounds"]) and (tmp_path / "a" / "model" / "config.json").exists()
     # a stage killed after its first round: the round is read back, the second is done again, same figures
     (tmp_path / "a" / "round-02" / "model" / "checkpoint_done.json").unlink()
     (tmp_path / "a" / "model" / "checkpoint_done.json").unlink()
-    again = rft_stage(model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs)
+    again = rft_stage(training, model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs)
     assert [r["kept"] for r in again["rounds"]] == [r["kept"] for r in info["rounds"]]
 
 
@@ -430,3 +432,23 @@ def test_config_error__never_expands_a_huge_value_to_print_it():
     message = str(ConfigError("field", nested, "anything"))
     assert time.perf_counter() - start < 1 and len(message) < 200
     assert "about 5001 digits" in str(ConfigError("field", 10**5000, "anything"))
+
+
+def test_run__a_second_process_trains_only_and_reads_the_main_process_records(finished_run, monkeypatch):
+    """Under ``accelerate launch`` every process runs the loop; only rank 0 writes the run's records."""
+    from curriculum.run import process_rank, wait_for_file
+
+    files = {path: path.stat().st_mtime_ns for path in finished_run.run_dir.rglob("*") if path.is_file()}
+    monkeypatch.setenv("RANK", "1")
+    assert process_rank() == 1
+    table = Run(finished_run, log=lambda message: None).execute()
+    assert table == json.loads((finished_run.run_dir / "final" / "table.json").read_text())
+    assert {path: path.stat().st_mtime_ns for path in finished_run.run_dir.rglob("*") if path.is_file()} == files
+    monkeypatch.setenv("RANK", "not a number")
+    assert process_rank() == 0
+
+    import threading
+
+    target = finished_run.run_dir.parent / "written-later.json"
+    threading.Timer(0.3, lambda: target.write_text("{}")).start()
+    assert wait_for_file(target, poll_s=0.05) == target and target.read_text() == "{}"

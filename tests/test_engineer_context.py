@@ -13,8 +13,8 @@ from engineer.evidence import collect_evidence, summarize_episodes
 from policy.rollout import judge_episodes
 from policy.scripted import make_scripted
 from replays.errors import ReplayError
-from replays.format import ReplayHeader
 from replays.mining import summarize
+from replays.types import ReplayHeader
 from replays.writer import write_replay
 from simulator import constants as C
 from simulator.config import StageConfig

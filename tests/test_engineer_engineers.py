@@ -16,7 +16,7 @@ from engineer import build_context, make_engineer
 from engineer.engineers import ENGINEERS
 from engineer.llm import LLMEngineer
 from engineer.rule import hole_ratio_cap
-from policy.backends import Generation
+from policy.backend_base import Generation
 from simulator.config import SizeSpec, StageConfig, load_config
 from simulator.errors import ConfigError
 
@@ -420,7 +420,7 @@ def _propose_with(engineer):
 def replay_folder(tmp_path_factory):
     from policy.rollout import judge_episodes
     from policy.scripted import make_scripted
-    from replays.format import ReplayHeader
+    from replays.types import ReplayHeader
     from replays.writer import write_replay
     from simulator.generator import generate
 

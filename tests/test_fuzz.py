@@ -162,7 +162,7 @@ def test_fuzz__scoring_records_score_or_raise_config_error(document, completion)
 def replay_bytes(tmp_path_factory):
     from policy.rollout import judge_episodes
     from policy.scripted import make_scripted
-    from replays.format import ReplayHeader
+    from replays.types import ReplayHeader
     from replays.writer import write_replay
     from simulator.config import StageConfig
     from simulator.generator import generate

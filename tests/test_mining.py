@@ -9,8 +9,8 @@ import pytest
 
 from policy.rollout import judge_episodes
 from policy.scripted import make_scripted
-from replays.format import ReplayHeader
 from replays.mining import render_summary, summarize, summarize_paths
+from replays.types import ReplayHeader
 from replays.writer import write_replay
 from simulator import constants as C
 from simulator.config import StageConfig

@@ -4,7 +4,6 @@ single-turn reward of the played plan, and TRL's GRPOTrainer training the tiny m
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 import pytest
@@ -158,9 +157,7 @@ def test_grpo_rollout_func__tiny_model_trains_multi_turn_and_rewards_are_the_epi
                       generation_kwargs={"suppress_tokens": _allowed_only(tokenizer, "UDLRW")})
     trainer = GRPOTrainer(model=model, args=args, train_dataset=rollout.dataset(), processing_class=tokenizer,
                           reward_funcs=rollout.reward_funcs({"default": 1.0, "progress": 1.0}), rollout_func=rollout)
-    started = time.perf_counter()
     trainer.train()
-    assert time.perf_counter() - started < 60
 
     assert len(rollout.outputs) == 2
     by_prompt = {get_turn_style("compact").prompt(item.instance): item for item in two_agents}

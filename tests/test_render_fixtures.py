@@ -24,7 +24,7 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
-from replays.format import Episode, Outcome, ReplayHeader  # noqa: E402 - after the SDL settings
+from replays.types import Episode, Outcome, ReplayHeader  # noqa: E402 - after the SDL settings
 from replays.writer import ReplayWriter  # noqa: E402
 from render.game import PlayGame  # noqa: E402
 from simulator import constants as C  # noqa: E402

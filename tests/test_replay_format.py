@@ -20,20 +20,13 @@ from hypothesis import strategies as st
 
 from mapf_strategies import instances, plans_for
 from replay_fixture_v1 import FIXTURE_PATH, fixture_episodes, fixture_header
-from replays import format as F
-from replays.errors import ReplayError
-from replays.format import (
-    CODECS,
-    FORMAT_VERSION,
-    MAGIC,
-    TRAILER_MAGIC,
-    Episode,
-    InstanceLabels,
-    LazyEpisode,
-    Outcome,
-    ReplayHeader,
-)
+from replays import codec_v1
+from replays import types as replay_types
+from replays.container import FORMAT_VERSION, MAGIC, SPLITS, TRAILER_MAGIC
+from replays.errors import RecordError, ReplayError
 from replays.reader import ReplayReader, iter_replay_files, read_replay
+from replays.registry import CODECS
+from replays.types import Episode, InstanceLabels, LazyEpisode, Outcome, ReplayHeader
 from replays.writer import ReplayWriter, write_replay
 from simulator import constants as C
 from simulator.types import Instance, JointPlan
@@ -67,7 +60,7 @@ def assemble(records: list[bytes], header_object=None, version: int = FORMAT_VER
     """A replay file built by hand from raw record bytes, following FORMAT.md (not using the writer)."""
     preamble = MAGIC + struct.pack("<I", version)
     if header_object is None:
-        header_object = F.CODECS[1].encode_header(header())
+        header_object = CODECS[1].encode_header(header())
     head = msgpack.packb(header_object, use_bin_type=True)
     offsets, position = [], len(preamble) + len(head)
     for record in records:
@@ -78,7 +71,7 @@ def assemble(records: list[bytes], header_object=None, version: int = FORMAT_VER
 
 
 def raw_record(episode: Episode) -> list:
-    return F.CodecV1().encode_episode(episode)
+    return codec_v1.CodecV1().encode_episode(episode)
 
 
 def pack(record) -> bytes:
@@ -89,7 +82,7 @@ def read_everything(path: Path) -> None:
     """Open, read every episode lazily, touch every field, then read it all eagerly."""
     with ReplayReader(path) as reader:
         for episode in reader:
-            for name in F._EPISODE_FIELDS:
+            for name in replay_types._EPISODE_FIELDS:
                 getattr(episode, name)
         for i in range(len(reader)):
             reader[i].materialized()
@@ -141,7 +134,7 @@ def episodes(draw) -> Episode:
 
 
 headers = st.builds(
-    header, run_id=st.text(max_size=20), stage=st.integers(0, 1000), split=st.sampled_from(F.SPLITS),
+    header, run_id=st.text(max_size=20), stage=st.integers(0, 1000), split=st.sampled_from(SPLITS),
     policy=plain_dicts, stage_config=st.none() | plain_dicts, extra=plain_dicts,
 )
 
@@ -241,11 +234,11 @@ def test_trace_encoding__numba_kernel_agrees_with_numpy_reference(height, width,
     events = rng.choice(np.array([0, 0, 1, 16, 63, 6], np.int8), (steps, n_agents))
     if bad_flag and events.size:
         events.flat[rng.integers(events.size)] = rng.choice(np.array([64, -1, -128], np.int8))
-    cell = F._cell_dtype(height, width)
-    fast = F.CodecV1()._encode_trace_fast(positions, events, height, width, cell is F._U16)
+    cell = codec_v1._cell_dtype(height, width)
+    fast = codec_v1.CodecV1()._encode_trace_fast(positions, events, height, width, cell is codec_v1._U16)
     try:
-        reference = F.encode_trace_numpy(positions, events, height, width, cell)
-    except F.RecordError:
+        reference = codec_v1.encode_trace_numpy(positions, events, height, width, cell)
+    except RecordError:
         reference = None
     assert fast == reference
 
@@ -540,7 +533,7 @@ def test_reader__unknown_version_and_foreign_files_say_so(folder, small_file):
 def test_reader__decoders_are_looked_up_by_the_file_version(folder, small_file, monkeypatch):
     """A file of another version is decoded by the codec registered for that version (how a v2 will be added)."""
 
-    class Renamed(F.CodecV1):
+    class Renamed(codec_v1.CodecV1):
         version = 9
 
         def decode_header(self, record):

@@ -110,10 +110,14 @@ def test_stage_reward__a_batch_not_in_groups_scores_but_records_nothing():
         StageReward({"nope": 1.0}, generations=4)
 
 
-def test_bench_tokens__the_paper_preset_s_prompts_fit_its_budgets_with_the_real_qwen3_tokenizer():
+@pytest.mark.parametrize("name", ["qwen3-4b", "qwen3-4b-nothink"])
+def test_bench_tokens__the_paper_preset_s_prompts_fit_its_budgets_with_the_real_qwen3_tokenizer(name):
+    from curriculum.config import preset
     from policy.bench_tokens import AGENTS, SIDES, format_token_bench, run_token_bench
 
-    figures = run_token_bench(quick=True)
+    figures = run_token_bench(quick=True, preset_name=name)
+    assert figures["thinking"] == preset(name).training.enable_thinking
+    assert figures["engineer_new_tokens"] == preset(name).engineer.options.get("max_new_tokens", 1024)
     table = figures["policy_prompt_tokens"]
     assert set(table) == {f"{a}x{s}" for a in AGENTS for s in SIDES}
     # more agents and bigger maps never make a shorter prompt; the rules alone are a few hundred tokens
@@ -124,3 +128,42 @@ def test_bench_tokens__the_paper_preset_s_prompts_fit_its_budgets_with_the_real_
     assert all(figures["fits"].values()), figures["fits"]
     text = format_token_bench(figures)
     assert "engineer prompt after three stages" in text and max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_validation_rewards__come_from_the_episodes_verdicts_and_equal_the_grpo_reward():
+    """Validation judges each answer once; its rewards equal the GRPO reward's on the same completions."""
+    import numpy as np
+
+    from policy.evaluation import attach_rewards
+    from policy.policies import Answers, _parse_all
+    from policy.rewards import reward_columns
+    from policy.rollout import judge_episodes
+    from policy.scripted import make_scripted
+    from simulator.config import StageConfig
+    from simulator.env import default_horizon
+    from simulator.generator import generate
+    from simulator.text import format_plan
+
+    items = generate(StageConfig.from_dict({"agents": [2, 3], "samples": 60, "seed": 5, "sizes": {
+        4: {"data_ratio": 0.5, "hole_ratio": 0.3, "wait_ratio": 0.3},
+        6: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.3}}})).instances
+    random_plans, greedy_plans = make_scripted("random").plans(items, seed=3), make_scripted("greedy").plans(items)
+    texts = []
+    for i, item in enumerate(items):
+        if i % 4 == 0:
+            texts.append(format_plan(item.plan.sequences()))  # optimal
+        elif i % 4 == 1:
+            texts.append("no plan here")  # a parse error
+        else:
+            texts.append(format_plan((random_plans if i % 4 == 2 else greedy_plans)[i].sequences()))
+    plans, errors = _parse_all(items, texts)
+    answers = Answers(plans, errors, texts, [""] * len(items), [0] * len(items), [0] * len(items))
+    episodes = judge_episodes(items, plans, errors, texts)
+    attach_rewards(episodes, items, answers)
+    columns = [reward_columns(it.instance, it.optimal_makespan, default_horizon(it.instance)) for it in items]
+    expected = reward_breakdown(texts, [c["instance"] for c in columns], [c["optimal_makespan"] for c in columns],
+                                [c["horizon"] for c in columns])
+    assert np.allclose([ep.reward for ep in episodes], expected["default"])
+    for name in ("format", "valid", "optimal", "progress"):
+        assert np.allclose([ep.reward_components[name] for ep in episodes], expected[name]), name
+    assert 0 < expected["valid"].sum() < len(items) and expected["format"].sum() < len(items)

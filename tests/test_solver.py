@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simulator import constants as C
-from simulator import rules
-from simulator import solver_kernels as K
+from simulator import grid_kernels, needs_wait_kernels, pair_tables, rules
+from simulator import independence_kernels as K
 from simulator.errors import ConfigError
 from simulator.needs_wait import needs_wait, needs_wait_reference
 from simulator.solver import _joint_successors, brute_force_optimum, random_instance, solve
@@ -171,19 +171,19 @@ def test_pair_cost_to_go__matches_brute_force(instance, data):
     grid = instance.grid
     height, width = grid.shape
     blocked = (grid != C.ICE).ravel()
-    nbr = K.neighbor_table(blocked, height, width)
+    nbr = grid_kernels.neighbor_table(blocked, height, width)
     free_cells = np.flatnonzero(~blocked).astype(np.int64)
     free_index = np.full(height * width, -1, np.int64)
     free_index[free_cells] = np.arange(free_cells.size)
     goal_a, goal_b = (int(g[0]) * width + int(g[1]) for g in instance.goals[:2])
     soc = np.empty(free_cells.size**2, np.int32)
     makespan = np.empty(free_cells.size**2, np.int32)
-    K.pair_cost_to_go(nbr, free_index, free_cells, goal_a, goal_b, soc, makespan)
+    pair_tables.pair_cost_to_go(nbr, free_index, free_cells, goal_a, goal_b, soc, makespan)
     cell_a, cell_b = data.draw(st.permutations(free_cells.tolist()).map(lambda cells: cells[:2]))
     pair = Instance(grid=grid, starts=[divmod(cell_a, width), divmod(cell_b, width)], goals=instance.goals[:2])
     reference = brute_force_optimum(pair)
     index = free_index[cell_a] * free_cells.size + free_index[cell_b]
-    got = None if soc[index] >= K.INF else (int(makespan[index]), int(soc[index]))
+    got = None if soc[index] >= grid_kernels.INF else (int(makespan[index]), int(soc[index]))
     assert got == reference
 
 
@@ -356,7 +356,7 @@ def test_needs_wait__matches_optimal_sum_of_costs_on_benchmark_sized_instances()
         solution = solve(instance, max_nodes=50_000)
         if solution.status == "limit":
             continue
-        verdict, bare_sum = K.needs_wait_kernel(instance.grid, instance.starts, instance.goals, 100_000)
+        verdict, bare_sum = needs_wait_kernels.needs_wait_kernel(instance.grid, instance.starts, instance.goals, 100_000)
         assert verdict in (0, 1)
         assert bool(verdict) is (solution.status == "unsolvable" or solution.sum_of_costs > bare_sum)
         assert needs_wait(instance) is bool(verdict)
@@ -365,7 +365,7 @@ def test_needs_wait__matches_optimal_sum_of_costs_on_benchmark_sized_instances()
 
 def test_needs_wait__falls_back_to_the_solver_past_its_state_limit():
     instance = make([".Ba.", "0.##"])  # the search records a second dead state, past max_states = 1
-    assert K.needs_wait_kernel(instance.grid, instance.starts, instance.goals, 1)[0] == -1
+    assert needs_wait_kernels.needs_wait_kernel(instance.grid, instance.starts, instance.goals, 1)[0] == -1
     assert needs_wait(instance, max_states=1) is needs_wait_reference(instance) is True
 
 

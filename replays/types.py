@@ -1,0 +1,263 @@
+"""The replay types callers build and get back: :class:`Episode`, :class:`InstanceLabels`, :class:`Outcome`,
+:class:`ReplayHeader`, and :class:`LazyEpisode` (an episode whose arrays a codec decodes on first access).
+
+Their bytes are the codecs' business (``replays.codec_v1``, looked up in ``replays.registry``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from replays.container import FORMAT_VERSION
+from replays.errors import RecordError, ReplayError
+from simulator import constants as C
+from simulator.types import Instance, JointPlan
+
+
+@dataclass
+class InstanceLabels:
+    """The generator's labels of an instance (see ``simulator.generator.LabelledInstance``).
+
+    Fields:
+        size: the map side it was generated for.
+        seed: the seed of its slot's random stream.
+        index: its slot within its size.
+        optimal_makespan, optimal_sum_of_costs, sum_of_distances: as certified by the solver.
+        needs_wait: no optimal plan exists without a wait.
+    """
+
+    size: int
+    seed: int
+    index: int
+    optimal_makespan: int
+    optimal_sum_of_costs: int
+    sum_of_distances: int
+    needs_wait: bool
+
+    @classmethod
+    def from_labelled(cls, labelled: Any) -> "InstanceLabels":
+        """The labels of a ``simulator.generator.LabelledInstance``."""
+        return cls(
+            size=int(labelled.size),
+            seed=int(labelled.seed),
+            index=int(labelled.index),
+            optimal_makespan=int(labelled.optimal_makespan),
+            optimal_sum_of_costs=int(labelled.optimal_sum_of_costs),
+            sum_of_distances=int(labelled.sum_of_distances),
+            needs_wait=bool(labelled.needs_wait),
+        )
+
+
+@dataclass
+class Outcome:
+    """The verdict on one episode (field meanings as in ``simulator.types.Judgement``).
+
+    Fields:
+        valid: parsed, no failure, every agent ends on its goal.
+        optimal: valid and the makespan equals the instance's optimal makespan.
+        failure: failure category code (``constants.FAILURE_NAMES``); ``PARSE_ERROR`` when the completion did
+            not parse, ``NO_FAILURE`` when valid.
+        fail_step: 1-based step of the failure; -1 when valid (or nothing was run).
+        fail_agent: agent reported for the failure; -1 when none.
+        makespan, sum_of_costs: -1 when not valid.
+        agents_on_goal: agents standing on their goal when the episode stopped.
+    """
+
+    valid: bool
+    optimal: bool
+    failure: int
+    fail_step: int
+    fail_agent: int
+    makespan: int
+    sum_of_costs: int
+    agents_on_goal: int
+
+    @property
+    def failure_name(self) -> str:
+        return C.FAILURE_NAMES[self.failure]
+
+    @classmethod
+    def from_judgement(cls, judgement: Any, optimal_makespan: int | None = None) -> "Outcome":
+        """The outcome of a ``simulator.types.Judgement``; ``optimal`` needs the instance's optimal makespan."""
+        from simulator.judge import is_optimal
+
+        valid = bool(judgement.valid)
+        return cls(
+            valid=valid,
+            optimal=is_optimal(valid, int(judgement.makespan), optimal_makespan),
+            failure=int(judgement.failure),
+            fail_step=int(judgement.fail_step),
+            fail_agent=int(judgement.fail_agent),
+            makespan=int(judgement.makespan),
+            sum_of_costs=int(judgement.sum_of_costs),
+            agents_on_goal=int(judgement.agents_on_goal),
+        )
+
+
+@dataclass(eq=False)
+class Episode:
+    """One recorded episode: the instance, what the policy answered, what happened, how it was scored.
+
+    Fields:
+        instance: the map, starts and goals (K agents).
+        labels: the generator's labels, or None (hand-made instances, play mode).
+        plan: the parsed joint plan, or None (the completion did not parse, or there was no joint plan).
+        parse_error: why parsing failed, or None.
+        positions: ``(T+1, K, 2) int32`` (row, col) after each step; row 0 = ``instance.starts``; T = steps run.
+        events: ``(T, K) int8`` event flags of each step (``constants.EV_*`` bits).
+        outcome: the verdict.
+        reward, reward_components: the scalar reward and its named parts.
+        prompt, completion: the text sent and the raw model text (optional; can be large).
+        prompt_tokens, completion_tokens: token counts.
+        timings: named durations in seconds, e.g. ``{"generate_s": 1.2, "judge_s": 0.001}``.
+        slip: the slip probability the episode ran under.
+        extra: small free-form metadata; plain msgpack values (dict with str keys, list, str, bytes, int,
+            float, bool, None); tuples are refused rather than silently turned into lists.
+
+    Equality compares every field, arrays by shape and value (not dtype). Construction does not validate (the
+    writer does, naming the file and episode); arrays may be any integer dtype, the reader returns the dtypes
+    above.
+    """
+
+    instance: Instance
+    labels: InstanceLabels | None
+    plan: JointPlan | None
+    parse_error: str | None
+    positions: np.ndarray  # (T+1, K, 2) int32
+    events: np.ndarray  # (T, K) int8
+    outcome: Outcome
+    reward: float = 0.0
+    reward_components: dict[str, float] = field(default_factory=dict)
+    prompt: str | None = None
+    completion: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+    slip: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n_steps(self) -> int:
+        """T, the steps actually run."""
+        return int(np.shape(self.positions)[0]) - 1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Episode):
+            return NotImplemented
+        for name in _EPISODE_FIELDS:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if name in ("positions", "events"):
+                if not np.array_equal(np.asarray(mine), np.asarray(theirs)):
+                    return False
+            elif mine != theirs:
+                return False
+        return True
+
+    __hash__ = None  # mutable, compared by value
+
+    def materialized(self) -> "Episode":
+        """A plain :class:`Episode` with every field decoded (a copy of the references, not of the arrays)."""
+        return Episode(**{name: getattr(self, name) for name in _EPISODE_FIELDS})
+
+
+_EPISODE_FIELDS = tuple(f.name for f in fields(Episode))
+
+
+class LazyEpisode(Episode):
+    """An :class:`Episode` read from a file whose arrays are decoded on first access.
+
+    ``instance``, ``plan``, ``positions`` and ``events`` are decoded (and their content checked) the first time
+    they are read; a record that breaks the spec then raises :class:`ReplayError` naming the file and episode.
+    Everything else was decoded and checked when the record was read. Pickling and ``copy`` give a plain
+    :class:`Episode`.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called when normal lookup fails: the lazy fields not decoded yet (other names fall through).
+        state = self.__dict__
+        decoder = state.get("_decoders", _NO_DECODERS).get(name)
+        if decoder is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        try:
+            value = decoder(state["_record"])
+        except RecordError as exc:
+            path, index = state["_where"]
+            raise ReplayError(path, index, f"{name}: {exc}") from None
+        state[name] = value
+        if all(lazy in state for lazy in state["_decoders"]):
+            del state["_record"], state["_decoders"]  # everything decoded: the raw record is no longer needed
+        return value
+
+    def __reduce__(self) -> Any:
+        return (_plain_episode, (self.materialized().__dict__,))
+
+
+_NO_DECODERS: dict = {}
+
+
+def _plain_episode(state: dict) -> Episode:
+    return Episode(**state)
+
+
+@dataclass
+class ReplayHeader:
+    """What a replay file holds, once per file.
+
+    Fields:
+        format_version: the file's format version (``FORMAT_VERSION`` when written by this code).
+        producer_version: what wrote it, e.g. ``"mapf-frozenlake 0.1.0"``.
+        run_id: the run this file belongs to.
+        stage: the curriculum stage (0-based).
+        split: one of ``SPLITS``: ``"train" | "validation" | "eval" | "play" | "rollout"``.
+        policy: the policy descriptor, e.g. ``{"name": ..., "spec": ..., "prompt_style": ...}``.
+        stage_config: ``simulator.config.StageConfig.to_dict()``, or None.
+        created: ISO 8601 UTC time of writing.
+        extra: small free-form metadata (same rules as ``Episode.extra``).
+    """
+
+    format_version: int
+    producer_version: str
+    run_id: str
+    stage: int
+    split: str
+    policy: dict
+    stage_config: dict | None
+    created: str
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def new(
+        cls,
+        run_id: str,
+        stage: int,
+        split: str,
+        policy: dict,
+        stage_config: dict | None = None,
+        extra: dict | None = None,
+    ) -> "ReplayHeader":
+        """A header for a file written now, by this package, in the current format version."""
+        return cls(
+            format_version=FORMAT_VERSION,
+            producer_version=producer_version(),
+            run_id=run_id,
+            stage=stage,
+            split=split,
+            policy=policy,
+            stage_config=stage_config,
+            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            extra={} if extra is None else extra,
+        )
+
+
+def producer_version() -> str:
+    """``"mapf-frozenlake <version>"`` from the installed package metadata (``"unknown"`` when not installed)."""
+    from importlib import metadata
+
+    try:
+        return f"mapf-frozenlake {metadata.version('mapf-frozenlake')}"
+    except metadata.PackageNotFoundError:
+        return "mapf-frozenlake unknown"

@@ -1,0 +1,122 @@
+"""Grid kernels shared by the optimal MAPF solver and ``needs_wait``: the map as a move table, BFS distance
+maps, a clock, array growth.
+
+Free functions over plain arrays, ``@njit(cache=True)``, serial. They trust their inputs (the wrappers in
+``simulator.solver`` and ``simulator.needs_wait`` validate through ``Instance``). The solver's kernels are split
+by role: this module (maps), ``simulator.pair_tables`` (pairwise cost-to-go tables), ``simulator.astar_kernels``
+(joint A* of one group), ``simulator.independence_kernels`` (independence detection and ``solve_kernel``) and
+``simulator.needs_wait_kernels``. Their plain-Python twins are ``simulator.solver.brute_force_optimum`` and
+``simulator.needs_wait.needs_wait_reference``; the tests hold them equal.
+
+Array conventions (``H x W`` map, ``N = H * W`` cells, ``K`` agents, ``G`` agents of one group):
+    cell index:  ``row * W + col``
+    nbr:     (N, 5) int32   target cell of each action (``constants`` action order), -1 where the move leaves
+                            the grid or enters a blocked cell; row ``c`` is all -1 when ``c`` itself is blocked
+    dist:    (K, N) int32   single-agent distance to the agent's goal over free cells, ``INF`` if unreachable
+    plan:    (K, L) int32   cell of each agent at each time; row k is valid up to ``arrival[k]``, after which
+                            the agent stands on its goal (goals are absorbing)
+
+The model of the rules (rules v1, see ``simulator.rules``) these kernels search in: a joint state is the tuple of
+agent cells. An agent whose cell is its goal has arrived (it cannot have stood there earlier without arriving,
+since arrival is absorbing), so it stays; every other agent waits or moves to a free 4-neighbour. A joint move
+is legal when no two agents end in one cell (vertex conflict) and no two agents swap cells (edge conflict);
+following and rotations of three or more agents are legal. An agent whose start is its goal never moves: its
+cell is treated as blocked for everyone else (``blocked``), and it is left out of the search.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import njit, objmode
+
+from simulator import constants as C
+
+_ICE = C.ICE
+_WAIT, _UP, _DOWN, _LEFT, _RIGHT = C.WAIT, C.UP, C.DOWN, C.LEFT, C.RIGHT
+
+INF = 1 << 28  # distance of an unreachable cell; far below int32 overflow when summed over 64 agents
+
+
+@njit(cache=True)
+def now() -> float:
+    """``time.perf_counter()`` from inside nopython code (objmode keeps the function cacheable)."""
+    with objmode(t="float64"):
+        t = time.perf_counter()
+    return t
+
+
+@njit(cache=True)
+def flat_instance(grid, starts_rc, goals_rc):
+    """``(starts (K,) int64, goals (K,) int64, blocked (H*W,) bool)``: cells as ``row * width + col``."""
+    height, width = grid.shape
+    n_agents = starts_rc.shape[0]
+    starts = np.empty(n_agents, np.int64)
+    goals = np.empty(n_agents, np.int64)
+    for k in range(n_agents):
+        starts[k] = starts_rc[k, 0] * width + starts_rc[k, 1]
+        goals[k] = goals_rc[k, 0] * width + goals_rc[k, 1]
+    blocked = np.empty(height * width, np.bool_)
+    for r in range(height):
+        for c in range(width):
+            blocked[r * width + c] = grid[r, c] != _ICE
+    return starts, goals, blocked
+
+
+@njit(cache=True)
+def neighbor_table(blocked, height, width):
+    """``(N, 5) int32`` move targets per action; -1 for off-grid or blocked targets (see module docstring)."""
+    n_cells = height * width
+    nbr = np.full((n_cells, 5), -1, np.int32)
+    for row in range(height):
+        for col in range(width):
+            cell = row * width + col
+            if blocked[cell]:
+                continue
+            nbr[cell, _WAIT] = cell
+            if row > 0 and not blocked[cell - width]:
+                nbr[cell, _UP] = cell - width
+            if row < height - 1 and not blocked[cell + width]:
+                nbr[cell, _DOWN] = cell + width
+            if col > 0 and not blocked[cell - 1]:
+                nbr[cell, _LEFT] = cell - 1
+            if col < width - 1 and not blocked[cell + 1]:
+                nbr[cell, _RIGHT] = cell + 1
+    return nbr
+
+
+@njit(cache=True)
+def bfs_distances(nbr, source, dist_out, queue):
+    """Fill ``dist_out (N,)`` with BFS distances from ``source`` over ``nbr`` (moves are symmetric)."""
+    dist_out[:] = INF
+    dist_out[source] = 0
+    queue[0] = source
+    head = 0
+    tail = 1
+    while head < tail:
+        cell = queue[head]
+        head += 1
+        next_dist = dist_out[cell] + 1
+        for action in range(1, 5):
+            target = nbr[cell, action]
+            if target >= 0 and dist_out[target] == INF:
+                dist_out[target] = next_dist
+                queue[tail] = target
+                tail += 1
+
+
+@njit(cache=True)
+def grow1(array, capacity):
+    """A copy of the 1-D ``array`` with room for ``capacity`` entries."""
+    grown = np.empty(capacity, array.dtype)
+    grown[: array.shape[0]] = array
+    return grown
+
+
+@njit(cache=True)
+def grow2(array, capacity):
+    """A copy of the 2-D ``array`` with room for ``capacity`` rows."""
+    grown = np.empty((capacity, array.shape[1]), array.dtype)
+    grown[: array.shape[0]] = array
+    return grown
