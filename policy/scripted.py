@@ -21,6 +21,7 @@ from simulator import constants as C
 from simulator.env import default_horizon
 from simulator.errors import ConfigError
 from simulator.generator import LabelledInstance
+from simulator.grid_kernels import INF, bare_neighbor_table, distances_from
 from simulator.solver import solve
 from simulator.types import Instance, JointPlan
 
@@ -51,31 +52,24 @@ class RandomPolicy:
 
 
 def shortest_path_actions(instance: Instance, agent: int) -> list[int] | None:
-    """One shortest path of ``agent`` on the bare map as action codes (ties: up, down, left, right), or None."""
-    height, width = instance.grid.shape
-    goal = tuple(int(v) for v in instance.goals[agent])
-    dist = np.full((height, width), -1, np.int64)
-    dist[goal] = 0
-    frontier = [goal]
-    while frontier:  # breadth-first from the goal over ice
-        nxt = []
-        for r, c in frontier:
-            for action in (C.UP, C.DOWN, C.LEFT, C.RIGHT):
-                nr, nc = r + C.ACTION_DELTAS[action][0], c + C.ACTION_DELTAS[action][1]
-                if 0 <= nr < height and 0 <= nc < width and instance.grid[nr, nc] == C.ICE and dist[nr, nc] < 0:
-                    dist[nr, nc] = dist[r, c] + 1
-                    nxt.append((nr, nc))
-        frontier = nxt
+    """One shortest path of ``agent`` on the bare map as action codes (ties: up, down, left, right), or None.
+
+    Distances and moves come from the searches' movement model, ``simulator.grid_kernels.neighbor_table``."""
+    width = instance.width
+    nbr = bare_neighbor_table(instance.grid)
+    goal_r, goal_c = (int(v) for v in instance.goals[agent])
+    dist = distances_from(nbr, goal_r * width + goal_c)  # breadth-first from the goal over ice
     r, c = (int(v) for v in instance.starts[agent])
-    if dist[r, c] < 0:
+    cell = r * width + c
+    if dist[cell] >= INF:
         return None
     actions = []
-    while dist[r, c] > 0:
+    while dist[cell] > 0:
         for action in (C.UP, C.DOWN, C.LEFT, C.RIGHT):
-            nr, nc = r + C.ACTION_DELTAS[action][0], c + C.ACTION_DELTAS[action][1]
-            if 0 <= nr < height and 0 <= nc < width and dist[nr, nc] == dist[r, c] - 1:
+            target = nbr[cell, action]
+            if target >= 0 and dist[target] == dist[cell] - 1:
                 actions.append(action)
-                r, c = nr, nc
+                cell = int(target)
                 break
     return actions
 

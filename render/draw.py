@@ -37,9 +37,7 @@ import pygame.gfxdraw  # noqa: E402
 from render import colors as P  # noqa: E402
 from render.completion import CompletionText  # noqa: E402
 from render.source import Fact  # noqa: E402
-from render.timeline import (  # noqa: E402
-    EDGE, HOLE, ILLEGAL, MARKER_MEANINGS, NOT_REACHED, SLIP, VERTEX, Scene, interpolate, spread,
-)
+from render.timeline import MARKER_MEANINGS, TWO_CELL_GLYPHS, VERTEX, Scene, interpolate, spread  # noqa: E402
 from simulator import constants as C  # noqa: E402
 
 DEFAULT_SIZE = (1200, 760)  # window and export size in pixels
@@ -269,66 +267,87 @@ def _draw_cross(surface: pygame.Surface, center: tuple[int, int], half: int, wid
     pygame.draw.line(surface, color, (x - half, y + half), (x + half, y - half), width)
 
 
+def _glyph_arc(surface, center, other, cell, big, thick, color) -> None:
+    x, y = center
+    pygame.draw.arc(surface, color, pygame.Rect(x - cell // 4, y - cell // 2, cell // 2, cell // 2), 0.0, math.pi,
+                    max(1, cell // 16))
+
+
+def _glyph_ring_cross(surface, center, other, cell, big, thick, color) -> None:
+    pygame.draw.circle(surface, color, center, int(big * 0.46), thick)
+    _draw_cross(surface, center, int(big * 0.22), thick, color)
+
+
+def _glyph_burst(surface, center, other, cell, big, thick, color) -> None:
+    x, y = center
+    pygame.draw.circle(surface, color, center, int(big * 0.5), thick)
+    for i in range(8):  # a burst: two agents hit each other here
+        angle = i * math.pi / 4
+        inner, outer = big * 0.52, big * 0.68
+        pygame.draw.line(
+            surface, color,
+            (x + inner * math.cos(angle), y + inner * math.sin(angle)),
+            (x + outer * math.cos(angle), y + outer * math.sin(angle)), max(1, thick // 2),
+        )
+
+
+def _glyph_swap(surface, center, other, cell, big, thick, color) -> None:
+    x, y = center
+    b = other if other is not None else center
+    mid = ((x + b[0]) // 2, (y + b[1]) // 2)
+    half = max(5, int(big * 0.24))
+    diamond = [(mid[0], mid[1] - half), (mid[0] + half, mid[1]), (mid[0], mid[1] + half), (mid[0] - half, mid[1])]
+    pygame.draw.polygon(surface, color, diamond)
+    pygame.draw.line(surface, color, center, b, max(1, thick // 2))
+    if cell >= 20:
+        bang = pygame.Rect(0, 0, max(2, cell // 16), max(4, half))
+        bang.center = (mid[0], mid[1] - half // 5)
+        surface.fill((255, 255, 255), bang)
+
+
+def _glyph_off_map(surface, center, other, cell, big, thick, color) -> None:
+    x, y = center
+    if other is None:
+        pygame.draw.rect(surface, color, pygame.Rect(x - cell // 2, y - cell // 2, cell, cell), thick)
+        return
+    dx, dy = (other[0] - x) / max(1, cell), (other[1] - y) / max(1, cell)
+    edge = (x + dx * cell * 0.5, y + dy * cell * 0.5)  # where the map ends
+    tip = (x + dx * cell * 0.95, y + dy * cell * 0.95)
+    tail = (x + dx * cell * 0.38, y + dy * cell * 0.38)  # from the disc's rim, not its label
+    pygame.draw.line(surface, color, tail, tip, thick)
+    _draw_cross(surface, (int(tip[0]), int(tip[1])), max(3, big // 6), thick, color)
+    pygame.draw.circle(surface, color, (int(edge[0]), int(edge[1])), max(2, thick))
+
+
+def _glyph_dashed_ring(surface, center, other, cell, big, thick, color) -> None:
+    x, y = center
+    radius = int(big * 0.44)
+    for i in range(0, 12, 2):  # a dashed ring: the agent is still short of its goal
+        pygame.draw.arc(surface, color, pygame.Rect(x - radius, y - radius, 2 * radius, 2 * radius),
+                        i * math.pi / 6, (i + 1) * math.pi / 6, max(1, thick // 2 + 1))
+
+
+# The failure table's glyphs (``simulator.failures.Kind.glyph``), each drawn by one function.
+_GLYPHS = {"arc": _glyph_arc, "ring_cross": _glyph_ring_cross, "burst": _glyph_burst, "swap": _glyph_swap,
+           "off_map": _glyph_off_map, "dashed_ring": _glyph_dashed_ring}
+
+
 def _draw_marker(surface: pygame.Surface, kind: str, center: tuple[int, int], other: tuple[int, int] | None,
                  cell: int, big: int, color: P.RGB) -> None:
     """One marker of ``kind`` at pixel ``center`` (its cell's centre); ``other`` is the pixel centre of the other
     cell (the far end of a swap, the off-map cell of an illegal move) or None; ``big`` its drawn size. The board
     and the legend both draw through here, so a legend's sample is the marker's own shape."""
-    thick = max(2, big // 10)
-    x, y = center
-    if kind == SLIP:
-        pygame.draw.arc(surface, color, pygame.Rect(x - cell // 4, y - cell // 2, cell // 2, cell // 2), 0.0, math.pi,
-                        max(1, cell // 16))
-    elif kind == HOLE:
-        pygame.draw.circle(surface, color, center, int(big * 0.46), thick)
-        _draw_cross(surface, center, int(big * 0.22), thick, color)
-    elif kind == VERTEX:
-        pygame.draw.circle(surface, color, center, int(big * 0.5), thick)
-        for i in range(8):  # a burst: two agents hit each other here
-            angle = i * math.pi / 4
-            inner, outer = big * 0.52, big * 0.68
-            pygame.draw.line(
-                surface, color,
-                (x + inner * math.cos(angle), y + inner * math.sin(angle)),
-                (x + outer * math.cos(angle), y + outer * math.sin(angle)), max(1, thick // 2),
-            )
-    elif kind == EDGE:
-        b = other if other is not None else center
-        mid = ((x + b[0]) // 2, (y + b[1]) // 2)
-        half = max(5, int(big * 0.24))
-        diamond = [(mid[0], mid[1] - half), (mid[0] + half, mid[1]), (mid[0], mid[1] + half), (mid[0] - half, mid[1])]
-        pygame.draw.polygon(surface, color, diamond)
-        pygame.draw.line(surface, color, center, b, max(1, thick // 2))
-        if cell >= 20:
-            bang = pygame.Rect(0, 0, max(2, cell // 16), max(4, half))
-            bang.center = (mid[0], mid[1] - half // 5)
-            surface.fill((255, 255, 255), bang)
-    elif kind == ILLEGAL:
-        if other is None:
-            pygame.draw.rect(surface, color, pygame.Rect(x - cell // 2, y - cell // 2, cell, cell), thick)
-            return
-        dx, dy = (other[0] - x) / max(1, cell), (other[1] - y) / max(1, cell)
-        edge = (x + dx * cell * 0.5, y + dy * cell * 0.5)  # where the map ends
-        tip = (x + dx * cell * 0.95, y + dy * cell * 0.95)
-        tail = (x + dx * cell * 0.38, y + dy * cell * 0.38)  # from the disc's rim, not its label
-        pygame.draw.line(surface, color, tail, tip, thick)
-        _draw_cross(surface, (int(tip[0]), int(tip[1])), max(3, big // 6), thick, color)
-        pygame.draw.circle(surface, color, (int(edge[0]), int(edge[1])), max(2, thick))
-    elif kind == NOT_REACHED:
-        radius = int(big * 0.44)
-        for i in range(0, 12, 2):  # a dashed ring: the agent is still short of its goal
-            pygame.draw.arc(surface, color, pygame.Rect(x - radius, y - radius, 2 * radius, 2 * radius),
-                            i * math.pi / 6, (i + 1) * math.pi / 6, max(1, thick // 2 + 1))
+    _GLYPHS[C.KIND_BY_NAME[kind].glyph](surface, center, other, cell, big, max(2, big // 10), color)
 
 
 def _draw_markers(layout: Layout, surface: pygame.Surface, scene: Scene, alpha: float) -> None:
     cell = layout.cell
     big = max(cell, 22)  # markers keep a readable size on large maps with small cells
     for marker in scene.markers:
-        if marker.kind != SLIP and alpha < 0.5:
+        if marker.is_failure and alpha < 0.5:
             continue  # a failure shows from the moment the agents meet (halfway through the move)
         other = layout.cell_center(*marker.other) if marker.other is not None else None
-        color = P.SLIP if marker.kind == SLIP else P.FAILURE
+        color = P.FAILURE if marker.is_failure else P.SLIP
         _draw_marker(surface, marker.kind, layout.cell_center(*marker.cell), other, cell, big, color)
 
 
@@ -484,9 +503,9 @@ def _draw_legend(surface: pygame.Surface, scene: Scene, x0: int, y: int, width: 
             for j, step_x in enumerate(range(0, slot - 2, max(3, icon // 3))):
                 pygame.draw.circle(surface, P.trail_color(j % max(1, n_agents)), (x + 2 + step_x, center[1]),
                                    max(2, icon // 7))
-        elif kind in (EDGE, ILLEGAL):  # shapes that span two cells: the other "cell" is one icon to the right
+        elif C.KIND_BY_NAME[kind].glyph in TWO_CELL_GLYPHS:  # the other "cell" is one icon to the right
             _draw_marker(surface, kind, center, (center[0] + icon * 4 // 5, center[1]), icon * 4 // 5, icon, P.BAD)
-        elif kind == SLIP:
+        elif not C.KIND_BY_NAME[kind].is_failure:  # a slip's arc sits high in its cell: lower it into the row
             _draw_marker(surface, kind, (center[0], center[1] + icon // 3), None, icon, icon, P.SLIP)
         else:
             _draw_marker(surface, kind, center, None, icon, icon, P.BAD)

@@ -121,6 +121,11 @@ class ReplaySource:
 Fact = tuple[str, str, str]  # (label, value, tone): tone is "", "good" or "bad"
 
 
+def _short_number(value: float) -> str:
+    """Two decimals at most, no trailing zeros (``1``, ``0.5``, ``0.33``): the reward parts fit a panel line."""
+    return f"{value:.2f}".rstrip("0").rstrip(".") or "0"
+
+
 def episode_facts(loaded: LoadedEpisode, step: int, total: int) -> list[Fact]:
     """The metadata lines of the side panel for ``loaded`` at ``step`` (shared by pygame and Textual)."""
     episode, header = loaded.episode, loaded.header
@@ -160,7 +165,7 @@ def episode_facts(loaded: LoadedEpisode, step: int, total: int) -> list[Fact]:
     if recorded:
         facts.append(("reward", f"{episode.reward:.3f}", ""))
     if episode.reward_components:  # a line of its own, so a narrow panel does not cut the total
-        facts.append(("reward parts", " ".join(f"{name} {value:.2f}" for name, value in
+        facts.append(("reward parts", " ".join(f"{name} {_short_number(value)}" for name, value in
                                                episode.reward_components.items()), ""))
     facts.append(("step", f"{step} / {loaded.n_steps}", ""))
     actions = loaded.timeline.joint_action(step)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from render import colors as P
 from render.source import LoadedEpisode, ReplaySource, episode_facts
-from render.timeline import EDGE, HOLE, ILLEGAL, MARKER_MEANINGS, NOT_REACHED, SLIP, VERTEX, spread
+from render.timeline import MARKER_MEANINGS, TWO_CELL_GLYPHS, VERTEX, spread
 from render.watch_state import check_timing
 from simulator import constants as C
 from simulator.atomic import atomic_write
@@ -114,48 +114,64 @@ def _cross(parent: ET.Element, x: float, y: float, half: float, width: float, co
              stroke_width=_num(width), stroke_linecap="round")
 
 
+def _glyph_arc(parent: ET.Element, x: float, y: float, other, size: float, thick: float, color: str) -> None:
+    r = size / 4
+    _sub(parent, "path", d=f"M {_num(x - r)} {_num(y - r)} A {_num(r)} {_num(r)} 0 0 1 {_num(x + r)} {_num(y - r)}",
+         fill="none", stroke=color, stroke_width=_num(max(1.0, size / 16)))
+
+
+def _glyph_ring_cross(parent: ET.Element, x: float, y: float, other, size: float, thick: float, color: str) -> None:
+    _sub(parent, "circle", cx=_num(x), cy=_num(y), r=_num(size * 0.46), fill="none", stroke=color,
+         stroke_width=_num(thick))
+    _cross(parent, x, y, size * 0.22, thick, color)
+
+
+def _glyph_burst(parent: ET.Element, x: float, y: float, other, size: float, thick: float, color: str) -> None:
+    _sub(parent, "circle", cx=_num(x), cy=_num(y), r=_num(size * 0.5), fill="none", stroke=color,
+         stroke_width=_num(thick))
+    for i in range(8):  # a burst: agents hit each other here
+        angle = i * math.pi / 4
+        _sub(parent, "line", x1=_num(x + size * 0.52 * math.cos(angle)), y1=_num(y + size * 0.52 * math.sin(angle)),
+             x2=_num(x + size * 0.68 * math.cos(angle)), y2=_num(y + size * 0.68 * math.sin(angle)), stroke=color,
+             stroke_width=_num(max(1.0, thick / 2)))
+
+
+def _glyph_swap(parent: ET.Element, x: float, y: float, other, size: float, thick: float, color: str) -> None:
+    bx, by = other if other is not None else (x, y)
+    mx, my, half = (x + bx) / 2, (y + by) / 2, max(5.0, size * 0.24)
+    _sub(parent, "line", x1=_num(x), y1=_num(y), x2=_num(bx), y2=_num(by), stroke=color,
+         stroke_width=_num(max(1.0, thick / 2)))
+    corners = ((mx, my - half), (mx + half, my), (mx, my + half), (mx - half, my))
+    _sub(parent, "polygon", fill=color, points=" ".join(f"{_num(px)},{_num(py)}" for px, py in corners))
+
+
+def _glyph_off_map(parent: ET.Element, x: float, y: float, other, size: float, thick: float, color: str) -> None:
+    if other is None:
+        _sub(parent, "rect", x=_num(x - size / 2), y=_num(y - size / 2), width=_num(size), height=_num(size),
+             fill="none", stroke=color, stroke_width=_num(thick))
+        return
+    dx, dy = (other[0] - x) / size, (other[1] - y) / size
+    _sub(parent, "line", x1=_num(x + dx * size * 0.38), y1=_num(y + dy * size * 0.38),
+         x2=_num(x + dx * size * 0.95), y2=_num(y + dy * size * 0.95), stroke=color, stroke_width=_num(thick))
+    _cross(parent, x + dx * size * 0.95, y + dy * size * 0.95, max(3.0, size / 6), thick, color)
+    _sub(parent, "circle", cx=_num(x + dx * size * 0.5), cy=_num(y + dy * size * 0.5), r=_num(thick), fill=color)
+
+
+def _glyph_dashed_ring(parent: ET.Element, x: float, y: float, other, size: float, thick: float, color: str) -> None:
+    _sub(parent, "circle", cx=_num(x), cy=_num(y), r=_num(size * 0.44), fill="none", stroke=color,
+         stroke_width=_num(max(1.0, thick / 2 + 1)), stroke_dasharray=_num(size * 0.44 * math.pi / 6))
+
+
+# The failure table's glyphs (``simulator.failures.Kind.glyph``): the same shapes as ``render.draw`` draws.
+_GLYPHS = {"arc": _glyph_arc, "ring_cross": _glyph_ring_cross, "burst": _glyph_burst, "swap": _glyph_swap,
+           "off_map": _glyph_off_map, "dashed_ring": _glyph_dashed_ring}
+
+
 def _marker_shape(parent: ET.Element, kind: str, center: tuple[float, float], other: tuple[float, float] | None,
                   size: float, color: str) -> None:
     """The marker's shape at pixel ``center`` (its cell's centre; ``other``: the far cell's), ``size`` one cell;
     the same shapes as ``render.draw`` draws."""
-    x, y = center
-    thick = max(2.0, size / 10)
-    if kind == SLIP:
-        r = size / 4
-        _sub(parent, "path", d=f"M {_num(x - r)} {_num(y - r)} A {_num(r)} {_num(r)} 0 0 1 {_num(x + r)} {_num(y - r)}",
-             fill="none", stroke=color, stroke_width=_num(max(1.0, size / 16)))
-    elif kind == HOLE:
-        _sub(parent, "circle", cx=_num(x), cy=_num(y), r=_num(size * 0.46), fill="none", stroke=color,
-             stroke_width=_num(thick))
-        _cross(parent, x, y, size * 0.22, thick, color)
-    elif kind == VERTEX:
-        _sub(parent, "circle", cx=_num(x), cy=_num(y), r=_num(size * 0.5), fill="none", stroke=color,
-             stroke_width=_num(thick))
-        for i in range(8):  # a burst: agents hit each other here
-            angle = i * math.pi / 4
-            _sub(parent, "line", x1=_num(x + size * 0.52 * math.cos(angle)), y1=_num(y + size * 0.52 * math.sin(angle)),
-                 x2=_num(x + size * 0.68 * math.cos(angle)), y2=_num(y + size * 0.68 * math.sin(angle)), stroke=color,
-                 stroke_width=_num(max(1.0, thick / 2)))
-    elif kind == EDGE:
-        bx, by = other if other is not None else center
-        mx, my, half = (x + bx) / 2, (y + by) / 2, max(5.0, size * 0.24)
-        _sub(parent, "line", x1=_num(x), y1=_num(y), x2=_num(bx), y2=_num(by), stroke=color,
-             stroke_width=_num(max(1.0, thick / 2)))
-        corners = ((mx, my - half), (mx + half, my), (mx, my + half), (mx - half, my))
-        _sub(parent, "polygon", fill=color, points=" ".join(f"{_num(px)},{_num(py)}" for px, py in corners))
-    elif kind == ILLEGAL:
-        if other is None:
-            _sub(parent, "rect", x=_num(x - size / 2), y=_num(y - size / 2), width=_num(size), height=_num(size),
-                 fill="none", stroke=color, stroke_width=_num(thick))
-            return
-        dx, dy = (other[0] - x) / size, (other[1] - y) / size
-        _sub(parent, "line", x1=_num(x + dx * size * 0.38), y1=_num(y + dy * size * 0.38),
-             x2=_num(x + dx * size * 0.95), y2=_num(y + dy * size * 0.95), stroke=color, stroke_width=_num(thick))
-        _cross(parent, x + dx * size * 0.95, y + dy * size * 0.95, max(3.0, size / 6), thick, color)
-        _sub(parent, "circle", cx=_num(x + dx * size * 0.5), cy=_num(y + dy * size * 0.5), r=_num(thick), fill=color)
-    elif kind == NOT_REACHED:
-        _sub(parent, "circle", cx=_num(x), cy=_num(y), r=_num(size * 0.44), fill="none", stroke=color,
-             stroke_width=_num(max(1.0, thick / 2 + 1)), stroke_dasharray=_num(size * 0.44 * math.pi / 6))
+    _GLYPHS[C.KIND_BY_NAME[kind].glyph](parent, center[0], center[1], other, size, max(2.0, size / 10), color)
 
 
 def _text(parent: ET.Element, x: float, y: float, text: str, size: float, color: str, **extra) -> ET.Element:
@@ -254,7 +270,7 @@ def episode_svg(loaded: LoadedEpisode, fps: float = 3.0, trails: bool = True, to
             group = _sub(layer, "g", {"class": "marker", "data-kind": marker.kind, "data-step": str(t),
                                       "data-agents": " ".join(str(k) for k in marker.agents)})
             other = geometry.center(*marker.other) if marker.other is not None else None
-            color = _hex(P.SLIP if marker.kind == SLIP else P.FAILURE)
+            color = _hex(P.FAILURE if marker.is_failure else P.SLIP)
             _marker_shape(group, marker.kind, geometry.center(*marker.cell), other, CELL, color)
             clock.show_during(group, t, t + 1)
 
@@ -317,9 +333,10 @@ def episode_svg(loaded: LoadedEpisode, fps: float = 3.0, trails: bool = True, to
             _sub(item, "line", x1=_num(x), y1=_num(y + 10), x2=_num(x + 24), y2=_num(y + 10),
                  stroke=_hex(P.trail_color(0)), stroke_width=4, stroke_linecap="round")
         else:
-            other = (center[0] + 16, center[1]) if kind in (EDGE, ILLEGAL) else None
-            color = _hex(P.SLIP if kind == SLIP else P.BAD)
-            _marker_shape(item, kind, (center[0], center[1] + (6 if kind == SLIP else 0)), other, 16 if other else 18,
+            row = C.KIND_BY_NAME[kind]
+            other = (center[0] + 16, center[1]) if row.glyph in TWO_CELL_GLYPHS else None
+            color = _hex(P.BAD if row.is_failure else P.SLIP)
+            _marker_shape(item, kind, (center[0], center[1] + (0 if row.is_failure else 6)), other, 16 if other else 18,
                           color)
         _text(item, x + 32, y + 14, text, 12, _hex(P.TEXT_DIM))
 

@@ -21,13 +21,17 @@ from simulator.types import Instance
 
 Cell = tuple[int, int]
 
-# Marker kinds are the failure category names of ``constants.FAILURE_NAMES`` (and "slip", not a failure).
+# Marker kinds are the names of the failure table's rows (``simulator.failures.KINDS``) that have a marker.
 ILLEGAL = C.FAILURE_NAMES[C.ILLEGAL_MOVE]
 HOLE = C.FAILURE_NAMES[C.FELL_IN_HOLE]
 VERTEX = C.FAILURE_NAMES[C.VERTEX_CONFLICT]
 EDGE = C.FAILURE_NAMES[C.EDGE_CONFLICT]
 NOT_REACHED = C.FAILURE_NAMES[C.GOAL_NOT_REACHED]
 SLIP = C.EVENT_NAMES[C.EV_SLIP]
+# The kinds a step's event flags mark, in the order the markers are listed: failures by reporting priority,
+# then the events that are no failure (slips).
+_FLAGGED = tuple(sorted((kind for kind in C.KINDS if kind.event_bit and kind.placement is not None),
+                        key=lambda kind: (kind.priority is None, kind.priority or 0, kind.event_bit)))
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,8 @@ class Marker:
     """One event drawn where it happened.
 
     Fields:
-        kind: ``"illegal_move"``, ``"hole"``, ``"vertex_conflict"``, ``"edge_conflict"``, ``"goal_not_reached"``
+        kind: the name of a failure table row that has a marker (``simulator.failures.KINDS``):
+            ``"illegal_move"``, ``"hole"``, ``"vertex_conflict"``, ``"edge_conflict"``, ``"goal_not_reached"``
             or ``"slip"``.
         agents: the agents involved, ascending (two or more for a conflict).
         cell: where to draw it: the hole fallen into, the shared cell, the cell of the agent that tried to
@@ -51,22 +56,15 @@ class Marker:
 
     @property
     def is_failure(self) -> bool:
-        return self.kind != SLIP
+        return C.KIND_BY_NAME[self.kind].is_failure
 
     def describe(self) -> str:
-        """One line for logs and panels, e.g. ``"agents 0 and 2 swapped cells (edge conflict)"``."""
-        who = _agents_text(self.agents)
-        if self.kind == HOLE:
-            return f"{who} fell into the hole at {self.cell}"
-        if self.kind == VERTEX:
-            return f"{who} collided in cell {self.cell} (vertex conflict)"
-        if self.kind == EDGE:
-            return f"{who} swapped cells {self.cell} and {self.other} (edge conflict)"
-        if self.kind == ILLEGAL:
-            return f"{who} tried to step off the map at {self.cell} (illegal move)"
-        if self.kind == NOT_REACHED:
-            return f"{who} did not reach {'its goal' if len(self.agents) == 1 else 'their goals'} (goal not reached)"
-        return f"{who} slipped sideways"
+        """One line for logs and panels, e.g. ``"agents 0 and 2 swapped cells (0, 1) and (0, 2) (edge conflict)"``
+        (the ``sentence`` template of the kind's row of the failure table)."""
+        return C.KIND_BY_NAME[self.kind].sentence.format(
+            who=_agents_text(self.agents), cell=self.cell, other=self.other,
+            goal="its goal" if len(self.agents) == 1 else "their goals",
+        )
 
 
 def event_sentence(step: int, marker: Marker) -> str:
@@ -100,37 +98,56 @@ def markers_for_step(
     """
     flags = [int(flag) for flag in events]
     markers: list[Marker] = []
-    for k, flag in enumerate(flags):
-        if flag & C.EV_ILLEGAL:
-            target = None
-            if actions is not None:
-                delta = C.ACTION_DELTAS[int(actions[k])]
-                target = (int(before[k][0] + delta[0]), int(before[k][1] + delta[1]))
-            markers.append(Marker(ILLEGAL, (k,), _cell(after[k]), target))
-    for k, flag in enumerate(flags):
-        if flag & C.EV_HOLE:
-            markers.append(Marker(HOLE, (k,), _cell(after[k])))
-    vertex_cells: dict[Cell, list[int]] = {}
-    for k, flag in enumerate(flags):
-        if flag & C.EV_VERTEX:
-            vertex_cells.setdefault(_cell(after[k]), []).append(k)
-    markers.extend(Marker(VERTEX, tuple(agents), cell) for cell, agents in vertex_cells.items())
-    edge_agents = [k for k, flag in enumerate(flags) if flag & C.EV_EDGE]
+    for kind in _FLAGGED:
+        flagged = [k for k, flag in enumerate(flags) if flag & kind.event_bit]
+        markers.extend(_PLACE[kind.placement](kind.name, flagged, before, after, actions))
+    return tuple(markers)
+
+
+def _place_agent(name, flagged, before, after, actions):
+    """One marker per flagged agent, at its cell after the step."""
+    return [Marker(name, (k,), _cell(after[k])) for k in flagged]
+
+
+def _place_attempt(name, flagged, before, after, actions):
+    """One marker per flagged agent that stayed put, with the cell it tried to enter when the action is known."""
+    markers = []
+    for k in flagged:
+        target = None
+        if actions is not None:
+            delta = C.ACTION_DELTAS[int(actions[k])]
+            target = (int(before[k][0] + delta[0]), int(before[k][1] + delta[1]))
+        markers.append(Marker(name, (k,), _cell(after[k]), target))
+    return markers
+
+
+def _place_cell(name, flagged, before, after, actions):
+    """One marker per cell the flagged agents share after the step."""
+    cells: dict[Cell, list[int]] = {}
+    for k in flagged:
+        cells.setdefault(_cell(after[k]), []).append(k)
+    return [Marker(name, tuple(agents), cell) for cell, agents in cells.items()]
+
+
+def _place_pair(name, flagged, before, after, actions):
+    """One marker per pair of flagged agents that swapped cells (from the first's cell to the second's)."""
+    markers = []
     paired: set[int] = set()
-    for i in edge_agents:
-        for j in edge_agents:
+    for i in flagged:
+        for j in flagged:
             if j <= i or i in paired or j in paired:
                 continue
             if _cell(after[i]) == _cell(before[j]) and _cell(after[j]) == _cell(before[i]):
                 paired.update((i, j))
-                markers.append(Marker(EDGE, (i, j), _cell(before[i]), _cell(after[i])))
-    for k in edge_agents:  # a flag whose partner the trace does not show: still mark the agent
+                markers.append(Marker(name, (i, j), _cell(before[i]), _cell(after[i])))
+    for k in flagged:  # a flag whose partner the trace does not show: still mark the agent
         if k not in paired:
-            markers.append(Marker(EDGE, (k,), _cell(before[k]), _cell(after[k])))
-    for k, flag in enumerate(flags):
-        if flag & C.EV_SLIP:
-            markers.append(Marker(SLIP, (k,), _cell(after[k])))
-    return tuple(markers)
+            markers.append(Marker(name, (k,), _cell(before[k]), _cell(after[k])))
+    return markers
+
+
+# How a step's flags place each kind's markers (the table's ``placement``).
+_PLACE = {"agent": _place_agent, "attempt": _place_attempt, "cell": _place_cell, "pair": _place_pair}
 
 
 @dataclass(frozen=True, eq=False)
@@ -273,9 +290,11 @@ def spread(scene: Scene, points: np.ndarray) -> np.ndarray:
     return points
 
 
-# What each marker means, in the legends' order (the window's, the images' and the SVG's).
-MARKER_MEANINGS = ((HOLE, "fell in a hole"), (VERTEX, "collision"), (EDGE, "swap"), (ILLEGAL, "off the map"),
-                   (NOT_REACHED, "goal not reached"), (SLIP, "slip (no failure)"))
+# What each marker means, in the legends' order (the window's, the images' and the SVG's): the failure table's.
+MARKER_MEANINGS = tuple((kind.name, kind.meaning) for kind in C.LEGEND)
+# Glyphs (``simulator.failures.Kind.glyph``) drawn from a marker's cell to its ``other`` cell: a legend gives
+# their sample a second cell, one icon to the right.
+TWO_CELL_GLYPHS = frozenset({"swap", "off_map"})
 
 
 def interpolate(scene: Scene, alpha: float) -> np.ndarray:

@@ -35,7 +35,7 @@ from simulator.types import Instance, JointPlan
 
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what msgpack can hold
 
-_KNOWN_EVENT_BITS = C.EV_ILLEGAL | C.EV_HOLE | C.EV_VERTEX | C.EV_EDGE | C.EV_GOAL | C.EV_SLIP
+_KNOWN_EVENT_BITS = C.EV_ALL  # every bit of the failure table (simulator.failures)
 # bytes.translate(None, table) deletes these; what is left of a flags/actions string is the bad codes.
 _EVENT_FLAG_BYTES = bytes(code for code in range(1, 256) if code & ~_KNOWN_EVENT_BITS == 0)
 _ACTION_BYTES = bytes(range(C.N_ACTIONS))

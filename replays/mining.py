@@ -43,7 +43,7 @@ from simulator import constants as C
 from simulator.text import format_plan, render_instance, render_state
 
 SUMMARY_VERSION = 1
-CATEGORIES = [name for name in C.FAILURE_NAMES if name != "none"]
+CATEGORIES = [kind.name for kind in C.FAILURES if kind.is_failure]
 
 
 def failure_point(episode) -> tuple[int, int] | None:
@@ -58,28 +58,27 @@ def failure_point(episode) -> tuple[int, int] | None:
 
 
 def describe_failure(episode) -> str:
-    """One sentence on the episode's first failure."""
+    """One sentence on the episode's first failure (the ``summary`` template of its row of the failure table)."""
     outcome = episode.outcome
-    name = C.FAILURE_NAMES[outcome.failure]
-    if name == "parse_error":
-        return f"the answer did not parse: {episode.parse_error}"
+    kind = C.FAILURES[outcome.failure]
+    if outcome.failure == C.PARSE_ERROR:  # no trace to point into
+        return kind.summary.format(error=episode.parse_error)
     point = failure_point(episode)
     if point is None:
-        return (f"{name.replace('_', ' ')} (the record's failing step {outcome.fail_step} and agent "
+        return (f"{kind.name.replace('_', ' ')} (the record's failing step {outcome.fail_step} and agent "
                 f"{outcome.fail_agent} do not fit its trace)")
     t, k = point
-    if name == "goal_not_reached":
-        pos = episode.positions[-1][k].tolist() if len(episode.positions) else None
-        return f"the plan ended after {t} steps with agent {k} at {pos}, not on its goal {episode.instance.goals[k].tolist()}"
-    where = episode.positions[t][k].tolist() if t < len(episode.positions) else None
-    if name == "illegal_move":
-        return f"step {t}: agent {k} tried to move off the grid from {where}"
-    if name == "hole":
-        return f"step {t}: agent {k} fell into the hole at {where}"
-    others = [j for j in range(episode.instance.n_agents) if j != k and episode.events[t - 1][j] & (
-        C.EV_VERTEX if name == "vertex_conflict" else C.EV_EDGE)]
-    what = "share cell" if name == "vertex_conflict" else "swap cells at"
-    return f"step {t}: agents {k} and {others[0] if others else '?'} {what} {where}"
+    values = {
+        "step": t,
+        "agent": k,
+        "where": episode.positions[t][k].tolist(),
+        "final": episode.positions[-1][k].tolist(),
+        "goal": episode.instance.goals[k].tolist(),
+    }
+    if "{other}" in kind.summary:  # another agent flagged with it at that step
+        others = [j for j in range(episode.instance.n_agents) if j != k and episode.events[t - 1][j] & kind.event_bit]
+        values["other"] = others[0] if others else "?"
+    return kind.summary.format(**values)
 
 
 def render_episode(episode, source: str = "") -> str:
@@ -102,9 +101,8 @@ def render_episode(episode, source: str = "") -> str:
         lines.append("failure: " + describe_failure(episode))
         point = failure_point(episode)
         t = point[0] if point else -1
-        if name not in ("parse_error",) and point is not None:
-            flag = {"illegal_move": C.EV_ILLEGAL, "hole": C.EV_HOLE, "vertex_conflict": C.EV_VERTEX,
-                    "edge_conflict": C.EV_EDGE}.get(name, 0)
+        if outcome.failure != C.PARSE_ERROR and point is not None:
+            flag = C.FAILURES[outcome.failure].event_bit
             marked = tuple(k for k in range(inst.n_agents) if t > 0 and episode.events[t - 1][k] & flag)
             lines += [f"state after step {t} (! marks the failure):",
                       render_state(inst, episode.positions[t], marked=marked or (outcome.fail_agent,))]
@@ -166,7 +164,7 @@ def summarize(episodes: Iterable, exemplars_per_category: int = 2) -> FailureSum
         if outcome.valid:
             continue
         name = C.FAILURE_NAMES[outcome.failure]
-        if name != "parse_error" and point is not None:
+        if outcome.failure != C.PARSE_ERROR and point is not None:
             r, c = (int(v) for v in episode.positions[point[0]][point[1]])
             heat = fail_cells.setdefault(size, np.zeros((inst.height, inst.width), np.int64))
             if heat.shape == inst.grid.shape:

@@ -59,8 +59,8 @@ class Outcome:
     Fields:
         valid: parsed, no failure, every agent ends on its goal.
         optimal: valid and the makespan equals the instance's optimal makespan.
-        failure: failure category code (``constants.FAILURE_NAMES``); ``PARSE_ERROR`` when the completion did
-            not parse, ``NO_FAILURE`` when valid.
+        failure: failure category code (a row of the failure table, ``simulator.failures.FAILURES``);
+            ``PARSE_ERROR`` when the completion did not parse, ``NO_FAILURE`` when valid.
         fail_step: 1-based step of the failure; -1 when valid (or nothing was run).
         fail_agent: agent reported for the failure; -1 when none.
         makespan, sum_of_costs: -1 when not valid.

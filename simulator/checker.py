@@ -79,7 +79,7 @@ def check_env(instance: Instance, *, seed: int = 0, episodes: int = 5, slip: flo
             _require(isinstance(result, StepResult), "step must return a StepResult")
             _check_observation(result.observation, instance, steps)
             _require(result.events.shape == (k,) and result.events.dtype == np.int8, "events not (K,) int8")
-            known = C.EV_FAILURE_MASK | C.EV_GOAL | C.EV_SLIP
+            known = C.EV_ALL
             _require(bool(((result.events.astype(np.int64) & ~known) == 0).all()), f"unknown event bits {result.events}")
             _require(bool(np.isin(result.rewards, (-1.0, 0.0, 1.0)).all()), f"reward out of range {result.rewards}")
             _require(steps <= env.horizon, f"episode ran past its horizon {env.horizon}")

@@ -1,4 +1,5 @@
-"""Tile, action, status, event and failure codes: the one place that defines them.
+"""Tile, action, status, event and failure codes: the one place that names them (events and failures come
+from the failure table, ``simulator.failures``).
 
 Every other module (kernels, reference rules, text rendering, prompts, replays, viewers) imports these names;
 nobody writes a bare ``3`` for "left".
@@ -7,6 +8,9 @@ nobody writes a bare ``3`` for "left".
 from __future__ import annotations
 
 import numpy as np
+
+# The failure table and what is derived from it, re-exported: ``C.KINDS``, ``C.EV_FAILURE_MASK``, ...
+from simulator.failures import EV_ALL, EV_FAILURE_MASK, FAILURES, KIND_BY_NAME, KINDS, LEGEND, STEP_FAILURES
 
 # --- tiles -----------------------------------------------------------------------------------------------
 ICE = 0  # frozen ice: walkable
@@ -37,44 +41,29 @@ FALLEN = 2  # fell into a hole; leaves the board
 ABSENT = 3  # padding slot in a batch whose instances have fewer agents
 STATUS_NAMES = ("moving", "on_goal", "fallen", "absent")
 
-# --- per-agent event flags of one step (bit set) ---------------------------------------------------------
-EV_ILLEGAL = 1  # tried to move off the grid; stays where it was
-EV_HOLE = 2  # moved into a hole
-EV_VERTEX = 4  # ends the step in the same cell as another agent
-EV_EDGE = 8  # swapped cells with another agent
-EV_GOAL = 16  # arrived on its goal this step
-EV_SLIP = 32  # slipped sideways (slippery ice only)
-EV_FAILURE_MASK = EV_ILLEGAL | EV_HOLE | EV_VERTEX | EV_EDGE
-EVENT_NAMES = {
-    EV_ILLEGAL: "illegal_move",
-    EV_HOLE: "hole",
-    EV_VERTEX: "vertex_conflict",
-    EV_EDGE: "edge_conflict",
-    EV_GOAL: "goal",
-    EV_SLIP: "slip",
-}
+# --- per-agent event flags of one step (bit set) and failure categories of a judged plan ----------------
+# Both come from the failure table (``simulator.failures.KINDS``): the names below are its rows' bits and codes.
+# Within one step, when several failures happen at once, the category reported is the first in the table's
+# priority order (illegal move, hole, vertex, edge), and the agent reported is the lowest index carrying it.
+EV_ILLEGAL = KIND_BY_NAME["illegal_move"].event_bit  # tried to move off the grid; stays where it was
+EV_HOLE = KIND_BY_NAME["hole"].event_bit  # moved into a hole
+EV_VERTEX = KIND_BY_NAME["vertex_conflict"].event_bit  # ends the step in the same cell as another agent
+EV_EDGE = KIND_BY_NAME["edge_conflict"].event_bit  # swapped cells with another agent
+EV_GOAL = KIND_BY_NAME["goal"].event_bit  # arrived on its goal this step
+EV_SLIP = KIND_BY_NAME["slip"].event_bit  # slipped sideways (slippery ice only)
+EVENT_NAMES = {kind.event_bit: kind.name for kind in sorted(KINDS, key=lambda kind: kind.event_bit) if kind.event_bit}
 
-# --- failure categories of a judged plan (metric names used everywhere) ----------------------------------
-# Within one step, when several failures happen at once, the category reported is the first in this order
-# (illegal move, hole, vertex, edge), and the agent reported is the lowest index carrying it.
-NO_FAILURE = 0
-PARSE_ERROR = 1
-ILLEGAL_MOVE = 2
-FELL_IN_HOLE = 3
-VERTEX_CONFLICT = 4
-EDGE_CONFLICT = 5
-GOAL_NOT_REACHED = 6
-FAILURE_NAMES = (
-    "none",
-    "parse_error",
-    "illegal_move",
-    "hole",
-    "vertex_conflict",
-    "edge_conflict",
-    "goal_not_reached",
-)
+# Metric names used everywhere, indexed by code.
+NO_FAILURE = KIND_BY_NAME["none"].code
+PARSE_ERROR = KIND_BY_NAME["parse_error"].code
+ILLEGAL_MOVE = KIND_BY_NAME["illegal_move"].code
+FELL_IN_HOLE = KIND_BY_NAME["hole"].code
+VERTEX_CONFLICT = KIND_BY_NAME["vertex_conflict"].code
+EDGE_CONFLICT = KIND_BY_NAME["edge_conflict"].code
+GOAL_NOT_REACHED = KIND_BY_NAME["goal_not_reached"].code
+FAILURE_NAMES = tuple(kind.name for kind in FAILURES)
 # Event flag -> failure category, in reporting priority order.
-FAILURE_PRIORITY = ((EV_ILLEGAL, ILLEGAL_MOVE), (EV_HOLE, FELL_IN_HOLE), (EV_VERTEX, VERTEX_CONFLICT), (EV_EDGE, EDGE_CONFLICT))
+FAILURE_PRIORITY = tuple((kind.event_bit, kind.code) for kind in STEP_FAILURES)
 
 # --- text symbols (instances and states as text: CLI, prompts, terminal) ---------------------------------
 SYMBOL_ICE = "."

@@ -162,22 +162,22 @@ def read_jsonl(path) -> list[LabelledInstance]:
 
 def bare_distances(instance: Instance) -> np.ndarray:
     """``(K,) int64`` each agent's shortest distance to its goal on the bare map (-1 when unreachable)."""
-    height, width = instance.grid.shape
-    blocked = (instance.grid != C.ICE).ravel()
-    nbr = grid_kernels.neighbor_table(blocked, height, width)
-    dist = np.empty(height * width, np.int32)
-    queue = np.empty(height * width, np.int32)
+    width = instance.width
+    nbr = grid_kernels.bare_neighbor_table(instance.grid)
     out = np.empty(instance.n_agents, np.int64)
     for k, ((sr, sc), (gr, gc)) in enumerate(zip(instance.starts.tolist(), instance.goals.tolist())):
-        grid_kernels.bfs_distances(nbr, gr * width + gc, dist, queue)
-        d = int(dist[sr * width + sc])
+        d = int(grid_kernels.distances_from(nbr, gr * width + gc)[sr * width + sc])
         out[k] = d if d < grid_kernels.INF else -1
     return out
 
 
 @njit(cache=True)
 def _component_labels(grid_flat, side):
-    """``(side*side,) int32`` connected-component id of each ice cell (4-connected), -1 for holes."""
+    """``(side*side,) int32`` connected-component id of each ice cell (4-connected), -1 for holes.
+
+    Its own flood fill rather than ``grid_kernels.neighbor_table`` + ``bfs_distances``: it runs once per
+    candidate, and through the shared kernels (a table to build, a distance map to reset per region) it measured
+    1.3x slower per call and about 1.1x slower generation."""
     cells = side * side
     labels = np.full(cells, -1, np.int32)
     queue = np.empty(cells, np.int32)

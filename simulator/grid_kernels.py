@@ -34,7 +34,10 @@ from numba import njit, objmode
 from simulator import constants as C
 
 _ICE = C.ICE
-_WAIT, _UP, _DOWN, _LEFT, _RIGHT = C.WAIT, C.UP, C.DOWN, C.LEFT, C.RIGHT
+_N_ACTIONS = C.N_ACTIONS
+# Row and column displacement per action code (``constants.ACTION_DELTAS``), as arrays numba freezes.
+DROW = np.ascontiguousarray(C.ACTION_DELTAS[:, 0])  # (N_ACTIONS,) int32
+DCOL = np.ascontiguousarray(C.ACTION_DELTAS[:, 1])  # (N_ACTIONS,) int32
 
 INF = 1 << 28  # distance of an unreachable cell; far below int32 overflow when summed over 64 agents
 
@@ -66,29 +69,29 @@ def flat_instance(grid, starts_rc, goals_rc):
 
 @njit(cache=True)
 def neighbor_table(blocked, height, width):
-    """``(N, 5) int32`` move targets per action; -1 for off-grid or blocked targets (see module docstring)."""
+    """``(N, 5) int32`` move targets per action; -1 for off-grid or blocked targets (see module docstring).
+
+    The one movement model of the searches (solver, ``needs_wait``, generator, greedy policy); the rules of a
+    step (``simulator.rules``, ``simulator.kernels``) say what a move off the grid or into a hole does."""
     n_cells = height * width
-    nbr = np.full((n_cells, 5), -1, np.int32)
+    nbr = np.full((n_cells, _N_ACTIONS), -1, np.int32)
     for row in range(height):
         for col in range(width):
             cell = row * width + col
             if blocked[cell]:
                 continue
-            nbr[cell, _WAIT] = cell
-            if row > 0 and not blocked[cell - width]:
-                nbr[cell, _UP] = cell - width
-            if row < height - 1 and not blocked[cell + width]:
-                nbr[cell, _DOWN] = cell + width
-            if col > 0 and not blocked[cell - 1]:
-                nbr[cell, _LEFT] = cell - 1
-            if col < width - 1 and not blocked[cell + 1]:
-                nbr[cell, _RIGHT] = cell + 1
+            for action in range(_N_ACTIONS):
+                r = row + DROW[action]
+                c = col + DCOL[action]
+                if 0 <= r < height and 0 <= c < width and not blocked[r * width + c]:
+                    nbr[cell, action] = r * width + c
     return nbr
 
 
 @njit(cache=True)
 def bfs_distances(nbr, source, dist_out, queue):
-    """Fill ``dist_out (N,)`` with BFS distances from ``source`` over ``nbr`` (moves are symmetric)."""
+    """Fill ``dist_out (N,)`` with BFS distances from ``source`` over ``nbr`` (moves are symmetric); returns how
+    many cells it reached, which are ``queue[:count]`` in the order reached."""
     dist_out[:] = INF
     dist_out[source] = 0
     queue[0] = source
@@ -98,12 +101,27 @@ def bfs_distances(nbr, source, dist_out, queue):
         cell = queue[head]
         head += 1
         next_dist = dist_out[cell] + 1
-        for action in range(1, 5):
+        for action in range(1, _N_ACTIONS):
             target = nbr[cell, action]
             if target >= 0 and dist_out[target] == INF:
                 dist_out[target] = next_dist
                 queue[tail] = target
                 tail += 1
+    return tail
+
+
+def bare_neighbor_table(grid: np.ndarray) -> np.ndarray:
+    """``(H*W, 5) int32`` the neighbour table of the bare map: holes (and padding) blocked, no agents."""
+    height, width = grid.shape
+    return neighbor_table((np.asarray(grid) != _ICE).ravel(), height, width)
+
+
+def distances_from(nbr: np.ndarray, source: int) -> np.ndarray:
+    """``(N,) int32`` BFS distances from cell ``source`` over ``nbr`` (``INF`` where unreachable)."""
+    n_cells = nbr.shape[0]
+    dist = np.empty(n_cells, np.int32)
+    bfs_distances(nbr, source, dist, np.empty(n_cells, np.int32))
+    return dist
 
 
 @njit(cache=True)

@@ -25,6 +25,7 @@ import numpy as np
 from numba import njit
 
 from simulator import constants as C
+from simulator.grid_kernels import DCOL, DROW
 
 # Plain ints so numba freezes them as compile-time constants.
 _ICE, _HOLE, _OFF_GRID = C.ICE, C.HOLE, C.OFF_GRID
@@ -39,14 +40,15 @@ _EV_ILLEGAL, _EV_HOLE, _EV_VERTEX, _EV_EDGE, _EV_GOAL, _EV_SLIP = (
     C.EV_SLIP,
 )
 _EV_FAILURE_MASK = C.EV_FAILURE_MASK
-_NO_FAILURE, _ILLEGAL_MOVE, _FELL_IN_HOLE = C.NO_FAILURE, C.ILLEGAL_MOVE, C.FELL_IN_HOLE
-_VERTEX_CONFLICT, _EDGE_CONFLICT, _GOAL_NOT_REACHED = C.VERTEX_CONFLICT, C.EDGE_CONFLICT, C.GOAL_NOT_REACHED
+_NO_FAILURE, _GOAL_NOT_REACHED = C.NO_FAILURE, C.GOAL_NOT_REACHED
+# The failure table's step failures in reporting priority order (``constants.FAILURE_PRIORITY``): flag, category.
+_PRIORITY_FLAGS = np.array([flag for flag, _ in C.FAILURE_PRIORITY], dtype=np.int8)
+_PRIORITY_CATEGORIES = np.array([category for _, category in C.FAILURE_PRIORITY], dtype=np.int8)
 
 
 LANES = 128  # environments advanced together; 32..256 measured within a few percent of each other
 
-_DROW = np.array([0, -1, 1, 0, 0], dtype=np.int32)  # row delta per action code (constants.ACTION_DELTAS)
-_DCOL = np.array([0, 0, 0, -1, 1], dtype=np.int32)  # col delta per action code
+_DROW, _DCOL = DROW, DCOL  # row and col delta per action code (constants.ACTION_DELTAS)
 _SLIP_FIRST = np.array([C.WAIT, C.LEFT, C.RIGHT, C.DOWN, C.UP], dtype=np.int8)  # constants.SLIP_SIDEWAYS[:, 0]
 _SLIP_SECOND = np.array([C.WAIT, C.RIGHT, C.LEFT, C.UP, C.DOWN], dtype=np.int8)  # constants.SLIP_SIDEWAYS[:, 1]
 
@@ -280,14 +282,10 @@ def _judge_lanes(grids, starts, goals, n_agents, plans, horizons, env_base, env_
                         out_on_goal[i] += 1
             if flags & _EV_FAILURE_MASK:
                 done[i] = True
-                if flags & _EV_ILLEGAL:
-                    flag, category = _EV_ILLEGAL, _ILLEGAL_MOVE
-                elif flags & _EV_HOLE:
-                    flag, category = _EV_HOLE, _FELL_IN_HOLE
-                elif flags & _EV_VERTEX:
-                    flag, category = _EV_VERTEX, _VERTEX_CONFLICT
-                else:
-                    flag, category = _EV_EDGE, _EDGE_CONFLICT
+                p = 0
+                while not flags & _PRIORITY_FLAGS[p]:  # the first step failure present (the mask says one is)
+                    p += 1
+                flag, category = _PRIORITY_FLAGS[p], _PRIORITY_CATEGORIES[p]
                 for k in range(agents):
                     if ev[k, i] & flag:
                         out_failure[i] = category

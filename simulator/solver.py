@@ -41,6 +41,7 @@ import numpy as np
 from simulator import constants as C
 from simulator import independence_kernels as K
 from simulator.errors import ConfigError
+from simulator.grid_kernels import INF, bare_neighbor_table, distances_from
 from simulator.needs_wait import needs_wait
 from simulator.types import Instance, JointPlan
 
@@ -97,18 +98,9 @@ def _check_limits(max_nodes, time_limit) -> None:
 def _unsolvable_agent_reason(instance: Instance, agent: int) -> str:
     start, goal = _cell(instance.starts[agent]), _cell(instance.goals[agent])
     # Say whether holes alone cut the agent off, or agents standing on their goals from the start do.
-    seen = {start}
-    frontier = deque([start])
-    grid = instance.grid
-    while frontier:
-        r, c = frontier.popleft()
-        for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)):
-            nr, nc = r + dr, c + dc
-            inside = 0 <= nr < instance.height and 0 <= nc < instance.width
-            if inside and grid[nr, nc] == C.ICE and (nr, nc) not in seen:
-                seen.add((nr, nc))
-                frontier.append((nr, nc))
-    if goal not in seen:
+    width = instance.width
+    dist = distances_from(bare_neighbor_table(instance.grid), start[0] * width + start[1])
+    if dist[goal[0] * width + goal[1]] >= INF:
         return f"agent {agent} cannot reach its goal {goal} from {start}: holes cut it off"
     sitting = [
         k

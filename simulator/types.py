@@ -227,7 +227,8 @@ class Judgement:
 
     Fields:
         valid: parsed, no failure, every agent ends on its goal.
-        failure: failure category code (``constants.FAILURE_NAMES``); ``NO_FAILURE`` when valid.
+        failure: failure category code (a row of the failure table, ``simulator.failures.FAILURES``);
+            ``NO_FAILURE`` when valid.
         fail_step: 1-based step of the failure (for goal_not_reached: the plan's horizon); -1 when valid.
         fail_agent: agent index reported for the failure; -1 when valid.
         makespan: step at which the last agent arrived on its goal; -1 when not valid.

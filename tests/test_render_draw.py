@@ -350,7 +350,7 @@ def test_episode_facts__reward_shown_only_when_recorded_and_its_parts_on_their_o
     loaded.episode.reward = 1.6
     loaded.episode.reward_components = {"valid": 1.0, "optimal": 1.0, "format": 1.0}
     facts = {name: text for name, text, _ in episode_facts(loaded, 0, len(source))}
-    assert facts["reward"] == "1.600" and facts["reward parts"] == "valid 1.00 optimal 1.00 format 1.00"
+    assert facts["reward"] == "1.600" and facts["reward parts"] == "valid 1 optimal 1 format 1"
 
 
 def test_draw__the_failing_agent_s_number_is_drawn_over_the_hole_marker(source):
