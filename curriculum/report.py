@@ -73,13 +73,14 @@ def render_report(run: dict) -> str:
     if timed:
         from curriculum.run import loop_overhead
 
-        lines.append("where each stage's time went (seconds; loop = outside training and validation):")
+        lines.append("where each stage's time went (seconds; loop = outside training and the model's answers):")
         for record in timed:
             t = record["timings"]
             share = loop_overhead(t)
             loop = f"{100 * share:.1f}%" if share is not None else "n/a"
             lines.append(f"  stage {record['stage']}: train {t.get('train', 0):.0f}, validation {t.get('validation', 0):.0f}"
-                         f", instances {t.get('instances', 0):.1f}, records {t.get('records', 0):.1f}, engineer "
+                         f", judging {t.get('judging', 0):.1f}, instances {t.get('instances', 0):.1f}, records "
+                         f"{t.get('records', 0):.1f}, engineer "
                          f"{t.get('engineer', 0):.1f}; loop {loop}")
     lines.append("config trajectory (data_ratio per size; hole/wait ratio):")
     for record in run["stages"]:

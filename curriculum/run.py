@@ -194,7 +194,9 @@ class Run:
         if replay.exists() and summary_path.exists():
             return json.loads(summary_path.read_text())
         policy = self._eval_policy(model_dir)
+        started = time.perf_counter()
         answers = policy.answer(items, seed=self.config.seed)
+        generated = time.perf_counter()
         episodes = judge_episodes(items, answers.plans, answers.parse_errors, answers.completions, answers.prompts)
         attach_rewards(episodes, items, answers)
         header = ReplayHeader.new(run_id=self.config.name, stage=stage, split="validation", policy=policy.descriptor,
@@ -203,8 +205,12 @@ class Run:
         with ReplayWriter(replay, header) as writer:
             writer.write_all(episodes)
         summary = summarize_episodes(episodes)  # the failure summary plus per-size figures for the engineer
+        judged = time.perf_counter()
         if self.config.validation.sampled_k:
             summary["sampled"] = self._sampled_pass1(model_dir, items)
+        # the model's generation apart from the loop's own work on its answers (parse, judge, rewards, replays)
+        summary["seconds"] = {"generation": generated - started + time.perf_counter() - judged,
+                              "judging_and_records": judged - generated}
         _write_json(summary_path, summary)
         return summary
 
@@ -351,6 +357,10 @@ class Run:
         checkpoint = str(folder / "model")
         summary = self.validate(checkpoint, folder, stage, validation_items, trained_config=config.to_dict())
         clock.lap("validation")
+        split = summary.get("seconds") or {}
+        if "judging_and_records" in split and clock.laps.get("validation", 0.0) >= split["judging_and_records"]:
+            clock.laps["validation"] -= split["judging_and_records"]  # what is left is the model generating
+            clock.laps["judging"] = split["judging_and_records"]
         self.log(f"stage {stage}: valid {100 * summary['valid_rate']:.1f}%, optimal {100 * summary['optimal_rate']:.1f}%,"
                  f" zero-variance groups {train_info.get('zero_variance_share')}")
         before = self.stage_dir(stage - 1) if stage > 1 else self.dir / ("warm_start" if cfg.warm_start.enabled
@@ -494,8 +504,9 @@ class _PhaseClock:
 
 
 def loop_overhead(timings: dict) -> float | None:
-    """The share of a stage's recorded wall time spent outside training and validation (which are the model's
-    optimisation and generation): instance generation, records, the engineer's decision."""
+    """The share of a stage's recorded wall time spent outside the trainer's optimisation (``train``) and the
+    model's validation answers (``validation``): instance generation, judging and scoring the answers and writing
+    their replays (``judging``), records, the engineer's decision."""
     total = sum(timings.values()) if timings else 0.0
     if total <= 0:
         return None
