@@ -93,12 +93,23 @@ def _latest_trainer_checkpoint(folder: Path) -> str | None:
     return str(found[-1]) if found else None
 
 
+def _checkpointing_argument() -> str:
+    """The trainer argument's name: ``activation_checkpointing`` in the transformers this project resolves on CPU,
+    ``gradient_checkpointing`` before the rename (the 5.10-5.17 that vLLM 0.31 pins on a GPU machine)."""
+    import dataclasses
+
+    from transformers import TrainingArguments
+
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+
+
 def _common_arguments(out_dir: Path, steps: int, learning_rate: float, save_every: int, seed: int, model) -> dict:
     """Trainer arguments shared by the warm start and the GRPO stages: seeded, checkpointed for resume (one kept),
     no external loggers, CPU unless a GPU is there (then bf16), activation checkpointing only where it pays."""
     cuda = _cuda()
     return dict(
-        activation_checkpointing=_checkpointing(model),
+        **{_checkpointing_argument(): _checkpointing(model)},
         output_dir=str(out_dir / "trainer"),
         max_steps=steps,
         learning_rate=learning_rate,
