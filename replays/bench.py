@@ -1,6 +1,6 @@
 """Replay format benchmark: bytes per episode and write/read speed, against the same episodes as JSON lines.
 
-The episode measured is the issue's reference case: 2 agents on an 8x8 map, a plan of 20 steps per agent, a
+The episode measured is the reference case: 2 agents on an 8x8 map, a plan of 20 steps per agent, a
 trace of 21 positions (judged by the simulator, so events are real), generator labels, a reward with two named
 components, no text. Every episode has its own instance (no instance reuse helps the writer).
 
