@@ -14,7 +14,9 @@ from simulator.config import StageConfig
 from simulator.errors import ConfigError
 from simulator.generator import generate
 
-openenv_env = pytest.importorskip("policy.openenv_env")  # skips without openenv-core (extra: openenv)
+pytest.importorskip("openenv", reason="needs openenv-core (extra: openenv)")
+from policy import openenv_env  # noqa: E402
+
 MapfAction, MapfObservation = openenv_env.MapfAction, openenv_env.MapfObservation
 MapfOpenEnv, MapfState, load_records = openenv_env.MapfOpenEnv, openenv_env.MapfState, openenv_env.load_records
 
