@@ -58,8 +58,8 @@ def _eval(args: argparse.Namespace) -> int:
     if ":" in args.policy:
         from policy.backend_base import Sampling
 
-        sampling = Sampling(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed,
-                            enable_thinking=args.thinking, batch_size=args.batch_size)
+        sampling = Sampling(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
+                            top_k=args.top_k, seed=args.seed, enable_thinking=args.thinking, batch_size=args.batch_size)
     policy = make_policy(args.policy, args.style, sampling)
     suite = f"{args.suite}-quick" if args.quick and not args.suite.endswith("-quick") else args.suite
     out = Path(args.out) if args.out else Path("runs") / f"eval-{re.sub(r'[^A-Za-z0-9_.-]+', '_', args.policy)}-{suite}"
@@ -201,5 +201,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     evaluation.add_argument("--temperature", type=float, default=0.0, help="model sampling temperature (default 0: greedy)")
     evaluation.add_argument("--max-new-tokens", type=int, default=512, help="model answer length limit (default 512)")
     evaluation.add_argument("--batch-size", type=int, default=32, help="prompts per generate call (default 32)")
+    evaluation.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass (default 1: off)")
+    evaluation.add_argument("--top-k", type=int, default=0, help="keep the k likeliest tokens (default 0: off; the "
+                            "paper's thinking decoding: --thinking --temperature 0.6 --top-p 0.95 --top-k 20)")
     evaluation.add_argument("--thinking", action="store_true", help="Qwen3 thinking mode on")
     evaluation.set_defaults(handler=_eval)

@@ -177,3 +177,19 @@ def test_cli_gen__agents_counts_a_lone_agent_s_waits_and_n_with_a_config(tmp_pat
     config.write_text("agents: 2\nsamples: 10\nsizes: {4: {data_ratio: 1, hole_ratio: 0.1, wait_ratio: 0}}\n")
     run("gen", "--config", str(config), "--n", "3", "--out", str(tmp_path / "c.jsonl"))
     assert len((tmp_path / "c.jsonl").read_text().splitlines()) == 3  # --n overrides the file's samples
+
+
+def test_cli_eval__sampling_flags_reach_the_replay_header_and_bad_ones_are_one_line(tmp_path):
+    from replays.reader import ReplayReader
+    from tests.model_fixtures import tiny_model_dir
+
+    run("eval", "--policy", f"hf:{tiny_model_dir()}", "--style", "compact", "--suite", "train-2agent", "--quick",
+        "--max-new-tokens", "8", "--temperature", "0.6", "--top-p", "0.95", "--top-k", "20", "--out", str(tmp_path))
+    replay = sorted(tmp_path.glob("*.mlr"))[0]
+    with ReplayReader(replay) as reader:
+        sampling = reader.header.policy["sampling"]
+    assert (sampling["temperature"], sampling["top_p"], sampling["top_k"]) == (0.6, 0.95, 20)
+    bad = subprocess.run([sys.executable, "-m", "curriculum.cli", "eval", "--policy", f"hf:{tiny_model_dir()}",
+                          "--quick", "--top-p", "0", "--out", str(tmp_path / "x")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "sampling.top_p" in bad.stderr and "Traceback" not in bad.stderr
