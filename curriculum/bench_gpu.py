@@ -375,38 +375,10 @@ def part_generation(bench: BenchContext) -> dict[str, Any]:
             "tokens_per_s": completion / seconds, "completions_per_s": len(generations) / seconds}
 
 
-def engineer_inputs(preset_name: str) -> tuple[Any, Any]:
-    """The ``llm:self`` engineer's context and config after three stages of the preset: the same evidence as
-    ``mapf-lake bench tokens`` counts (the greedy scripted policy's judged episodes on a preset-sized validation
-    set, the generator's report of the first stage config, a training signal per size, three stages of history)."""
-    from dataclasses import asdict as record
-
-    from curriculum.config import preset
-    from engineer import build_context, summarize_episodes
-    from policy.rollout import judge_episodes
-    from policy.scripted import make_scripted
-    from simulator.config import StageConfig
-    from simulator.generator import generate
-
-    run = preset(preset_name)
-    config = StageConfig.from_dict(run.initial_config)
-    validation = StageConfig.from_dict({**run.validation.config, "samples": min(run.validation.samples, 400)})
-    items = generate(validation).instances
-    episodes = judge_episodes(items, make_scripted("greedy").plans(items, seed=1))
-    generated = generate(StageConfig.from_dict({**config.to_dict(), "samples": min(config.samples, 400)}))
-    summary = {**summarize_episodes(episodes),
-               "generation": {str(side): record(report) for side, report in generated.reports.items()},
-               "training_signal": {"by_size": {str(side): {"groups": 100, "reward_mean": 0.5, "valid_rate": 0.4,
-                                                           "zero_variance_share": 0.3, "abs_advantage_mean": 0.6}
-                                               for side in config.sizes}}}
-    history = [{"stage": stage, "config": config.to_dict(), "valid_rate": 0.4, "optimal_rate": 0.3,
-                "zero_variance_share": 0.3} for stage in (1, 2, 3)]
-    return build_context(summary, config, history, sections=tuple(run.engineer.context)), config
-
-
 def part_engineer(bench: BenchContext) -> dict[str, Any]:
     from curriculum.config import preset
     from engineer.llm import LLMEngineer
+    from policy.bench_tokens import engineer_inputs
 
     s = bench.settings
     context, config = engineer_inputs(s.preset)

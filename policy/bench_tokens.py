@@ -60,13 +60,14 @@ def policy_prompt_tokens(tokenizer, thinking: bool, per_cell: int = 4) -> dict[s
     return out
 
 
-def engineer_prompt_tokens(tokenizer, preset_name: str, thinking: bool) -> dict[str, Any]:
-    """The ``llm:self`` engineer's prompt after three stages of the preset (see the module docstring)."""
+def engineer_inputs(preset_name: str):
+    """The ``llm:self`` engineer's context after three stages of the preset, and the stage config it edits: the
+    greedy scripted policy's judged episodes on a preset-sized validation set, the generator's report of the first
+    stage config, a training signal per size, three stages of history."""
     from dataclasses import asdict
 
     from curriculum.config import preset
     from engineer import build_context, summarize_episodes
-    from engineer.prompt import build_messages
     from policy.rollout import judge_episodes
     from policy.scripted import make_scripted
     from simulator.config import StageConfig
@@ -85,7 +86,14 @@ def engineer_prompt_tokens(tokenizer, preset_name: str, thinking: bool) -> dict[
                                                for side in config.sizes}}}
     history = [{"stage": stage, "config": config.to_dict(), "valid_rate": 0.4, "optimal_rate": 0.3,
                 "zero_variance_share": 0.3} for stage in (1, 2, 3)]
-    context = build_context(summary, config, history, sections=tuple(run.engineer.context))
+    return build_context(summary, config, history, sections=tuple(run.engineer.context)), config
+
+
+def engineer_prompt_tokens(tokenizer, preset_name: str, thinking: bool) -> dict[str, Any]:
+    """The ``llm:self`` engineer's prompt after three stages of the preset (see the module docstring)."""
+    from engineer.prompt import build_messages
+
+    context, config = engineer_inputs(preset_name)
     messages = build_messages(context, config)
     return {"tokens": _chat_tokens(tokenizer, messages, thinking), "characters": sum(len(m["content"]) for m in messages)}
 
