@@ -67,6 +67,10 @@ MODEL_INITS: dict[str, ModelInit] = {
         "the wider embedded model: the same tokenizer + random Qwen3 (~3.2 M parameters)",
         lambda args: _init_tiny(args, shape="small"),
     ),
+    "medium": ModelInit(
+        "the deeper, wider embedded model: the same tokenizer + random Qwen3 (~10.6 M parameters)",
+        lambda args: _init_tiny(args, shape="medium"),
+    ),
     "qwen3-tokenizer": ModelInit("the real Qwen3 tokenizer and chat template, built offline", _init_qwen3_tokenizer),
     "tiny-qwen3": ModelInit("a tiny random Qwen3 on the real tokenizer (needs --tokenizer)", _init_tiny_qwen3),
     "qwen3-4b-random": ModelInit(

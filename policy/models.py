@@ -57,11 +57,14 @@ TINY_SHAPE: dict[str, Any] = {
 }
 
 # Shapes of the embedded compact-prompt models by name (``init_tiny_model(..., shape=NAME)``; run configs'
-# ``model: tiny`` / ``model: small``). ``small`` (~3.2 M parameters) doubles the width of ``tiny`` (~0.8 M).
+# ``model: tiny`` / ``model: small`` / ``model: medium``). ``small`` (~3.2 M parameters) doubles the width of
+# ``tiny`` (~0.8 M); ``medium`` (~10.6 M) triples it and has 6 layers: the three sizes of the capacity sweep.
 EMBEDDED_SHAPES: dict[str, dict[str, Any]] = {
     "tiny": TINY_SHAPE,
     "small": {**TINY_SHAPE, "hidden_size": 256, "num_attention_heads": 8, "num_key_value_heads": 4,
               "intermediate_size": 768},
+    "medium": {**TINY_SHAPE, "hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12,
+               "num_key_value_heads": 6, "intermediate_size": 1152},
 }
 
 # --- the real Qwen3 tokenizer ---------------------------------------------------------------------------------

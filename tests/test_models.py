@@ -209,14 +209,18 @@ def test_model_cli__init_tiny_writes_a_loadable_folder(tmp_path):
     assert checkpoint_style(f"hf:{tmp_path / 'tiny'}") == "compact-nb"  # eval prompts it in its own alphabet
 
 
-def test_model_cli__init_small_is_the_wider_embedded_model(tmp_path):
-    from transformers import AutoConfig
+@pytest.mark.parametrize("shape, millions", [("small", (3.0, 3.4)), ("medium", (10.0, 11.0))])
+def test_model_cli__init_small_and_medium_are_the_bigger_embedded_models(tmp_path, shape, millions):
+    from transformers import AutoConfig, AutoModelForCausalLM
 
-    assert _cli("model", "init", "small", "--out", str(tmp_path / "small")) == 0
-    config = AutoConfig.from_pretrained(str(tmp_path / "small"), local_files_only=True)
-    for name, value in models.EMBEDDED_SHAPES["small"].items():
+    assert _cli("model", "init", shape, "--out", str(tmp_path / shape)) == 0
+    config = AutoConfig.from_pretrained(str(tmp_path / shape), local_files_only=True)
+    for name, value in models.EMBEDDED_SHAPES[shape].items():
         assert getattr(config, name) == value, name
-    assert config.hidden_size == 2 * models.TINY_SHAPE["hidden_size"] and config.vocab_size == 27
+    assert config.hidden_size > models.TINY_SHAPE["hidden_size"] and config.vocab_size == 27
+    model = AutoModelForCausalLM.from_pretrained(str(tmp_path / shape), local_files_only=True)
+    low, high = millions  # the sizes the capacity sweep names (0.8 M, ~3 M, ~10 M)
+    assert low <= sum(p.numel() for p in model.parameters()) / 1e6 <= high
     with pytest.raises(ConfigError, match="shape"):
         models.init_tiny_model(tmp_path / "bad", shape="huge")
 
