@@ -54,7 +54,7 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -299,7 +299,6 @@ def part_stage(bench: BenchContext) -> dict[str, Any]:
     from curriculum.config import preset
     from curriculum.trainers import train_stage
     from policy.prompts import get_style
-    from simulator.config import StageConfig
     from simulator.generator import generate
 
     s = bench.settings
@@ -313,8 +312,8 @@ def part_stage(bench: BenchContext) -> dict[str, Any]:
     training = run.training
     model = bench.model_dir()
     start = time.perf_counter()
-    items = generate(StageConfig.from_dict({**run.initial_config, "samples": training.steps * training.prompts_per_step,
-                                            "seed": s.seed})).instances
+    items = generate(replace(run.initial_config, samples=training.steps * training.prompts_per_step,
+                             seed=s.seed)).instances
     generate_s = time.perf_counter() - start
     folder = bench.workdir / "stage-01"
     need_gib = _folder_gib(Path(model)) * (2 if training.lora else 7)
@@ -340,11 +339,10 @@ def part_stage(bench: BenchContext) -> dict[str, Any]:
 def _prompts(settings: GpuBenchSettings, count: int) -> list:
     from curriculum.config import preset
     from policy.prompts import get_style
-    from simulator.config import StageConfig
     from simulator.generator import generate
 
     run = preset(settings.preset)
-    items = generate(StageConfig.from_dict({**run.initial_config, "samples": count, "seed": settings.seed})).instances
+    items = generate(replace(run.initial_config, samples=count, seed=settings.seed)).instances
     style = get_style(settings.style)
     return [style.prompt(item.instance) for item in items]
 

@@ -60,7 +60,6 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
     from curriculum.run import Run
     from curriculum.trainers import quiet_libraries, train_stage, warm_start
     from policy.prompts import checkpoint_style, get_style
-    from simulator.config import StageConfig
     from simulator.generator import generate
 
     run = preset(preset_name)
@@ -75,10 +74,8 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
     log = log or (lambda message: print(message, file=sys.stderr, flush=True))
     tr = run.training if steps is None else replace(run.training, steps=steps)
     quiet_libraries()
-    train_items = generate(StageConfig.from_dict({**run.initial_config, "samples": tr.steps * tr.prompts_per_step,
-                                                  "seed": seed})).instances
-    held_out = generate(StageConfig.from_dict({**run.validation.config, "samples": validation,
-                                               "seed": VALIDATION_SEED})).instances
+    train_items = generate(replace(run.initial_config, samples=tr.steps * tr.prompts_per_step, seed=seed)).instances
+    held_out = generate(replace(run.validation.config, samples=validation, seed=VALIDATION_SEED)).instances
     with tempfile.TemporaryDirectory(prefix="mapf-bench-lift-") as tmp:
         warm_seconds = None
         if model is None:
@@ -86,8 +83,8 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
             config = replace(run, name="warm", output_dir=tmp, seed=seed, cpu_threads=cpu_threads)
             runner = Run(config, log=log)
             ws = run.warm_start
-            items = generate(StageConfig.from_dict({**(ws.config or run.initial_config), "samples": ws.samples,
-                                                    "seed": 1000 * seed})).instances
+            items = generate(replace(ws.config or run.initial_config, samples=ws.samples,
+                                     seed=1000 * seed)).instances
             log(f"warm start of preset {preset_name}: {ws.steps} supervised steps on {len(items)} optimal plans")
             warm_start(runner.initial_model(), items, runner.style, Path(tmp) / "warm", steps=ws.steps,
                        batch_size=ws.batch_size, learning_rate=ws.learning_rate, max_length=ws.max_length,

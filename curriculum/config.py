@@ -29,14 +29,41 @@ def _check_number(where: str, value: Any, low: float, high: float, integer: bool
         raise ConfigError(where, value, f"{low} <= {where.rsplit('.', 1)[-1]} <= {high}")
 
 
+def _stage_config(where: str, value: Any) -> StageConfig:
+    """``value`` (a StageConfig or its document) as a StageConfig; errors name the field under ``where``
+    (``initial_config.sizes.6.hole_ratio``)."""
+    if isinstance(value, StageConfig):
+        return value
+    try:
+        return StageConfig.from_dict(value)
+    except ConfigError as error:
+        raise ConfigError(f"{where}.{error.field}" if error.field != "config" else where, error.value,
+                          error.allowed) from None
+
+
+def _plain(value: Any) -> Any:
+    """A config value as the plain document YAML and JSON hold: stage configs as their documents, sections as
+    mappings, tuples as lists."""
+    if isinstance(value, StageConfig):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
 @dataclass(frozen=True)
 class WarmStart:
     """Supervised fine-tuning on the solver's optimal plans (TRL SFTTrainer) before stage 1."""
 
     enabled: bool = True
     """Run it (the embedded tiny model needs it: GRPO from random weights earns no reward at all)."""
-    config: dict = field(default_factory=dict)
-    """Stage config (the document the engineer edits) of the supervised instances; empty = the run's initial config."""
+    config: StageConfig | None = None
+    """Stage config of the supervised instances (a document is turned into a StageConfig; empty or None: the
+    run's initial config)."""
     samples: int = 8000
     """Supervised instances generated (distinct, certified)."""
     steps: int = 900
@@ -47,6 +74,9 @@ class WarmStart:
     max_length: int = 160
     """Tokens of prompt + answer kept."""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "config", _stage_config("warm_start.config", self.config) if self.config else None)
+
     def validate(self) -> None:
         if not isinstance(self.enabled, bool):
             raise ConfigError("warm_start.enabled", self.enabled, "true or false")
@@ -55,8 +85,6 @@ class WarmStart:
         _check_number("warm_start.batch_size", self.batch_size, 1, 65_536, integer=True)
         _check_number("warm_start.learning_rate", self.learning_rate, 1e-8, 1.0)
         _check_number("warm_start.max_length", self.max_length, 8, 1_000_000, integer=True)
-        if self.config:
-            StageConfig.from_dict(self.config)
 
 
 # TRL 1.16's GRPO loss aggregations (GRPOConfig.loss_type).
@@ -158,8 +186,9 @@ class Training:
 class Validation:
     """The held-out set each stage is validated on (drawn from the target distribution)."""
 
-    config: dict = field(default_factory=dict)
-    """Stage config of the target distribution; its seed is offset so it never overlaps training data."""
+    config: StageConfig | None = None
+    """Stage config of the target distribution (a document is turned into a StageConfig); its seed is offset so
+    it never overlaps training data. Required."""
     samples: int = 200
     max_new_tokens: int = 48
     sampled_k: int = 0
@@ -179,6 +208,10 @@ class Validation:
     vllm_gpu_memory_utilization: float = 0.85
     """Share of the GPU the validation/evaluation vLLM engine may take (``vllm.LLM(gpu_memory_utilization)``)."""
 
+    def __post_init__(self) -> None:
+        if self.config is not None:
+            object.__setattr__(self, "config", _stage_config("validation.config", self.config))
+
     def validate(self) -> None:
         _check_number("validation.samples", self.samples, 1, 1_000_000, integer=True)
         _check_number("validation.sampled_k", self.sampled_k, 0, 1024, integer=True)
@@ -190,7 +223,6 @@ class Validation:
         if self.backend not in ("auto", "hf", "vllm"):
             raise ConfigError("validation.backend", self.backend, "auto, hf or vllm")
         _check_number("validation.vllm_gpu_memory_utilization", self.vllm_gpu_memory_utilization, 0.05, 0.99)
-        StageConfig.from_dict(self.config)
 
 
 @dataclass(frozen=True)
@@ -237,15 +269,17 @@ class RunConfig:
     """Comparison arm this run belongs to (``train --compare`` sets it; ``compare`` groups runs by it and by
     ``seed``); empty: the engineer spec names the arm."""
     model: str = "tiny"
-    """``tiny`` or ``small`` (embedded models of ~0.8 M and ~3.2 M parameters, created at run start) or a backend
+    """``tiny``, ``small`` or ``medium`` (embedded models of ~0.8 M, ~3.2 M and ~10.6 M parameters, created at run
+    start) or a backend
     spec ``hf:PATH_OR_NAME``."""
     prompt_style: str = "compact"
     """A ``policy.prompts.PROMPT_STYLES`` name: ``compact`` or ``compact-nb`` (tiny models; ``compact-nb`` also
     spells out each agent's start neighbours) or ``natural`` (real models)."""
     stages: int = 3
     """Engineered training stages."""
-    initial_config: dict = field(default_factory=dict)
-    """Stage config of stage 1 (the document the engineer edits afterwards)."""
+    initial_config: StageConfig | None = None
+    """Stage config of stage 1 (a document is turned into a StageConfig; the engineer edits its document
+    afterwards). Required."""
     warm_start: WarmStart = field(default_factory=WarmStart)
     training: Training = field(default_factory=Training)
     validation: Validation = field(default_factory=Validation)
@@ -281,7 +315,10 @@ class RunConfig:
         _check_number("seed", self.seed, 0, 2**31 - 1, integer=True)
         if self.cpu_threads is not None:
             _check_number("cpu_threads", self.cpu_threads, 1, 1024, integer=True)
-        StageConfig.from_dict(self.initial_config)
+        # the three stage configs become StageConfig objects here, so every reader gets a validated one
+        object.__setattr__(self, "initial_config", _stage_config("initial_config", self.initial_config))
+        if self.validation.config is None:
+            raise ConfigError("validation.config", None, "a stage config (the held-out target distribution)")
         for part in (self.warm_start, self.training, self.validation, self.engineer):
             part.validate()
         from simulator.suites import SUITES
@@ -294,8 +331,9 @@ class RunConfig:
         return Path(self.output_dir) / self.name
 
     def to_dict(self) -> dict:
-        data = dataclasses.asdict(self)
-        data["engineer"]["context"] = list(self.engineer.context)
+        """The run config document (what run.yaml holds); an absent warm-start config is written as ``{}``."""
+        data = _plain(self)
+        data["warm_start"]["config"] = data["warm_start"]["config"] or {}
         return data
 
     @classmethod

@@ -21,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from curriculum.config import RunConfig
+from simulator.config import StageConfig
 
 REHEARSAL_SUFFIX = "-rehearsal"
 STAGES = 2
@@ -46,8 +47,8 @@ def _vllm_usable() -> bool:
     return torch.cuda.is_available()
 
 
-def _small_stage(config: dict, samples: int) -> dict:
-    return {**config, "samples": samples} if config else config
+def _small_stage(config: StageConfig | None, samples: int) -> dict:
+    return config.to_dict() | {"samples": samples} if config else {}
 
 
 def rehearsal_model(folder: Path) -> Path:

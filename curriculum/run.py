@@ -168,15 +168,14 @@ class Run:
             return str(folder)
         kind, _, target = self.config.model.partition(":")
         if kind != "hf":
-            raise ConfigError("model", self.config.model, "tiny, small or hf:PATH_OR_NAME (training needs transformers "
-                              "weights)")
+            raise ConfigError("model", self.config.model, "tiny, small, medium or hf:PATH_OR_NAME (training needs "
+                              "transformers weights)")
         return target
 
     # --- validation ----------------------------------------------------------------------------------------
     def validation_items(self):
         spec = self.config.validation
-        stage_config = StageConfig.from_dict({**spec.config, "samples": spec.samples})
-        return generate(stage_config).instances
+        return generate(replace(spec.config, samples=spec.samples)).instances
 
     def validate(self, model_dir: str, folder: Path, stage: int, items, trained_config: dict | None = None) -> dict:
         """Greedy answers of ``model_dir`` on the validation set -> replays + summary (skipped when present).
@@ -200,7 +199,7 @@ class Run:
         episodes = judge_episodes(items, answers.plans, answers.parse_errors, answers.completions, answers.prompts)
         attach_rewards(episodes, items, answers)
         header = ReplayHeader.new(run_id=self.config.name, stage=stage, split="validation", policy=policy.descriptor,
-                                  stage_config=self.config.validation.config,
+                                  stage_config=self.config.validation.config.to_dict(),
                                   extra={"trained_config": trained_config})
         with ReplayWriter(replay, header) as writer:
             writer.write_all(episodes)
@@ -290,7 +289,7 @@ class Run:
         if cfg.warm_start.enabled:
             model = self._warm_start(model, validation_items)
             history.append({"stage": 0, "config": None, **self._scores(json.loads((self.dir / "warm_start" / "summary.json").read_text()))})
-        current = StageConfig.from_dict(cfg.initial_config)
+        current = cfg.initial_config
         for record in self.completed_stages():
             history.append({"stage": record["stage"], "config": record["config"], **record["scores"]})
             current = StageConfig.from_dict(record["next_config"])
@@ -319,8 +318,8 @@ class Run:
         ws = self.config.warm_start
         folder = self.dir / "warm_start"
         folder.mkdir(parents=True, exist_ok=True)
-        base = ws.config or self.config.initial_config
-        trained = StageConfig.from_dict({**base, "samples": ws.samples, "seed": stage_seed(self.config.seed, 0)})
+        trained = replace(ws.config or self.config.initial_config, samples=ws.samples,
+                          seed=stage_seed(self.config.seed, 0))
         items = generate(trained).instances
         self.log(f"warm start: supervised fine-tuning on {len(items)} optimal plans, {ws.steps} steps")
         info = warm_start(model, items, self.style, folder, steps=ws.steps, batch_size=ws.batch_size,

@@ -64,21 +64,20 @@ def engineer_inputs(preset_name: str):
     """The ``llm:self`` engineer's context after three stages of the preset, and the stage config it edits: the
     greedy scripted policy's judged episodes on a preset-sized validation set, the generator's report of the first
     stage config, a training signal per size, three stages of history."""
-    from dataclasses import asdict
+    from dataclasses import asdict, replace
 
     from curriculum.config import preset
     from engineer import build_context, summarize_episodes
     from policy.rollout import judge_episodes
     from policy.scripted import make_scripted
-    from simulator.config import StageConfig
     from simulator.generator import generate
 
     run = preset(preset_name)
-    config = StageConfig.from_dict(run.initial_config)
-    validation = StageConfig.from_dict({**run.validation.config, "samples": min(run.validation.samples, 400)})
+    config = run.initial_config
+    validation = replace(run.validation.config, samples=min(run.validation.samples, 400))
     items = generate(validation).instances
     episodes = judge_episodes(items, make_scripted("greedy").plans(items, seed=1))
-    generated = generate(StageConfig.from_dict({**config.to_dict(), "samples": min(config.samples, 400)}))
+    generated = generate(replace(config, samples=min(config.samples, 400)))
     summary = {**summarize_episodes(episodes),
                "generation": {str(s): asdict(r) for s, r in generated.reports.items()},
                "training_signal": {"by_size": {str(side): {"groups": 100, "reward_mean": 0.5, "valid_rate": 0.4,

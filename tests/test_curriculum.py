@@ -134,12 +134,35 @@ def test_presets__validate_and_survive_a_yaml_round_trip(tmp_path, name):
     ("training.rft_rounds", 0),
     ("validation.sampled_k", -1),
     ("arm", "a/b"),
-    ("model", "medium"),
+    ("model", "huge"),
+    ("initial_config.sizes.3.hole_ratio", 5.0),
+    ("validation.config.agents", 0),
+    ("warm_start.config.samples", 0),
 ])
 def test_run_config__bad_value_names_the_field(field, value):
     with pytest.raises(ConfigError) as caught:
         preset("tiny").with_overrides(**{field: value})
     assert caught.value.field.startswith(field)
+
+
+def test_run_config__holds_its_stage_configs_as_validated_stage_config_objects():
+    from dataclasses import replace
+
+    from simulator.config import StageConfig
+
+    config = preset("small")
+    for part in (config.initial_config, config.warm_start.config, config.validation.config):
+        assert isinstance(part, StageConfig)
+    assert preset("qwen3-4b").warm_start.config is None  # no warm start: written as {} and read back as None
+    assert preset("qwen3-4b").to_dict()["warm_start"]["config"] == {}
+    changed = config.with_overrides(**{"initial_config.sizes.6.wait_ratio": 0.5})
+    assert changed.initial_config.sizes[6].wait_ratio == 0.5 and config.initial_config.sizes[6].wait_ratio == 0.3
+    # a run config built from objects is the one built from the documents
+    assert replace(config, initial_config=config.initial_config.to_dict()) == config
+    with pytest.raises(ConfigError, match="initial_config"):
+        replace(config, initial_config=None)
+    with pytest.raises(ConfigError, match="validation.config"):
+        RunConfig.from_dict({**config.to_dict(), "validation": {"samples": 10}})
 
 
 def test_run_config__unknown_keys_and_presets_list_the_allowed_ones():
@@ -184,7 +207,7 @@ def test_run__the_engineer_sees_the_stage_s_own_config_generator_report_and_outc
     with ReplayReader(stage / "validation.mlr") as reader:
         header = reader.header
     # the header says which config made the instances (validation) and which the checkpoint trained on
-    assert header.stage_config == finished_run.validation.config
+    assert header.stage_config == finished_run.validation.config.to_dict()
     assert header.extra["trained_config"] == record["config"] != header.stage_config
     # the generator's own report of the stage, not estimates from the validation episodes
     generation = record["generation"]

@@ -47,7 +47,7 @@ def test_rehearsal_config__keeps_the_path_and_shrinks_the_budgets(tmp_path):
     assert config.engineer.options["enable_thinking"] and config.engineer.options["max_new_tokens"] == 48
     assert (config.validation.temperature, config.validation.top_k) == (0.6, 20)
     assert config.training.steps == 2 and config.validation.samples == 8
-    assert config.initial_config["sizes"] == preset("qwen3-4b").initial_config["sizes"]  # same sizes, fewer samples
+    assert config.initial_config.sizes == preset("qwen3-4b").initial_config.sizes  # same sizes, fewer samples
     assert not config.training.use_vllm and any("transformers generates" in line for line in lines)
     from transformers import AutoConfig, AutoTokenizer
 
