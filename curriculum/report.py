@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engineer.decision import decision_outcome
+from curriculum.records import StageRecord
 from simulator.errors import ConfigError
 from simulator.tables import format_rate_table
 
@@ -23,6 +23,15 @@ def _read_json(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict:
     return data
 
 
+def _stage_record(path: Path) -> StageRecord:
+    data = _read_json(path, "stage record", ("stage", "scores", "train", "decision", "config"))
+    try:
+        return StageRecord.from_dict(data, str(path))
+    except (ConfigError, TypeError, ValueError) as error:
+        raise ConfigError(str(path), "incomplete", "the stage record mapf-lake train wrote",
+                          " ".join(str(error).split())[:200]) from None
+
+
 def load_run(run_dir: str | Path) -> dict:
     """Everything a report needs from a run folder: stages, untrained/warm-start scores, final table. A missing
     or corrupt record raises ConfigError naming the file."""
@@ -34,8 +43,7 @@ def load_run(run_dir: str | Path) -> dict:
     if not isinstance(config, dict) or not isinstance(config.get("engineer"), dict) or "seed" not in config:
         raise ConfigError(str(run_dir / "manifest.json"), "incomplete", "the run manifest mapf-lake train wrote",
                           "its run_config lacks engineer or seed")
-    stages = [_read_json(path, "stage record", ("stage", "scores", "train", "decision", "config"))
-              for path in sorted(run_dir.glob("stage-*/stage.json"))]
+    stages = [_stage_record(path) for path in sorted(run_dir.glob("stage-*/stage.json"))]
     out = {"dir": str(run_dir), "manifest": manifest, "stages": stages}
     for part in ("untrained", "warm_start"):
         summary = run_dir / part / "summary.json"
@@ -57,37 +65,36 @@ def render_report(run: dict) -> str:
         if name in run:
             lines.append(f"{name.replace('_', ' '):>10} {100 * run[name]['valid_rate']:>7.1f} {100 * run[name]['optimal_rate']:>9.1f}")
     for record in run["stages"]:
-        scores, train, decision = record["scores"], record["train"], record["decision"]
+        scores, train, decision = record.scores, record.train, record.decision
 
         def fmt(value, spec):
             return format(value, spec) if isinstance(value, (int, float)) else "-"
 
         lines.append(
-            f"{record['stage']:>10} {100 * scores['valid_rate']:>7.1f} {100 * scores['optimal_rate']:>9.1f} "
+            f"{record.stage:>10} {100 * scores.valid_rate:>7.1f} {100 * scores.optimal_rate:>9.1f} "
             f"{fmt(train.get('reward_mean'), '>13.3f')} {fmt(train.get('zero_variance_share'), '>16.2f')} "
             f"{fmt(train.get('step_seconds'), '>7.2f')} {fmt(train.get('completion_tokens_mean'), '>7.1f')}  "
-            f"{decision.get('outcome') or decision_outcome(decision.get('accepted'), decision.get('diff'))}: "
-            f"{'; '.join(decision.get('diff') or []) or 'no change'}"
+            f"{decision.outcome}: {'; '.join(decision.diff) or 'no change'}"
         )
-    timed = [record for record in run["stages"] if record.get("timings")]
+    timed = [record for record in run["stages"] if record.timings]
     if timed:
         from curriculum.run import loop_overhead
 
         lines.append("where each stage's time went (seconds; loop = outside training and the model's answers):")
         for record in timed:
-            t = record["timings"]
+            t = record.timings
             share = loop_overhead(t)
             loop = f"{100 * share:.1f}%" if share is not None else "n/a"
-            lines.append(f"  stage {record['stage']}: train {t.get('train', 0):.0f}, validation {t.get('validation', 0):.0f}"
+            lines.append(f"  stage {record.stage}: train {t.get('train', 0):.0f}, validation {t.get('validation', 0):.0f}"
                          f", judging {t.get('judging', 0):.1f}, instances {t.get('instances', 0):.1f}, records "
                          f"{t.get('records', 0):.1f}, engineer "
                          f"{t.get('engineer', 0):.1f}; loop {loop}")
     lines.append("config trajectory (data_ratio per size; hole/wait ratio):")
     for record in run["stages"]:
-        sizes = record["config"]["sizes"]
-        mix = ", ".join(f"{size}: {spec['data_ratio']:.2f} ({spec['hole_ratio']:.2f}/{spec['wait_ratio']:.2f})"
-                        for size, spec in sizes.items())
-        lines.append(f"  stage {record['stage']}: agents {record['config']['agents']}; {mix}")
+        mix = ", ".join(f"{size}: {spec.data_ratio:.2f} ({spec.hole_ratio:.2f}/{spec.wait_ratio:.2f})"
+                        for size, spec in record.config.sizes.items())
+        agents = record.config.agents
+        lines.append(f"  stage {record.stage}: agents {list(agents) if isinstance(agents, tuple) else agents}; {mix}")
     if "final" in run:
         final = run["final"]
         lines.append(f"final evaluation on {final['suite']}: " + ", ".join(
@@ -111,9 +118,9 @@ def write_plots(run: dict, out_dir: str | Path) -> list[Path]:
             valid.append(100 * run[name]["valid_rate"])
             optimal.append(100 * run[name]["optimal_rate"])
     for record in run["stages"]:
-        labels.append(f"stage {record['stage']}")
-        valid.append(100 * record["scores"]["valid_rate"])
-        optimal.append(100 * record["scores"]["optimal_rate"])
+        labels.append(f"stage {record.stage}")
+        valid.append(100 * record.scores.valid_rate)
+        optimal.append(100 * record.scores.optimal_rate)
     paths = []
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot(labels, valid, marker="o", label="valid %")
@@ -127,12 +134,12 @@ def write_plots(run: dict, out_dir: str | Path) -> list[Path]:
     fig.savefig(paths[-1], dpi=100)
     plt.close(fig)
     if run["stages"]:
-        sizes = sorted({int(s) for r in run["stages"] for s in r["config"]["sizes"]})
+        sizes = sorted({side for r in run["stages"] for side in r.config.sizes})
         fig, ax = plt.subplots(figsize=(6, 3.5))
         bottom = [0.0] * len(run["stages"])
         for size in sizes:
-            shares = [r["config"]["sizes"].get(str(size), {}).get("data_ratio", 0.0) for r in run["stages"]]
-            ax.bar([f"stage {r['stage']}" for r in run["stages"]], shares, bottom=bottom, label=f"{size}x{size}")
+            shares = [r.config.sizes[size].data_ratio if size in r.config.sizes else 0.0 for r in run["stages"]]
+            ax.bar([f"stage {r.stage}" for r in run["stages"]], shares, bottom=bottom, label=f"{size}x{size}")
             bottom = [b + s for b, s in zip(bottom, shares)]
         ax.set_ylabel("data ratio")
         ax.set_title("map-size mix per stage")
@@ -190,14 +197,14 @@ def run_figures(run: dict) -> dict[str, float]:
     """The :data:`COMPARE_METRICS` of one run that it has (a run without finished stages has none)."""
     out: dict[str, float] = {}
     if run["stages"]:
-        scores = run["stages"][-1]["scores"]
-        out["valid"] = scores["valid_rate"]
-        out["optimal"] = scores["optimal_rate"]
-        if scores.get("sampled_valid_rate") is not None:
-            out["pass1"] = scores["sampled_valid_rate"]
+        scores = run["stages"][-1].scores
+        out["valid"] = scores.valid_rate
+        out["optimal"] = scores.optimal_rate
+        if scores.sampled_valid_rate is not None:
+            out["pass1"] = scores.sampled_valid_rate
         start = run.get("warm_start") or run.get("untrained")
         if start:
-            out["lift"] = scores["valid_rate"] - start["valid_rate"]
+            out["lift"] = scores.valid_rate - start["valid_rate"]
     if "final" in run:
         cells = run["final"]["cells"].values()
         out["final"] = sum(c["valid_rate"] for c in cells) / len(cells)
@@ -281,8 +288,8 @@ def write_curves(runs: list[dict], out_dir: str | Path) -> Path:
         if start and key == "valid_rate":
             points[0] = start["valid_rate"]
         for record in run["stages"]:
-            if record["scores"].get(key) is not None:
-                points[record["stage"]] = record["scores"][key]
+            if getattr(record.scores, key) is not None:
+                points[record.stage] = getattr(record.scores, key)
         return points
 
     out_dir = Path(out_dir)

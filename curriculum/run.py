@@ -41,7 +41,7 @@ from curriculum.config import RunConfig, load_run_config, save_run_config
 from policy.prompts import get_style, save_checkpoint_style
 from replays.format import ReplayHeader
 from engineer import summarize_episodes
-from engineer.decision import decision_outcome
+from curriculum.records import StageDecision, StageRecord, StageScores
 from replays.writer import ReplayWriter
 from simulator.atomic import atomic_folder, atomic_write
 from simulator.config import StageConfig, save_config
@@ -114,13 +114,13 @@ class Run:
     def stage_dir(self, stage: int) -> Path:
         return self.dir / f"stage-{stage:02d}"
 
-    def completed_stages(self) -> list[dict]:
+    def completed_stages(self) -> list[StageRecord]:
         records = []
         for stage in range(1, self.config.stages + 1):
             path = self.stage_dir(stage) / "stage.json"
             if not path.exists():
                 break
-            records.append(json.loads(path.read_text()))
+            records.append(StageRecord.from_dict(json.loads(path.read_text()), str(path)))
         return records
 
     @property
@@ -291,14 +291,12 @@ class Run:
             history.append({"stage": 0, "config": None, **self._scores(json.loads((self.dir / "warm_start" / "summary.json").read_text()))})
         current = cfg.initial_config
         for record in self.completed_stages():
-            history.append({"stage": record["stage"], "config": record["config"], **record["scores"]})
-            current = StageConfig.from_dict(record["next_config"])
-            model = record["model"]
+            history.append(record.history_entry())
+            current, model = record.next_config, record.model
         for stage in range(len(self.completed_stages()) + 1, cfg.stages + 1):
             record = self._stage(stage, model, base_model, current, validation_items, history)
-            history.append({"stage": stage, "config": record["config"], **record["scores"]})
-            current = StageConfig.from_dict(record["next_config"])
-            model = record["model"]
+            history.append(record.history_entry())
+            current, model = record.next_config, record.model
             if self.main:
                 self._write_metrics()
         table = self._final_evaluation(model)
@@ -331,7 +329,8 @@ class Run:
                  f"optimal {100 * summary['optimal_rate']:.1f}%")
         return str(folder / "model")
 
-    def _stage(self, stage: int, model: str, base_model: str, config: StageConfig, validation_items, history) -> dict:
+    def _stage(self, stage: int, model: str, base_model: str, config: StageConfig, validation_items,
+               history) -> StageRecord:
         from curriculum.trainers import train_stage
         from engineer import build_context, make_engineer
 
@@ -352,7 +351,7 @@ class Run:
                                  cpu_threads=cfg.cpu_threads)
         clock.lap("train")
         if not self.main:  # the main process validates, asks the engineer and writes the stage record
-            return json.loads(wait_for_file(folder / "stage.json").read_text())
+            return StageRecord.from_dict(json.loads(wait_for_file(folder / "stage.json").read_text()))
         checkpoint = str(folder / "model")
         summary = self.validate(checkpoint, folder, stage, validation_items, trained_config=config.to_dict())
         clock.lap("validation")
@@ -396,33 +395,23 @@ class Run:
             _write_json(decision_path, decision)
         self.release_eval_backend()
         clock.lap("engineer")
-        next_config = decision["config"]
-        outcome = decision_outcome(decision.get("accepted"), decision.get("diff"))
-        self.log(f"stage {stage}: engineer {decision.get('engineer')} {_OUTCOME_WORDS[outcome]}"
-                 f" ({decision.get('reason', '')}); changes: {', '.join(decision.get('diff') or []) or 'none'}")
-        record = {
-            "stage": stage,
-            "config": config.to_dict(),
-            "next_config": next_config,
-            "model": checkpoint,
-            "generation": generation,
-            "churn": churn,
-            "timings": clock.laps,
-            "train": train_info,
-            "scores": {**self._scores(summary), "zero_variance_share": train_info.get("zero_variance_share")},
-            "decision": {"outcome": outcome,
-                         **{key: decision.get(key) for key in ("engineer", "accepted", "reason", "diff", "repairs")}},
-        }
-        _write_json(folder / "stage.json", record)
+        outcome = StageDecision.from_decision({**decision, "outcome": None})  # derived from accepted and diff
+        self.log(f"stage {stage}: engineer {outcome.engineer} {_OUTCOME_WORDS[outcome.outcome]}"
+                 f" ({outcome.reason}); changes: {', '.join(outcome.diff) or 'none'}")
+        record = StageRecord(
+            stage=stage, config=config, next_config=StageConfig.from_dict(decision["config"]), model=checkpoint,
+            scores=StageScores(**self._scores(summary), zero_variance_share=train_info.get("zero_variance_share")),
+            decision=outcome, train=train_info, generation=generation, churn=churn, timings=clock.laps)
+        _write_json(folder / "stage.json", record.to_dict())
         return record
 
     def _write_metrics(self) -> None:
         lines = []
         for record in self.completed_stages():
-            lines.append(json.dumps({"stage": record["stage"], **record["scores"],
-                                     "step_seconds": record["train"].get("step_seconds"),
-                                     "reward_mean_train": record["train"].get("reward_mean"),
-                                     "completion_tokens_mean": record["train"].get("completion_tokens_mean")}))
+            lines.append(json.dumps({"stage": record.stage, **record.scores.to_dict(),
+                                     "step_seconds": record.train.get("step_seconds"),
+                                     "reward_mean_train": record.train.get("reward_mean"),
+                                     "completion_tokens_mean": record.train.get("completion_tokens_mean")}))
         atomic_write(self.dir / "metrics.jsonl", "\n".join(lines) + "\n")
 
     def _final_evaluation(self, model: str) -> dict:

@@ -63,10 +63,15 @@ def test_paired_difference__pairs_by_seed_and_ignores_unpaired():
 
 
 def _fake_run(arm: str, seed: int, stage_valid: float, warm: float = 0.3, final: float | None = None) -> dict:
+    from curriculum.records import StageRecord
+    from simulator.config import default_stage_config
+
+    record = {"stage": 1, "config": default_stage_config().to_dict(), "decision": {"accepted": True},
+              "scores": {"valid_rate": stage_valid, "optimal_rate": stage_valid / 2,
+                         "sampled_valid_rate": stage_valid - 0.1}}
     run = {"dir": f"runs/x-{arm}-s{seed}", "warm_start": {"valid_rate": warm, "optimal_rate": warm / 2},
            "manifest": {"run_config": {"arm": arm, "seed": seed, "engineer": {"spec": arm}}},
-           "stages": [{"stage": 1, "scores": {"valid_rate": stage_valid, "optimal_rate": stage_valid / 2,
-                                               "sampled_valid_rate": stage_valid - 0.1}}]}
+           "stages": [StageRecord.from_dict(record)]}
     if final is not None:
         run["final"] = {"suite": "s", "cells": {"2a_3x3": {"valid_rate": final, "optimal_rate": final}}}
     return run
