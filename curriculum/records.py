@@ -98,11 +98,17 @@ class StageRecord:
     timings: dict = field(default_factory=dict)
     """Seconds per phase of the stage: ``instances``, ``train``, ``validation``, ``judging``, ``records``,
     ``engineer``."""
+    shared_from: str | None = None
+    """The run folder whose stage 1 this stage copied (``train --compare`` trains stage 1 once per seed): its
+    training and validation happened there, so this record's timings hold only the copy's own work."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"stage": self.stage, "config": self.config.to_dict(), "next_config": self.next_config.to_dict(),
-                "model": self.model, "generation": self.generation, "churn": self.churn, "timings": self.timings,
-                "train": self.train, "scores": self.scores.to_dict(), "decision": self.decision.to_dict()}
+        out = {"stage": self.stage, "config": self.config.to_dict(), "next_config": self.next_config.to_dict(),
+               "model": self.model, "generation": self.generation, "churn": self.churn, "timings": self.timings,
+               "train": self.train, "scores": self.scores.to_dict(), "decision": self.decision.to_dict()}
+        if self.shared_from is not None:
+            out["shared_from"] = self.shared_from
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "stage record") -> "StageRecord":
@@ -130,7 +136,7 @@ class StageRecord:
                                                               train.get("zero_variance_share"))),
             decision=StageDecision.from_decision(decision),
             train=train, generation=data.get("generation") or {}, churn=data.get("churn") or {},
-            timings=data.get("timings") or {})
+            timings=data.get("timings") or {}, shared_from=data.get("shared_from"))
 
     def history_entry(self) -> dict[str, Any]:
         """The stage as an engineer's history lists it: number, config document and validation scores."""

@@ -77,6 +77,8 @@ def render_report(run: dict) -> str:
             f"{decision.outcome}: {'; '.join(decision.diff) or 'no change'}"
         )
     timed = [record for record in run["stages"] if record.timings]
+    shared = [record for record in timed if record.shared_from]
+    timed = [record for record in timed if not record.shared_from]
     if timed:
         from curriculum.run import loop_overhead
 
@@ -89,6 +91,8 @@ def render_report(run: dict) -> str:
                          f", judging {t.get('judging', 0):.1f}, instances {t.get('instances', 0):.1f}, records "
                          f"{t.get('records', 0):.1f}, engineer "
                          f"{t.get('engineer', 0):.1f}; loop {loop}")
+        for record in shared:
+            lines.append(f"  stage {record.stage}: copied from {Path(record.shared_from).name} (timed there)")
     lines.append("config trajectory (data_ratio per size; hole/wait ratio):")
     for record in run["stages"]:
         mix = ", ".join(f"{size}: {spec.data_ratio:.2f} ({spec.hole_ratio:.2f}/{spec.wait_ratio:.2f})"

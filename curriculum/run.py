@@ -401,7 +401,8 @@ class Run:
         record = StageRecord(
             stage=stage, config=config, next_config=StageConfig.from_dict(decision["config"]), model=checkpoint,
             scores=StageScores(**self._scores(summary), zero_variance_share=train_info.get("zero_variance_share")),
-            decision=outcome, train=train_info, generation=generation, churn=churn, timings=clock.laps)
+            decision=outcome, train=train_info, generation=generation, churn=churn, timings=clock.laps,
+            shared_from=(folder / _SHARED_FROM).read_text() if (folder / _SHARED_FROM).exists() else None)
         _write_json(folder / "stage.json", record.to_dict())
         return record
 
@@ -507,6 +508,7 @@ _OUTCOME_WORDS = {"changed": "changed the config", "kept": "kept the config (not
 # Run-config keys that cannot change what stage 1 trains on: the engineer acts only after stage 1 is validated.
 _STAGE_ONE_NEUTRAL = ("name", "arm", "engineer")
 _STAGE_ONE_PARTS = ("config.yaml", "model", "validation.mlr", "summary.json")
+_SHARED_FROM = "shared_from.txt"  # in a copied stage 1: the run folder that trained it
 
 
 def share_first_stage(source: RunConfig, target: RunConfig) -> bool:
@@ -531,6 +533,7 @@ def share_first_stage(source: RunConfig, target: RunConfig) -> bool:
                 shutil.copytree(src / part, building, dirs_exist_ok=True)
         else:
             atomic_write(dst / part, (src / part).read_bytes())
+    atomic_write(dst / _SHARED_FROM, str(source.run_dir))
     return True
 
 

@@ -170,6 +170,10 @@ def test_train_compare__two_seeds_two_arms_end_to_end_then_kill_and_resume(tmp_p
     decisions = [json.loads((out / name / "stage-01" / "decision.json").read_text())["engineer"]
                  for name in ("cmp-fixed-s1", "cmp-rule-s1")]
     assert decisions == ["fixed", "rule"]
+    records = {name: json.loads((out / name / "stage-01" / "stage.json").read_text())
+               for name in ("cmp-fixed-s1", "cmp-rule-s1")}
+    assert "shared_from" not in records["cmp-fixed-s1"]  # the copy names the run that trained and timed it
+    assert records["cmp-rule-s1"]["shared_from"] == str(out / "cmp-fixed-s1")
     record = json.loads((out / "cmp-rft-s1" / "stage-01" / "stage.json").read_text())
     assert record["train"]["trainer"] == "rft" and 0.0 <= record["scores"]["sampled_valid_rate"] <= 1.0
     summary = json.loads((out / "cmp-rft-s1" / "stage-01" / "summary.json").read_text())
