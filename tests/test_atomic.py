@@ -80,7 +80,9 @@ def test_share_first_stage__only_between_arms_that_differ_in_the_engineer(tmp_pa
     other = small_config(tmp_path, "c").with_overrides(**{"engineer.spec": "fixed", "training.learning_rate": 1e-4})
     assert share_first_stage(source, same)
     shared = same.run_dir / "stage-01"
-    assert sorted(p.name for p in shared.iterdir()) == ["config.yaml", "model", "summary.json", "validation.mlr"]
+    assert sorted(p.name for p in shared.iterdir()) == ["config.yaml", "model", "shared_from.txt", "summary.json",
+                                                        "validation.mlr"]
+    assert (shared / "shared_from.txt").read_text() == str(source.run_dir)  # the run that trained and timed it
     assert (shared / "model" / "model.safetensors").read_text() == "w"  # the decision is the target's own to make
     assert not share_first_stage(source, same)  # already there: nothing replaced
     assert not share_first_stage(source, other) and not other.run_dir.exists()
