@@ -395,7 +395,7 @@ class Run:
             _write_json(decision_path, decision)
         self.release_eval_backend()
         clock.lap("engineer")
-        outcome = StageDecision.from_decision({**decision, "outcome": None})  # derived from accepted and diff
+        outcome = StageDecision.from_decision(decision)
         self.log(f"stage {stage}: engineer {outcome.engineer} {_OUTCOME_WORDS[outcome.outcome]}"
                  f" ({outcome.reason}); changes: {', '.join(outcome.diff) or 'none'}")
         record = StageRecord(
