@@ -143,6 +143,9 @@ class Training:
     warmup_ratio: float = 0.0
     """Share of a stage's steps over which the learning rate rises linearly from 0 (a fresh Adam moves every
     weight by about the learning rate on its first steps, whatever the gradient)."""
+    weight_average: float = 0.0
+    """``grpo`` only: decay of an exponential moving average of the trained weights over the stage's steps; the
+    stage keeps the average instead of its last weights (0: the last weights). 0.98 averages over ~50 steps."""
 
     def validate(self) -> None:
         from policy.rewards import REWARDS
@@ -180,6 +183,7 @@ class Training:
             raise ConfigError("training.scale_rewards", self.scale_rewards, "group, batch or none")
         _check_number("training.num_iterations", self.num_iterations, 1, 64, integer=True)
         _check_number("training.warmup_ratio", self.warmup_ratio, 0.0, 1.0)
+        _check_number("training.weight_average", self.weight_average, 0.0, 0.9999)
 
 
 @dataclass(frozen=True)

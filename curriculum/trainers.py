@@ -175,6 +175,58 @@ def _SignalSaver(reward: StageReward):
     return SignalSaver()
 
 
+AVERAGE_FILE = "weight_average.pt"  # the running weight average, beside each TRL checkpoint of a GRPO stage
+
+
+def _WeightAverage(decay: float):
+    """A TrainerCallback keeping an exponential moving average of the trained weights over a stage's optimizer
+    steps (``average = decay * average + (1 - decay) * weights`` after every step, starting from the stage's
+    first weights): the weights a noisy update random-walks around, with the walk averaged out over about
+    ``1 / (1 - decay)`` steps. At the end of training the average is copied into the model (before the stage
+    saves it); every checkpoint TRL saves holds it, so a resumed stage continues the same average."""
+    import torch
+    from transformers import TrainerCallback
+
+    class WeightAverage(TrainerCallback):
+        def __init__(self) -> None:
+            self.average: dict[str, torch.Tensor] | None = None
+
+        @staticmethod
+        def _trained(model) -> dict:
+            return {name: p for name, p in model.named_parameters() if p.requires_grad}
+
+        def on_train_begin(self, args, state, control, model=None, **kwargs):
+            resumed = Path(args.output_dir) / f"checkpoint-{state.global_step}" / AVERAGE_FILE
+            trained = self._trained(model)
+            if state.global_step and resumed.is_file():
+                self.average = torch.load(resumed, map_location="cpu", weights_only=True)
+            if self.average is None or set(self.average) != set(trained):
+                self.average = {name: p.detach().float().clone() for name, p in trained.items()}
+            # kept in float32 beside its weights (a bf16 average would round the small steps away)
+            self.average = {name: value.to(trained[name].device) for name, value in self.average.items()}
+
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            with torch.no_grad():
+                for name, p in self._trained(model).items():
+                    self.average[name].mul_(decay).add_(p.detach().float(), alpha=1.0 - decay)
+
+        def on_save(self, args, state, control, **kwargs):
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if folder.is_dir() and self.average is not None:
+                temporary = folder / (AVERAGE_FILE + ".tmp")
+                torch.save(self.average, temporary)
+                os.replace(temporary, folder / AVERAGE_FILE)
+
+        def on_train_end(self, args, state, control, model=None, **kwargs):
+            if self.average is None:
+                return
+            with torch.no_grad():
+                for name, p in self._trained(model).items():
+                    p.copy_(self.average[name].to(dtype=p.dtype))
+
+    return WeightAverage()
+
+
 class _Progress:
     """A TrainerCallback (made lazily so transformers loads on demand) that times every optimizer step and keeps
     one live status line on stderr: phase, step/total, seconds per step, time left, and the latest loss or reward.
@@ -282,7 +334,7 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
                                                                tr.temperature, tr.beta)
     lora, lora_rank, use_vllm, vllm_mode, enable_thinking = tr.lora, tr.lora_rank, tr.use_vllm, tr.vllm_mode, tr.enable_thinking
     rewards, loss_type, num_iterations = dict(tr.rewards), tr.loss_type, tr.num_iterations
-    scale_rewards, warmup_ratio = tr.scale_rewards, tr.warmup_ratio
+    scale_rewards, warmup_ratio, weight_average = tr.scale_rewards, tr.warmup_ratio, tr.weight_average
     vllm_server_host, vllm_server_port = tr.vllm_server_host, tr.vllm_server_port
 
     final = out_dir / "model"
@@ -329,9 +381,10 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
     resume_from = _latest_trainer_checkpoint(out_dir / "trainer")
     if resume_from and (Path(resume_from) / SIGNAL_FILE).exists():
         reward.load_state(json.loads((Path(resume_from) / SIGNAL_FILE).read_text()))
+    callbacks = [timer, _SignalSaver(reward)] + ([_WeightAverage(weight_average)] if weight_average else [])
     trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=GRPOConfig(**options),
                           train_dataset=grpo_dataset(items, style), processing_class=tokenizer,
-                          peft_config=peft_config, callbacks=[timer, _SignalSaver(reward)])
+                          peft_config=peft_config, callbacks=callbacks)
     _quiet(trainer)
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=resume_from)

@@ -477,3 +477,61 @@ def test_run__a_second_process_trains_only_and_reads_the_main_process_records(fi
     target = finished_run.run_dir.parent / "written-later.json"
     threading.Timer(0.3, lambda: target.write_text("{}")).start()
     assert wait_for_file(target, poll_s=0.05) == target and target.read_text() == "{}"
+
+
+def test_weight_average__is_the_exponential_average_of_the_steps_and_survives_a_resume(tmp_path):
+    from types import SimpleNamespace
+
+    import torch
+
+    from curriculum.trainers import AVERAGE_FILE, _WeightAverage
+
+    model = torch.nn.Linear(3, 2)
+    frozen = torch.nn.Parameter(torch.ones(2), requires_grad=False)
+    model.register_parameter("frozen", frozen)
+    args = SimpleNamespace(output_dir=str(tmp_path))
+    average = _WeightAverage(0.5)
+    average.on_train_begin(args, SimpleNamespace(global_step=0), None, model=model)
+    expected = model.weight.detach().clone()
+    for step in (1, 2):
+        with torch.no_grad():
+            model.weight.add_(1.0)
+        expected = 0.5 * expected + 0.5 * model.weight.detach()
+        average.on_step_end(args, SimpleNamespace(global_step=step), None, model=model)
+    assert set(average.average) == {"weight", "bias"}  # only the trained weights
+    torch.testing.assert_close(average.average["weight"], expected)
+    (tmp_path / "checkpoint-2").mkdir()
+    average.on_save(args, SimpleNamespace(global_step=2), None)
+    resumed = _WeightAverage(0.5)
+    resumed.on_train_begin(args, SimpleNamespace(global_step=2), None, model=model)
+    torch.testing.assert_close(resumed.average["weight"], expected)
+    resumed.on_train_end(args, SimpleNamespace(global_step=2), None, model=model)  # the stage keeps the average
+    torch.testing.assert_close(model.weight.detach(), expected)
+    assert (tmp_path / "checkpoint-2" / AVERAGE_FILE).exists() and not list(tmp_path.rglob("*.tmp"))
+
+
+def test_grpo_stage__with_weight_average_saves_the_averaged_weights(tmp_path, finished_run):
+    import torch
+    from safetensors.torch import load_file
+
+    from curriculum.trainers import AVERAGE_FILE, grpo_stage
+    from policy.prompts import get_style
+    from simulator.config import StageConfig
+    from simulator.generator import generate
+
+    items = generate(StageConfig.from_dict({"agents": 2, "samples": 8, "seed": 4, "sizes": {
+        3: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.5}}})).instances
+    training = Training(steps=3, prompts_per_step=2, generations=2, max_completion_length=16, learning_rate=1e-3,
+                        temperature=1.0, weight_average=0.5)
+    grpo_stage(training, str(finished_run.run_dir / "warm_start" / "model"), items,
+               get_style(finished_run.prompt_style), tmp_path, seed=0)
+    # the last checkpoint holds the average, and the stage saved it (the callback's own test shows it lags the
+    # weights; this warm start of a few steps earns no reward, so here the weights do not move)
+    average = torch.load(tmp_path / "trainer" / "checkpoint-3" / AVERAGE_FILE, weights_only=True)
+    saved = load_file(str(tmp_path / "model" / "model.safetensors"))
+    shared = [name for name in average if name in saved]
+    assert shared and len(shared) >= len(saved) - 1  # every trained weight (a tied head is saved once)
+    for name in shared:
+        torch.testing.assert_close(saved[name].float(), average[name])
+    with pytest.raises(ConfigError, match="training.weight_average"):
+        Training(weight_average=1.0).validate()
