@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from engineer.context import HistoryEntry
 from engineer.decision import DECISION_OUTCOMES, decision_outcome
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -138,9 +139,13 @@ class StageRecord:
             train=train, generation=data.get("generation") or {}, churn=data.get("churn") or {},
             timings=data.get("timings") or {}, shared_from=data.get("shared_from"))
 
-    def history_entry(self) -> dict[str, Any]:
-        """The stage as an engineer's history lists it: number, config document and validation scores."""
-        return {"stage": self.stage, "config": self.config.to_dict(), **self.scores.to_dict()}
+    def history_entry(self) -> HistoryEntry:
+        """The stage as an engineer's history lists it: number, config and validation scores."""
+        scores = self.scores
+        return HistoryEntry(stage=self.stage, config=self.config, valid_rate=scores.valid_rate,
+                            optimal_rate=scores.optimal_rate, reward_mean=scores.reward_mean,
+                            sampled_valid_rate=scores.sampled_valid_rate,
+                            zero_variance_share=scores.zero_variance_share)
 
 
 __all__ = ["StageDecision", "StageRecord", "StageScores"]

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from curriculum.records import StageRecord
+from engineer.evidence import StageEvidence
 from simulator.errors import ConfigError
 from simulator.tables import format_rate_table
 
@@ -32,6 +33,15 @@ def _stage_record(path: Path) -> StageRecord:
                           " ".join(str(error).split())[:200]) from None
 
 
+def _validation_summary(path: Path) -> StageEvidence:
+    data = _read_json(path, "validation summary", ("valid_rate", "optimal_rate"))
+    try:
+        return StageEvidence.from_dict(data, str(path))
+    except ConfigError as error:
+        raise ConfigError(str(path), "incomplete", "the validation summary mapf-lake train wrote",
+                          " ".join(str(error).split())[:200]) from None
+
+
 def load_run(run_dir: str | Path) -> dict:
     """Everything a report needs from a run folder: stages, untrained/warm-start scores, final table. A missing
     or corrupt record raises ConfigError naming the file."""
@@ -48,8 +58,8 @@ def load_run(run_dir: str | Path) -> dict:
     for part in ("untrained", "warm_start"):
         summary = run_dir / part / "summary.json"
         if summary.exists():
-            data = _read_json(summary, "validation summary", ("valid_rate", "optimal_rate"))
-            out[part] = {"valid_rate": data["valid_rate"], "optimal_rate": data["optimal_rate"]}
+            failures = _validation_summary(summary).failures
+            out[part] = {"valid_rate": failures.valid_rate, "optimal_rate": failures.optimal_rate}
     table = run_dir / "final" / "table.json"
     if table.exists():
         out["final"] = _read_json(table, "final table", ("cells", "mean", "suite"))

@@ -40,7 +40,8 @@ from typing import Callable
 from curriculum.config import RunConfig, load_run_config, save_run_config
 from policy.prompts import get_style, save_checkpoint_style
 from replays.format import ReplayHeader
-from engineer import summarize_episodes
+from engineer import HistoryEntry, StageEvidence, summarize_episodes
+from engineer.evidence import GeneratedSize, SampledPass, TrainingSignal
 from curriculum.records import StageDecision, StageRecord, StageScores
 from replays.writer import ReplayWriter
 from simulator.atomic import atomic_folder, atomic_write
@@ -177,8 +178,10 @@ class Run:
         spec = self.config.validation
         return generate(replace(spec.config, samples=spec.samples)).instances
 
-    def validate(self, model_dir: str, folder: Path, stage: int, items, trained_config: dict | None = None) -> dict:
-        """Greedy answers of ``model_dir`` on the validation set -> replays + summary (skipped when present).
+    def validate(self, model_dir: str, folder: Path, stage: int, items,
+                 trained_config: dict | None = None) -> StageEvidence:
+        """Greedy answers of ``model_dir`` on the validation set -> replays + summary (skipped when present: the
+        summary is read back).
 
         The replay header's ``stage_config`` is the validation config (it produced these instances); the config
         the checkpoint was trained on goes in ``extra["trained_config"]`` (None: untrained), so a reader of the
@@ -189,9 +192,9 @@ class Run:
         replay = folder / "validation.mlr"
         summary_path = folder / "summary.json"
         if not self.main:
-            return json.loads(wait_for_file(summary_path).read_text())
-        if replay.exists() and summary_path.exists():
-            return json.loads(summary_path.read_text())
+            wait_for_file(summary_path)
+        if not self.main or (replay.exists() and summary_path.exists()):
+            return _read_summary(summary_path)
         policy = self._eval_policy(model_dir)
         started = time.perf_counter()
         answers = policy.answer(items, seed=self.config.seed)
@@ -206,14 +209,14 @@ class Run:
         summary = summarize_episodes(episodes)  # the failure summary plus per-size figures for the engineer
         judged = time.perf_counter()
         if self.config.validation.sampled_k:
-            summary["sampled"] = self._sampled_pass1(model_dir, items)
+            summary = replace(summary, sampled=self._sampled_pass1(model_dir, items))
         # the model's generation apart from the loop's own work on its answers (parse, judge, rewards, replays)
-        summary["seconds"] = {"generation": generated - started + time.perf_counter() - judged,
-                              "judging_and_records": judged - generated}
-        _write_json(summary_path, summary)
+        summary = replace(summary, seconds={"generation": generated - started + time.perf_counter() - judged,
+                                            "judging_and_records": judged - generated})
+        _write_json(summary_path, summary.to_dict())
         return summary
 
-    def _sampled_pass1(self, model_dir: str, items) -> dict:
+    def _sampled_pass1(self, model_dir: str, items) -> SampledPass:
         """Sampled pass@1 on ``items``: ``validation.sampled_k`` samples each at the training temperature; the
         share of samples that are valid (and optimal), overall and per map side."""
         import numpy as np
@@ -227,9 +230,10 @@ class Run:
         verdicts = judge_answers(repeated, policy.answer(repeated, seed=self.config.seed).plans)
         valid, optimal = verdicts["valid"], verdicts["optimal"]
         sides = np.array([item.size for item in repeated])
-        return {"k": k, "temperature": temperature, "valid_rate": float(valid.mean()),
-                "optimal_rate": float(optimal.mean()),
-                "by_size": {str(int(side)): float(valid[sides == side].mean()) for side in sorted(set(sides.tolist()))}}
+        return SampledPass(k=k, temperature=temperature, valid_rate=float(valid.mean()),
+                           optimal_rate=float(optimal.mean()),
+                           by_size={str(int(side)): float(valid[sides == side].mean())
+                                    for side in sorted(set(sides.tolist()))})
 
     def _eval_policy(self, model_dir: str):
         """The checkpoint answering with the run's evaluation decoding (``validation.temperature``, ``top_p``,
@@ -281,14 +285,15 @@ class Run:
         model = self.initial_model()
         base_model = model
         validation_items = self.validation_items()
-        history: list[dict] = []
+        history: list[HistoryEntry] = []
         untrained = self.dir / "untrained"
         untrained.mkdir(exist_ok=True)
         baseline = self.validate(model, untrained, 0, validation_items)
-        self.log(f"untrained model: valid {100 * baseline['valid_rate']:.1f}%")
+        self.log(f"untrained model: valid {100 * baseline.failures.valid_rate:.1f}%")
         if cfg.warm_start.enabled:
             model = self._warm_start(model, validation_items)
-            history.append({"stage": 0, "config": None, **self._scores(json.loads((self.dir / "warm_start" / "summary.json").read_text()))})
+            warm = _read_summary(self.dir / "warm_start" / "summary.json")
+            history.append(HistoryEntry(stage=0, config=None, **self._scores(warm)))
         current = cfg.initial_config
         for record in self.completed_stages():
             history.append(record.history_entry())
@@ -303,11 +308,12 @@ class Run:
         self.log(f"run {cfg.name} finished in {time.perf_counter() - t0:.0f} s")
         return table
 
-    def _scores(self, summary: dict) -> dict:
-        scores = {"valid_rate": summary["valid_rate"], "optimal_rate": summary["optimal_rate"],
-                  "reward_mean": summary["reward"]["mean"]}
-        if "sampled" in summary:
-            scores["sampled_valid_rate"] = summary["sampled"]["valid_rate"]
+    def _scores(self, summary: StageEvidence) -> dict:
+        failures = summary.failures
+        scores = {"valid_rate": failures.valid_rate, "optimal_rate": failures.optimal_rate,
+                  "reward_mean": failures.reward_mean}
+        if summary.sampled is not None:
+            scores["sampled_valid_rate"] = summary.sampled.valid_rate
         return scores
 
     def _warm_start(self, model: str, validation_items) -> str:
@@ -325,8 +331,8 @@ class Run:
                           cpu_threads=self.config.cpu_threads)
         summary = self.validate(str(folder / "model"), folder, 0, validation_items,
                                 trained_config=trained.to_dict())
-        self.log(f"warm start: {info.get('seconds', 0):.0f} s, validation valid {100 * summary['valid_rate']:.1f}% "
-                 f"optimal {100 * summary['optimal_rate']:.1f}%")
+        self.log(f"warm start: {info.get('seconds', 0):.0f} s, validation valid "
+                 f"{100 * summary.failures.valid_rate:.1f}% optimal {100 * summary.failures.optimal_rate:.1f}%")
         return str(folder / "model")
 
     def _stage(self, stage: int, model: str, base_model: str, config: StageConfig, validation_items,
@@ -355,11 +361,12 @@ class Run:
         checkpoint = str(folder / "model")
         summary = self.validate(checkpoint, folder, stage, validation_items, trained_config=config.to_dict())
         clock.lap("validation")
-        split = summary.get("seconds") or {}
+        split = summary.seconds or {}
         if "judging_and_records" in split and clock.laps.get("validation", 0.0) >= split["judging_and_records"]:
             clock.laps["validation"] -= split["judging_and_records"]  # what is left is the model generating
             clock.laps["judging"] = split["judging_and_records"]
-        self.log(f"stage {stage}: valid {100 * summary['valid_rate']:.1f}%, optimal {100 * summary['optimal_rate']:.1f}%,"
+        self.log(f"stage {stage}: valid {100 * summary.failures.valid_rate:.1f}%, "
+                 f"optimal {100 * summary.failures.optimal_rate:.1f}%,"
                  f" zero-variance groups {train_info.get('zero_variance_share')}")
         before = self.stage_dir(stage - 1) if stage > 1 else self.dir / ("warm_start" if cfg.warm_start.enabled
                                                                           else "untrained")
@@ -386,10 +393,15 @@ class Run:
                 previous = self.stage_dir(stage - 1) / "decision.json"
                 engineer.load_state((json.loads(previous.read_text()).get("details") or {}).get("state")
                                     if stage > 1 and previous.exists() else None)
-            history_for_engineer = history + [{"stage": stage, "config": config.to_dict(), **self._scores(summary),
-                                               "zero_variance_share": train_info.get("zero_variance_share")}]
+            history_for_engineer = history + [HistoryEntry(stage=stage, config=config, **self._scores(summary),
+                                                           zero_variance_share=train_info.get("zero_variance_share"))]
             # the generator's own report and the trainer's own groups: what the stage really trained on
-            evidence = {**summary, "generation": generation, "training_signal": train_info.get("signal")}
+            signal = train_info.get("signal")
+            evidence = replace(
+                summary,
+                generation={side: GeneratedSize.from_dict(report, f"generation.{side}")
+                            for side, report in generation.items()},
+                training_signal=TrainingSignal.from_dict(signal, "train.signal") if signal else None)
             context = build_context(evidence, config, history_for_engineer, sections=tuple(cfg.engineer.context))
             decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage)).to_dict()
             _write_json(decision_path, decision)
@@ -436,6 +448,11 @@ class Run:
         _write_json(table_path, table.to_dict())
         self.log(table.render())
         return table.to_dict()
+
+
+def _read_summary(path: Path) -> StageEvidence:
+    """A ``summary.json`` the stage loop wrote, read back (a bad one raises ConfigError naming the file and key)."""
+    return StageEvidence.from_dict(json.loads(path.read_text()), str(path))
 
 
 def answer_churn(before: Path, after: Path) -> dict:

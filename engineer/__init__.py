@@ -1,7 +1,7 @@
 """The environment engineer: reads how the policy behaved and writes the next stage's config.
 
-Pieces, one file each: :mod:`engineer.evidence` (replays -> summary with per-size figures),
-:mod:`engineer.context` (evidence -> named, switchable sections as text and data), :mod:`engineer.prompt`
+Pieces, one file each: :mod:`engineer.evidence` (replays -> the typed evidence: failure summary with per-size
+figures), :mod:`engineer.context` (evidence and history -> named, switchable sections as text and data), :mod:`engineer.prompt`
 (the LLM's prompt), :mod:`engineer.proposal` (answer -> repaired, validated config, or the fallback),
 :mod:`engineer.decision` (the record of each decision), :mod:`engineer.rule`, :mod:`engineer.learnability` and
 :mod:`engineer.llm` (three engineers), :mod:`engineer.engineers` (the registry: ``fixed``, ``random``, ``rule``,
@@ -10,16 +10,16 @@ Pieces, one file each: :mod:`engineer.evidence` (replays -> summary with per-siz
 
 Typical use::
 
-    context = build_context(summary, config, history, sections=("failures", "behavior"))
+    context = build_context(evidence, config, history, sections=("failures", "behavior"))
     decision = make_engineer("rule").propose(context, config, seed=stage)
     next_config = decision.config          # always valid; the previous config when the proposal was rejected
     record = decision.to_dict()            # raw answer, proposal, repairs, diff, reason
 """
 
-from engineer.context import CONTEXT_SECTIONS, EngineerContext, build_context, parse_sections
+from engineer.context import CONTEXT_SECTIONS, EngineerContext, HistoryEntry, build_context, parse_sections
 from engineer.decision import EngineerDecision
 from engineer.engineers import ENGINEERS, Engineer, make_engineer
-from engineer.evidence import Evidence, collect_evidence, summarize_episodes
+from engineer.evidence import Evidence, StageEvidence, collect_evidence, summarize_episodes
 from engineer.proposal import MAX_ANSWER_CHARS, decide_from_answer, extract_proposal, repair_proposal
 
 __all__ = [
@@ -29,7 +29,9 @@ __all__ = [
     "EngineerContext",
     "EngineerDecision",
     "Evidence",
+    "HistoryEntry",
     "MAX_ANSWER_CHARS",
+    "StageEvidence",
     "build_context",
     "collect_evidence",
     "decide_from_answer",

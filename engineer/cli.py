@@ -6,7 +6,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from engineer.context import HistoryEntry
 
 
 def _option_pairs(pairs: list[str]) -> dict[str, Any]:
@@ -28,8 +31,10 @@ def _option_pairs(pairs: list[str]) -> dict[str, Any]:
     return options
 
 
-def load_history(path: str | Path) -> list[dict]:
-    """A history file: a JSON list of ``{"stage", "config", "valid_rate", ...}`` dicts, or ``{"history": [...]}``."""
+def load_history(path: str | Path) -> list[HistoryEntry]:
+    """A history file: a JSON list of ``{"stage", "config", "valid_rate", ...}`` objects, or ``{"history": [...]}``,
+    read as HistoryEntry values; a bad entry raises ConfigError naming its index and key (``history[2].stage``)."""
+    from engineer.context import HistoryEntry
     from simulator.errors import ConfigError
 
     try:
@@ -40,9 +45,9 @@ def load_history(path: str | Path) -> list[dict]:
         raise ConfigError("--history", str(path), "valid JSON", str(error)) from None
     if isinstance(data, dict) and "history" in data:
         data = data["history"]
-    if not isinstance(data, list) or not all(isinstance(entry, dict) for entry in data):
+    if not isinstance(data, list):
         raise ConfigError("--history", str(path), 'a JSON list of {"stage", "config", "valid_rate", ...} objects')
-    return data
+    return [HistoryEntry.from_dict(entry, f"history[{index}]") for index, entry in enumerate(data)]
 
 
 def _engineer(args: argparse.Namespace) -> int:

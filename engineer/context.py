@@ -4,41 +4,42 @@ Sections (:data:`CONTEXT_SECTIONS`, always rendered in this order, whatever orde
 
 ``behavior``
     valid and optimal rates overall, per map size, per agent count and per agents x size; reward mean/std and
-    tokens per answer overall and (when the summary carries ``size_stats``, see :mod:`engineer.evidence`) per
+    tokens per answer overall and (when the evidence carries ``size_stats``, see :mod:`engineer.evidence`) per
     size.
 ``failures``
     failure category counts and rates overall and per map size, when failures happen (steps), and a few exemplar
     failed episodes in compact text (at most ``max_exemplars``, spread over the most frequent categories first,
     each cut to ``exemplar_chars`` characters).
 ``env_stats``
-    the current config; when the summary carries ``generation`` (the generator's ``SizeReport`` per size for the
+    the current config; when the evidence carries ``generation`` (the generator's report per size for the
     stage just trained, as the run passes it), what the generator made of that config: instances, requested vs
     achieved hole and wait ratios, candidates drawn and why some were rejected; per size, what the episodes'
     own instances were like (hole ratio, share that need a wait, optimal makespans, from ``size_stats``: for a
     run's validation replays these describe the validation set, and are labelled so); the failed-vs-succeeded
     instance statistics; and, when the
-    summary carries ``training_signal`` (the GRPO stage's own groups, ``policy.rewards.StageReward.signal``), per
+    evidence carries ``training_signal`` (the GRPO stage's own groups, ``policy.rewards.StageReward.signal``), per
     size the groups trained on, their mean reward and sampled valid rate, the share with zero reward variance
     (no gradient) and the mean absolute advantage.
 ``history``
     the last ``history_limit`` previous stages: their configs and the scores they led to.
 
-:func:`build_context` returns an :class:`EngineerContext`: ``text`` for an LLM (markdown-ish, one ``## name``
-heading per section) and ``data`` for rule-based engineers: ``{"sections": [...], "<name>": {...}}`` with one
-JSON-able dict per selected section (structures in each builder's docstring). A switched-off section is absent
-from both, so an ablation really hides it.
+:func:`build_context` reads a :class:`~engineer.evidence.StageEvidence` and a list of :class:`HistoryEntry` and
+returns an :class:`EngineerContext`: ``text`` for an LLM (markdown-ish, one ``## name`` heading per section) and
+``data`` for rule-based engineers: ``{"sections": [...], "<name>": {...}}`` with one JSON-able dict per selected
+section (structures in each builder's docstring). A switched-off section is absent from both, so an ablation
+really hides it.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engineer.decision import plain
-from replays.mining import CATEGORIES, FailureSummary
+from engineer.evidence import StageEvidence
+from replays.mining import CATEGORIES, Exemplar, FailureSummary, GroupStats, read_key
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
@@ -58,6 +59,52 @@ _GENERATED_KEYS = ("count", "requested_hole_ratio", "achieved_hole_ratio", "requ
                    "rejected_wait_label")
 _SIGNAL_KEYS = ("groups", "reward_mean", "valid_rate", "zero_variance_share", "abs_advantage_mean")
 _HISTORY_SCORES = ("valid_rate", "optimal_rate", "zero_variance_share")
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One previous stage as the engineer's history lists it: its number, the config it trained on and the
+    validation scores it led to (shares in [0, 1]; None: not measured)."""
+
+    stage: int
+    """1-based stage number (0: the warm start)."""
+    config: StageConfig | None
+    """The config the stage trained on; None when there is none to show (the warm start)."""
+    valid_rate: float | None = None
+    """Greedy answers that are valid plans."""
+    optimal_rate: float | None = None
+    """Greedy answers that are valid and optimal."""
+    reward_mean: float | None = None
+    """Mean reward of the greedy answers (the training reward's scale)."""
+    sampled_valid_rate: float | None = None
+    """Sampled pass@1 at the training temperature."""
+    zero_variance_share: float | None = None
+    """Share of the stage's GRPO groups whose rewards were all equal (no learning signal)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{stage, config, valid_rate, optimal_rate[, reward_mean][, sampled_valid_rate], zero_variance_share}``
+        (the two in brackets only when known), ``config`` as its document or None."""
+        out = {"stage": self.stage, "config": self.config.to_dict() if self.config is not None else None,
+               "valid_rate": self.valid_rate, "optimal_rate": self.optimal_rate}
+        for name in ("reward_mean", "sampled_valid_rate"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        out["zero_variance_share"] = self.zero_variance_share
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "history entry") -> "HistoryEntry":
+        """Read :meth:`to_dict`'s document: ``stage`` is required, a missing (or null) ``config`` or score reads
+        as None. A bad key raises ConfigError naming it under ``where`` (``history[2].valid_rate``)."""
+        stage = read_key(data, "stage", where, "int")
+        document = read_key(data, "config", where, "mapping", optional=True)
+        try:
+            config = StageConfig.from_dict(document) if document is not None else None
+        except ConfigError as error:
+            raise ConfigError(f"{where}.config" if error.field == "config" else f"{where}.config.{error.field}",
+                              error.value, error.allowed) from None
+        return cls(stage, config, **{name: read_key(data, name, where, "number", optional=True) for name in (
+            "valid_rate", "optimal_rate", "reward_mean", "sampled_valid_rate", "zero_variance_share")})
 
 
 @dataclass(frozen=True)
@@ -149,58 +196,59 @@ def describe_config(config: Mapping[str, Any]) -> str:
         return shown if len(shown) <= 400 else shown[:397] + "..."
 
 
-def _group(group: Mapping[str, Any]) -> dict:
-    return {key: group.get(key, 0) for key in _GROUP_KEYS}
+def _group(group: GroupStats | FailureSummary) -> dict:
+    return {key: getattr(group, key) for key in _GROUP_KEYS}
 
 
 # --- sections: data ------------------------------------------------------------------------------------------
-def _behavior_data(summary: Mapping, config: StageConfig, history: list, options: ContextOptions) -> dict:
+def _behavior_data(evidence: StageEvidence, config: StageConfig, history: list[HistoryEntry],
+                   options: ContextOptions) -> dict:
     """``{episodes, valid, optimal, valid_rate, optimal_rate, reward: {mean, std}, completion_tokens_mean,
     by_size: {side: {episodes, valid, optimal, valid_rate, optimal_rate[, reward_mean, reward_std,
     completion_tokens_mean]}}, by_agents: {k: {...}}, by_agents_size: {"KxS": {...}}}``."""
-    size_stats = summary.get("size_stats") or {}
+    summary = evidence.failures
     by_size = {}
-    for side in _side_order(summary.get("by_size", {})):
-        entry = _group(summary["by_size"][side])
-        extra = size_stats.get(side)
-        if extra:
-            entry.update({key: extra.get(key, 0.0) for key in _SIZE_EXTRAS})
+    for side in _side_order(summary.by_size):
+        entry = _group(summary.by_size[side])
+        extra = evidence.size_stats.get(side)
+        if extra is not None:
+            entry.update({key: getattr(extra, key) for key in _SIZE_EXTRAS})
         by_size[side] = entry
-    reward = summary.get("reward") or {}
     return {
         **_group(summary),
-        "reward": {"mean": reward.get("mean", 0.0), "std": reward.get("std", 0.0)},
-        "completion_tokens_mean": summary.get("completion_tokens_mean", 0.0),
+        "reward": {"mean": summary.reward_mean, "std": summary.reward_std},
+        "completion_tokens_mean": summary.completion_tokens_mean,
         "by_size": by_size,
-        "by_agents": {k: _group(summary["by_agents"][k]) for k in _side_order(summary.get("by_agents", {}))},
-        "by_agents_size": {key: _group(group) for key, group in summary.get("by_agents_size", {}).items()},
+        "by_agents": {k: _group(summary.by_agents[k]) for k in _side_order(summary.by_agents)},
+        "by_agents_size": {key: _group(group) for key, group in summary.by_agents_size.items()},
     }
 
 
-def _failures_data(summary: Mapping, config: StageConfig, history: list, options: ContextOptions) -> dict:
+def _failures_data(evidence: StageEvidence, config: StageConfig, history: list[HistoryEntry],
+                   options: ContextOptions) -> dict:
     """``{failures: {category: count}, failure_rates: {category: share}, by_size: {side: {category: count}},
     fail_steps: {category: {step: count}}, exemplars: [{category, size, agents, source, text}]}``."""
-    failures = {name: int(summary.get("failures", {}).get(name, 0)) for name in CATEGORIES}
-    exemplars = _pick_exemplars(summary.get("exemplars") or [], failures, options)
+    summary = evidence.failures
+    failures = {name: int(summary.failures.get(name, 0)) for name in CATEGORIES}
+    exemplars = _pick_exemplars(summary.exemplars, failures, options)
     return {
         "failures": failures,
-        "failure_rates": {name: summary.get("failure_rates", {}).get(name, 0.0) for name in CATEGORIES},
+        "failure_rates": {name: summary.failure_rates.get(name, 0.0) for name in CATEGORIES},
         "by_size": {
-            side: {name: int(summary["by_size"][side].get("failures", {}).get(name, 0)) for name in CATEGORIES}
-            for side in _side_order(summary.get("by_size", {}))
+            side: {name: int(summary.by_size[side].failures.get(name, 0)) for name in CATEGORIES}
+            for side in _side_order(summary.by_size)
         },
-        "fail_steps": dict(summary.get("fail_steps") or {}),
+        "fail_steps": {name: dict(steps) for name, steps in summary.fail_steps.items()},
         "exemplars": exemplars,
     }
 
 
-def _pick_exemplars(exemplars: list, failures: Mapping[str, int], options: ContextOptions) -> list[dict]:
+def _pick_exemplars(exemplars: Iterable[Exemplar], failures: Mapping[str, int], options: ContextOptions) -> list[dict]:
     """Up to ``max_exemplars``, one per category in turn, most frequent category first (so the few shown
     cover the failures that matter most)."""
-    by_category: dict[str, list[Mapping]] = {}
+    by_category: dict[str, list[Exemplar]] = {}
     for example in exemplars:
-        if isinstance(example, Mapping):
-            by_category.setdefault(str(example.get("category")), []).append(example)
+        by_category.setdefault(example.category, []).append(example)
     order = sorted(by_category, key=lambda name: (-failures.get(name, 0), name))
     picked: list[dict] = []
     round_index = 0
@@ -210,57 +258,58 @@ def _pick_exemplars(exemplars: list, failures: Mapping[str, int], options: Conte
                 break
             if round_index < len(by_category[name]):
                 example = by_category[name][round_index]
-                text = str(example.get("text", ""))
+                text = example.text
                 if len(text) > options.exemplar_chars:
                     text = text[: options.exemplar_chars] + "\n... (cut)"
                 picked.append({
                     "category": name,
-                    "size": example.get("size"),
-                    "agents": example.get("agents"),
-                    "source": example.get("source", ""),
+                    "size": example.size,
+                    "agents": example.agents,
+                    "source": example.source,
                     "text": text,
                 })
         round_index += 1
     return picked
 
 
-def _env_stats_data(summary: Mapping, config: StageConfig, history: list, options: ContextOptions) -> dict:
-    """``{config: StageConfig.to_dict(), achieved: {side: {episodes, hole_ratio_mean, needs_wait_share,
-    optimal_makespan_mean, optimal_makespan_min, optimal_makespan_max}}, instance_stats: {failed, succeeded}}``;
-    ``achieved`` is empty when the summary has no ``size_stats``."""
-    size_stats = summary.get("size_stats") or {}
-    signal = (summary.get("training_signal") or {}).get("by_size") or {}
-    generation = summary.get("generation") or {}
+def _env_stats_data(evidence: StageEvidence, config: StageConfig, history: list[HistoryEntry],
+                    options: ContextOptions) -> dict:
+    """``{config: StageConfig.to_dict(), generated: {side: {count, requested_hole_ratio, achieved_hole_ratio,
+    requested_wait_ratio, achieved_wait_ratio, candidates, rejected_unsolvable, rejected_solver_limit,
+    rejected_wait_label}}, achieved: {side: {episodes, hole_ratio_mean, needs_wait_share, optimal_makespan_mean,
+    optimal_makespan_min, optimal_makespan_max}}, instance_stats: {failed, succeeded}, training_signal: {side:
+    {groups, reward_mean, valid_rate, zero_variance_share, abs_advantage_mean}}}``; ``generated``, ``achieved``
+    and ``training_signal`` are empty when the evidence has no generator's report, ``size_stats`` or training
+    signal."""
+    size_stats = evidence.size_stats
+    signal = evidence.training_signal.by_size if evidence.training_signal is not None else {}
+    generation = evidence.generation or {}
     return {
         "config": config.to_dict(),
         "generated": {
-            side: {key: generation[side].get(key) for key in _GENERATED_KEYS} for side in _side_order(generation)
-            if isinstance(generation[side], Mapping)
+            side: {key: getattr(generation[side], key) for key in _GENERATED_KEYS} for side in _side_order(generation)
         },
         "achieved": {
-            side: {key: size_stats[side].get(key, 0) for key in _ACHIEVED_KEYS} for side in _side_order(size_stats)
+            side: {key: getattr(size_stats[side], key) for key in _ACHIEVED_KEYS} for side in _side_order(size_stats)
         },
-        "instance_stats": dict(summary.get("instance_stats") or {}),
+        "instance_stats": {name: stats.to_dict() for name, stats in evidence.failures.instance_stats.items()},
         "training_signal": {
-            side: {key: _score(signal[side].get(key)) for key in _SIGNAL_KEYS} for side in _side_order(signal)
-            if isinstance(signal[side], Mapping)
+            side: {key: _score(getattr(signal[side], key)) for key in _SIGNAL_KEYS} for side in _side_order(signal)
         },
     }
 
 
-def _history_data(summary: Mapping, config: StageConfig, history: list, options: ContextOptions) -> dict:
+def _history_data(evidence: StageEvidence, config: StageConfig, history: list[HistoryEntry],
+                  options: ContextOptions) -> dict:
     """``{stages: [{stage, config, valid_rate, optimal_rate, zero_variance_share}]}``: the last
-    ``history_limit`` entries (entries that are not mappings are skipped; missing or non-finite scores are None;
-    a StageConfig is written as its document)."""
-    entries = [entry for entry in history if isinstance(entry, Mapping)]
-    kept = entries[-options.history_limit:] if options.history_limit else []
+    ``history_limit`` entries (missing or non-finite scores are None; the config as its document, or None)."""
+    kept = history[-options.history_limit:] if options.history_limit else []
     return {
         "stages": [
             {
-                "stage": entry.get("stage"),
-                "config": entry["config"].to_dict() if isinstance(entry.get("config"), StageConfig)
-                else plain(entry.get("config")),
-                **{key: _score(entry.get(key)) for key in _HISTORY_SCORES},
+                "stage": entry.stage,
+                "config": entry.config.to_dict() if entry.config is not None else None,
+                **{key: _score(getattr(entry, key)) for key in _HISTORY_SCORES},
             }
             for entry in kept
         ]
@@ -391,7 +440,7 @@ def _history_text(data: Mapping) -> list[str]:
 
 @dataclass(frozen=True)
 class _Section:
-    data: Callable[[Mapping, StageConfig, list, ContextOptions], dict]
+    data: Callable[[StageEvidence, StageConfig, list[HistoryEntry], ContextOptions], dict]
     text: Callable[[Mapping], list[str]]
 
 
@@ -405,35 +454,41 @@ SECTIONS: dict[str, _Section] = {
 
 
 def build_context(
-    summary: FailureSummary | Mapping,
+    evidence: StageEvidence | FailureSummary,
     config: StageConfig,
-    history: list[dict] | None = None,
+    history: Sequence[HistoryEntry] | None = None,
     sections: str | Iterable[str] | None = CONTEXT_SECTIONS,
     *,
     max_exemplars: int = DEFAULT_MAX_EXEMPLARS,
     exemplar_chars: int = DEFAULT_EXEMPLAR_CHARS,
     history_limit: int = DEFAULT_HISTORY_LIMIT,
 ) -> EngineerContext:
-    """The engineer's context from a stage's failure summary, its config and the run's history.
+    """The engineer's context from a stage's evidence, its config and the run's history.
 
-    ``summary``: a :class:`FailureSummary` or its ``to_dict()`` (optionally extended with ``size_stats``, see
-    :mod:`engineer.evidence`). ``history``: dicts like ``{"stage": 1, "config": StageConfig.to_dict(),
-    "valid_rate": .., "optimal_rate": .., "zero_variance_share": ..}``, oldest first. ``sections``: which
-    sections to include (names, a comma-separated string, or None for all; see :func:`parse_sections`).
+    ``evidence``: a :class:`StageEvidence` (see :mod:`engineer.evidence`; ``StageEvidence.from_dict`` reads a
+    ``summary.json``), or a bare :class:`FailureSummary` (no per-size figures). ``history``: the previous stages,
+    oldest first (``HistoryEntry.from_dict`` reads a history document). ``sections``: which sections to include
+    (names, a comma-separated string, or None for all; see :func:`parse_sections`).
     """
     if not isinstance(config, StageConfig):
         raise ConfigError("config", config, "a StageConfig")
-    summary_data = summary.to_dict() if isinstance(summary, FailureSummary) else summary
-    if not isinstance(summary_data, Mapping):
-        raise ConfigError("summary", summary, "a FailureSummary or its to_dict()")
+    if isinstance(evidence, FailureSummary):
+        evidence = StageEvidence(evidence)
+    if not isinstance(evidence, StageEvidence):
+        raise ConfigError("evidence", evidence, "a StageEvidence or a FailureSummary (StageEvidence.from_dict reads "
+                          "a summary document)")
+    history_list = list(history or [])
+    for index, entry in enumerate(history_list):
+        if not isinstance(entry, HistoryEntry):
+            raise ConfigError(f"history[{index}]", entry, "a HistoryEntry (HistoryEntry.from_dict reads a history "
+                              "document)")
     options = ContextOptions(max_exemplars, exemplar_chars, history_limit)
     chosen = parse_sections(sections)
-    history_list = list(history or [])
     data: dict[str, Any] = {"sections": list(chosen)}
     blocks = []
     for name in chosen:
         section = SECTIONS[name]
-        data[name] = section.data(summary_data, config, history_list, options)
+        data[name] = section.data(evidence, config, history_list, options)
         blocks.append("\n".join(section.text(data[name])))
     text = "\n\n".join(blocks) if blocks else "(no evidence: every context section is switched off)"
     return EngineerContext(sections=chosen, data=data, text=text + "\n")
@@ -443,6 +498,7 @@ __all__ = [
     "CONTEXT_SECTIONS",
     "ContextOptions",
     "EngineerContext",
+    "HistoryEntry",
     "SECTIONS",
     "build_context",
     "describe_config",

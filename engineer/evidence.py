@@ -1,23 +1,27 @@
 """Evidence from a stage's replays: the failure summary plus the per-size figures the engineer also reads.
 
-:func:`collect_evidence` reads replay files once and returns :class:`Evidence`: ``summary`` is the failure
-summary of :mod:`replays.mining` (``FailureSummary.to_dict()``, version 1) extended with one key,
+:func:`collect_evidence` reads replay files once and returns :class:`Evidence`, whose ``summary`` is a
+:class:`StageEvidence`: the failure summary of :mod:`replays.mining` (``failures``) and
 
 ``size_stats``
-    ``{side: {episodes, reward_mean, reward_std, completion_tokens_mean, hole_ratio_mean, needs_wait_share,
-    optimal_makespan_mean, optimal_makespan_min, optimal_makespan_max}}`` keyed by map side as a string
-    (``"6"``): reward and answer length per size, and the hole and wait ratios the generator actually achieved
-    (means over that size's episodes; label fields over the episodes that carry labels, 0 when none do).
+    ``{side: SizeStats}`` keyed by map side as a string (``"6"``): reward and answer length per size, and the
+    hole and wait ratios the generator actually achieved (means over that size's episodes; label fields over the
+    episodes that carry labels, 0 when none do).
 
-so the extended dict is accepted everywhere a summary dict is (``build_context`` uses ``size_stats`` when
-present and does without it otherwise). ``stage_config`` is the config recorded in the replays' headers.
-:func:`size_stats` computes the extra key from episodes alone, for callers that already hold them.
+The stage loop adds what the replays cannot say (each None when absent): ``sampled`` (sampled pass@1),
+``seconds`` (how long the validation took), ``generation`` (the generator's report per size of the config the
+stage trained on) and ``training_signal`` (the GRPO stage's own groups per size). ``StageEvidence.to_dict()`` is
+the failure summary's dict extended with these keys (``size_stats``, then ``sampled``, ``seconds``,
+``generation``, ``training_signal``, each when present); a stage's ``summary.json`` is that document before the
+last two are added, and ``StageEvidence.from_dict`` reads either back. ``stage_config`` is the config recorded
+in the replays' headers. :func:`size_stats` computes the per-size figures from episodes alone, for callers that
+already hold them.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,8 +29,199 @@ from typing import Any
 import numpy as np
 
 from replays.errors import ReplayError
-from replays.mining import summarize
+from replays.mining import FailureSummary, check_value, read_key, read_mapping, read_table, summarize
 from replays.reader import ReplayReader, iter_replay_files
+
+_SIZE_STATS_KEYS = ("episodes", "reward_mean", "reward_std", "completion_tokens_mean", "hole_ratio_mean",
+                    "needs_wait_share", "optimal_makespan_mean", "optimal_makespan_min", "optimal_makespan_max")
+_SIZE_STATS_COUNTS = ("episodes", "optimal_makespan_min", "optimal_makespan_max")
+_GENERATED_KEYS = ("size", "count", "requested_hole_ratio", "achieved_hole_ratio", "requested_wait_ratio",
+                   "achieved_wait_ratio", "candidates", "rejected_unsolvable", "rejected_solver_limit",
+                   "rejected_wait_label")
+_SIGNAL_KEYS = ("groups", "reward_mean", "valid_rate", "zero_variance_share", "abs_advantage_mean")
+
+
+def _number(value: Any, where: str) -> float:
+    return check_value(value, where, "number")
+
+
+@dataclass(frozen=True)
+class SizeStats:
+    """One map side's episodes: reward and answer length, and what their instances were like (means over the
+    side's episodes; label fields over the episodes that carry labels, 0 when none do)."""
+
+    episodes: int
+    reward_mean: float
+    reward_std: float
+    completion_tokens_mean: float
+    """Tokens per answer."""
+    hole_ratio_mean: float
+    """Share of the map's cells that are holes."""
+    needs_wait_share: float
+    """Share of instances that need a wait (no plan of shortest paths solves them)."""
+    optimal_makespan_mean: float
+    """The solver's optimal makespan, in steps."""
+    optimal_makespan_min: int
+    optimal_makespan_max: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _SIZE_STATS_KEYS}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "size_stats") -> "SizeStats":
+        return cls(**{name: read_key(data, name, where, "int" if name in _SIZE_STATS_COUNTS else "number")
+                      for name in _SIZE_STATS_KEYS})
+
+
+@dataclass(frozen=True)
+class GeneratedSize:
+    """What the generator made of one map side of the stage config (``simulator.generator.SizeReport``)."""
+
+    size: int
+    count: int
+    """Instances made."""
+    requested_hole_ratio: float
+    achieved_hole_ratio: float
+    """Mean share of hole cells over the instances made."""
+    requested_wait_ratio: float
+    achieved_wait_ratio: float
+    """Share of the instances made that need a wait."""
+    candidates: int
+    """Candidates drawn in all (accepted and rejected)."""
+    rejected_unsolvable: int
+    rejected_solver_limit: int
+    rejected_wait_label: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _GENERATED_KEYS}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "generation") -> "GeneratedSize":
+        """From the report's document (``dataclasses.asdict(report)``, as the stage record holds it)."""
+        return cls(**{name: read_key(data, name, where, "number" if "ratio" in name else "int")
+                      for name in _GENERATED_KEYS})
+
+
+@dataclass(frozen=True)
+class SignalFigures:
+    """The GRPO groups of one map side (or agents x size pair) a stage trained on."""
+
+    groups: int
+    """Groups (prompts, each sampled ``generations`` times)."""
+    reward_mean: float
+    """Mean reward of the groups' completions."""
+    valid_rate: float
+    """Share of the sampled completions that are valid plans."""
+    zero_variance_share: float
+    """Share of the groups whose rewards were all equal (no gradient)."""
+    abs_advantage_mean: float
+    """Mean over the groups of their completions' mean absolute advantage."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _SIGNAL_KEYS}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "training_signal") -> "SignalFigures":
+        return cls(**{name: read_key(data, name, where, "int" if name == "groups" else "number")
+                      for name in _SIGNAL_KEYS})
+
+
+@dataclass(frozen=True)
+class TrainingSignal:
+    """A GRPO stage's own training signal (``policy.rewards.StageReward.signal``)."""
+
+    by_size: Mapping[str, SignalFigures]
+    """Keyed by map side (``"6"``)."""
+    by_agents_size: Mapping[str, SignalFigures] = field(default_factory=dict)
+    """Keyed by ``"<agents>x<size>"`` (``"3x6"``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"by_size": {side: figures.to_dict() for side, figures in self.by_size.items()},
+                "by_agents_size": {key: figures.to_dict() for key, figures in self.by_agents_size.items()}}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "training_signal") -> "TrainingSignal":
+        """``by_size`` is required; ``by_agents_size`` reads as empty when absent."""
+        by_agents_size = (read_table(data, "by_agents_size", where, SignalFigures.from_dict)
+                          if read_key(data, "by_agents_size", where, "mapping", optional=True) is not None else {})
+        return cls(by_size=read_table(data, "by_size", where, SignalFigures.from_dict), by_agents_size=by_agents_size)
+
+
+@dataclass(frozen=True)
+class SampledPass:
+    """Sampled pass@1 on the validation set: ``k`` samples per instance at the training temperature."""
+
+    k: int
+    temperature: float
+    valid_rate: float
+    """Share of the samples that are valid plans."""
+    optimal_rate: float
+    """Share of the samples that are valid and optimal."""
+    by_size: Mapping[str, float]
+    """Per map side (``"6"``), the share of its samples that are valid."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"k": self.k, "temperature": self.temperature, "valid_rate": self.valid_rate,
+                "optimal_rate": self.optimal_rate, "by_size": dict(self.by_size)}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "sampled") -> "SampledPass":
+        return cls(k=read_key(data, "k", where, "int"),
+                   **{name: read_key(data, name, where, "number") for name in ("temperature", "valid_rate",
+                                                                                "optimal_rate")},
+                   by_size=read_table(data, "by_size", where, _number))
+
+
+@dataclass(frozen=True)
+class StageEvidence:
+    """What the engineer reads about a stage: the failure summary of its validation episodes, per-size figures and,
+    when the stage loop has them, how the validation ran and what the stage trained on. :meth:`to_dict` writes the
+    failure summary's keys, then the others (absent ones are left out)."""
+
+    failures: FailureSummary
+    size_stats: Mapping[str, SizeStats] = field(default_factory=dict)
+    """Keyed by map side (``"6"``), ascending; empty when the episodes were not at hand."""
+    sampled: SampledPass | None = None
+    """Sampled pass@1 (``validation.sampled_k``); None: not measured."""
+    seconds: Mapping[str, float] | None = None
+    """Seconds of the validation: ``generation`` (the model answering) and ``judging_and_records`` (parsing,
+    judging and scoring the answers, writing their replays); None: not recorded."""
+    generation: Mapping[str, GeneratedSize] | None = None
+    """Per map side, what the generator made of the config the stage trained on; None: not known."""
+    training_signal: TrainingSignal | None = None
+    """The GRPO groups the stage trained on; None: not known, or a trainer without groups."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.failures.to_dict()
+        out["size_stats"] = {side: stats.to_dict() for side, stats in self.size_stats.items()}
+        if self.sampled is not None:
+            out["sampled"] = self.sampled.to_dict()
+        if self.seconds is not None:
+            out["seconds"] = dict(self.seconds)
+        if self.generation is not None:
+            out["generation"] = {side: made.to_dict() for side, made in self.generation.items()}
+        if self.training_signal is not None:
+            out["training_signal"] = self.training_signal.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "summary") -> "StageEvidence":
+        """Read :meth:`to_dict`'s document (a ``summary.json``); a plain failure summary reads with empty
+        ``size_stats``. A missing or ill-typed key raises ConfigError naming its path under ``where``."""
+        failures = FailureSummary.from_dict(data, where)
+
+        def part(key: str, read: Callable[[Any, str], Any]) -> Any:
+            present = read_key(data, key, where, "mapping", optional=True) is not None
+            return read(data[key], f"{where}.{key}") if present else None
+
+        return cls(
+            failures,
+            size_stats=part("size_stats", lambda value, at: read_mapping(value, at, SizeStats.from_dict)) or {},
+            sampled=part("sampled", SampledPass.from_dict),
+            seconds=part("seconds", lambda value, at: read_mapping(value, at, _number)),
+            generation=part("generation", lambda value, at: read_mapping(value, at, GeneratedSize.from_dict)),
+            training_signal=part("training_signal", TrainingSignal.from_dict),
+        )
 
 
 class _SizeStatsCollector:
@@ -49,35 +244,36 @@ class _SizeStatsCollector:
             column["needs_wait"].append(float(bool(labels.needs_wait)))
             column["makespan"].append(float(labels.optimal_makespan))
 
-    def result(self) -> dict[str, dict[str, float | int]]:
-        out: dict[str, dict[str, float | int]] = {}
+    def result(self) -> dict[str, SizeStats]:
+        out: dict[str, SizeStats] = {}
         for side in sorted(self.columns):
             column = {name: np.asarray(values, dtype=np.float64) for name, values in self.columns[side].items()}
             makespans = column["makespan"]
-            out[str(side)] = {
-                "episodes": int(column["reward"].size),
-                "reward_mean": float(column["reward"].mean()),
-                "reward_std": float(column["reward"].std()),
-                "completion_tokens_mean": float(column["tokens"].mean()),
-                "hole_ratio_mean": float(column["holes"].mean()),
-                "needs_wait_share": float(column["needs_wait"].mean()) if column["needs_wait"].size else 0.0,
-                "optimal_makespan_mean": float(makespans.mean()) if makespans.size else 0.0,
-                "optimal_makespan_min": int(makespans.min()) if makespans.size else 0,
-                "optimal_makespan_max": int(makespans.max()) if makespans.size else 0,
-            }
+            out[str(side)] = SizeStats(
+                episodes=int(column["reward"].size),
+                reward_mean=float(column["reward"].mean()),
+                reward_std=float(column["reward"].std()),
+                completion_tokens_mean=float(column["tokens"].mean()),
+                hole_ratio_mean=float(column["holes"].mean()),
+                needs_wait_share=float(column["needs_wait"].mean()) if column["needs_wait"].size else 0.0,
+                optimal_makespan_mean=float(makespans.mean()) if makespans.size else 0.0,
+                optimal_makespan_min=int(makespans.min()) if makespans.size else 0,
+                optimal_makespan_max=int(makespans.max()) if makespans.size else 0,
+            )
         return out
 
 
-def size_stats(episodes: Iterable[Any]) -> dict[str, dict[str, float | int]]:
-    """The ``size_stats`` key (see the module docstring) of ``episodes`` (Episodes or ``(source, episode)``)."""
+def size_stats(episodes: Iterable[Any]) -> dict[str, SizeStats]:
+    """The ``size_stats`` part (see the module docstring) of ``episodes`` (Episodes or ``(source, episode)``)."""
     collector = _SizeStatsCollector()
     for entry in episodes:
         collector.add(entry[1] if isinstance(entry, tuple) else entry)
     return collector.result()
 
 
-def summarize_episodes(episodes: Iterable[Any], exemplars_per_category: int = 2) -> dict:
-    """The extended summary dict of ``episodes`` (Episodes or ``(source, episode)`` pairs), in one pass."""
+def summarize_episodes(episodes: Iterable[Any], exemplars_per_category: int = 2) -> StageEvidence:
+    """The failure summary and ``size_stats`` of ``episodes`` (Episodes or ``(source, episode)`` pairs), in one
+    pass."""
     collector = _SizeStatsCollector()
 
     def tapped() -> Iterator[Any]:
@@ -85,17 +281,16 @@ def summarize_episodes(episodes: Iterable[Any], exemplars_per_category: int = 2)
             collector.add(entry[1] if isinstance(entry, tuple) else entry)
             yield entry
 
-    summary = dict(summarize(tapped(), exemplars_per_category).to_dict())
-    summary["size_stats"] = collector.result()
-    return summary
+    failures = summarize(tapped(), exemplars_per_category)
+    return StageEvidence(failures, collector.result())
 
 
 @dataclass
 class Evidence:
     """What a stage's replays say: the extended summary, the config that produced them, and where they came from."""
 
-    summary: dict
-    """``FailureSummary.to_dict()`` plus ``size_stats`` (module docstring)."""
+    summary: StageEvidence
+    """The failure summary and ``size_stats`` of the episodes read."""
     stage_config: dict | None
     """The ``stage_config`` of the first file's header that has one (the config that produced the episodes'
     instances), or None when no header records one."""
@@ -157,4 +352,5 @@ def collect_evidence(
                     files=[str(file) for file in chosen], notes=notes)
 
 
-__all__ = ["Evidence", "collect_evidence", "size_stats", "summarize_episodes"]
+__all__ = ["Evidence", "GeneratedSize", "SampledPass", "SignalFigures", "SizeStats", "StageEvidence", "TrainingSignal",
+           "collect_evidence", "size_stats", "summarize_episodes"]

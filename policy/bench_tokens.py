@@ -67,7 +67,8 @@ def engineer_inputs(preset_name: str):
     from dataclasses import asdict, replace
 
     from curriculum.config import preset
-    from engineer import build_context, summarize_episodes
+    from engineer import HistoryEntry, build_context, summarize_episodes
+    from engineer.evidence import GeneratedSize, SignalFigures, TrainingSignal
     from policy.rollout import judge_episodes
     from policy.scripted import make_scripted
     from simulator.generator import generate
@@ -78,13 +79,14 @@ def engineer_inputs(preset_name: str):
     items = generate(validation).instances
     episodes = judge_episodes(items, make_scripted("greedy").plans(items, seed=1))
     generated = generate(replace(config, samples=min(config.samples, 400)))
-    summary = {**summarize_episodes(episodes),
-               "generation": {str(s): asdict(r) for s, r in generated.reports.items()},
-               "training_signal": {"by_size": {str(side): {"groups": 100, "reward_mean": 0.5, "valid_rate": 0.4,
-                                                           "zero_variance_share": 0.3, "abs_advantage_mean": 0.6}
-                                               for side in config.sizes}}}
-    history = [{"stage": stage, "config": config.to_dict(), "valid_rate": 0.4, "optimal_rate": 0.3,
-                "zero_variance_share": 0.3} for stage in (1, 2, 3)]
+    summary = replace(
+        summarize_episodes(episodes),
+        generation={str(s): GeneratedSize.from_dict(asdict(r)) for s, r in generated.reports.items()},
+        training_signal=TrainingSignal(by_size={
+            str(side): SignalFigures(groups=100, reward_mean=0.5, valid_rate=0.4, zero_variance_share=0.3,
+                                     abs_advantage_mean=0.6) for side in config.sizes}))
+    history = [HistoryEntry(stage=stage, config=config, valid_rate=0.4, optimal_rate=0.3, zero_variance_share=0.3)
+               for stage in (1, 2, 3)]
     return build_context(summary, config, history, sections=tuple(run.engineer.context)), config
 
 

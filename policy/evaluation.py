@@ -110,9 +110,9 @@ def evaluate(policy, suite: str, out_dir: str | Path, seed: int = 0, run_id: str
                                       extra={"suite": suite, "agents": cell.agents, "size": cell.size})
             with ReplayWriter(path, header) as writer:
                 writer.write_all(episodes)
-        summary = summarize(episodes, exemplars_per_category=0).to_dict()
-        table.rates[(cell.agents, cell.size)] = (summary["valid_rate"], summary["optimal_rate"], summary["episodes"])
-        for name, count in summary["failures"].items():
+        summary = summarize(episodes, exemplars_per_category=0)
+        table.rates[(cell.agents, cell.size)] = (summary.valid_rate, summary.optimal_rate, summary.episodes)
+        for name, count in summary.failures.items():
             failures[name] += count
         table.files.append(str(path))
         done += cell.count

@@ -241,7 +241,7 @@ def bench_summary(count: int = 100_000) -> dict:
             start = time.perf_counter()
             summary = summarize_paths(path)
             best = min(best, time.perf_counter() - start)
-    return {"episodes": summary.episodes, "seconds": best, "failed": summary.episodes - summary.to_dict()["valid"]}
+    return {"episodes": summary.episodes, "seconds": best, "failed": summary.episodes - summary.valid}
 
 
 def format_replay_bench(result: dict) -> str:

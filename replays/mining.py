@@ -1,7 +1,10 @@
 """Failure mining: from replays to the failure summary the environment engineer reads.
 
-``summarize(episodes)`` builds a :class:`FailureSummary`; ``summary.to_dict()`` is its stable, documented JSON
-structure (``SUMMARY_VERSION``) and ``render_summary(summary)`` its plain-text rendering.
+``summarize(episodes)`` builds a :class:`FailureSummary`, a frozen value the packages read by attribute (its
+groups are :class:`GroupStats`, its instance statistics :class:`InstanceStats`, its examples :class:`Exemplar`);
+``summary.to_dict()`` is its stable, documented JSON structure (``SUMMARY_VERSION``),
+``FailureSummary.from_dict`` reads that structure back (a missing or ill-typed key is a ConfigError naming its
+path, e.g. ``summary.by_size.6.valid_rate``) and ``render_summary(summary)`` is its plain-text rendering.
 
 Structure of ``to_dict()`` (version 1):
 
@@ -34,12 +37,14 @@ Structure of ``to_dict()`` (version 1):
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from simulator import constants as C
+from simulator.errors import ConfigError
 from simulator.text import format_plan, render_instance, render_state
 
 SUMMARY_VERSION = 1
@@ -109,18 +114,227 @@ def render_episode(episode, source: str = "") -> str:
     return "\n".join(lines)
 
 
-@dataclass
+# --- the summary as typed values ------------------------------------------------------------------------------
+_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "int": (lambda value: isinstance(value, int) and not isinstance(value, bool), "an integer"),
+    "number": (lambda value: isinstance(value, (int, float)) and not isinstance(value, bool), "a number"),
+    "str": (lambda value: isinstance(value, str), "a string"),
+    "mapping": (lambda value: isinstance(value, Mapping), "a mapping"),
+    "list": (lambda value: isinstance(value, list), "a list"),
+}
+
+
+def check_value(value: Any, where: str, kind: str) -> Any:
+    """``value`` when it is of ``kind`` (``int``, ``number``, ``str``, ``mapping``, ``list``), else ConfigError
+    naming ``where``. Numbers are kept as they are (an integer stays an integer), so a document reads back equal."""
+    test, words = _KINDS[kind]
+    if not test(value):
+        raise ConfigError(where, value, words)
+    return value
+
+
+def read_key(data: Any, key: str, where: str, kind: str, optional: bool = False) -> Any:
+    """``data[key]`` checked by :func:`check_value`; ConfigError naming ``where.key`` when it is missing (with
+    ``optional``, a missing key or null reads as None) and naming ``where`` when ``data`` is not a mapping."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(where, data, "a mapping")
+    if data.get(key) is None and optional:
+        return None
+    if key not in data:
+        raise ConfigError(f"{where}.{key}", None, "present")
+    return check_value(data[key], f"{where}.{key}", kind)
+
+
+def read_mapping(value: Any, where: str, read: Callable[[Any, str], Any]) -> dict[str, Any]:
+    """``value``, a mapping, with each of its values read by ``read(item, where)`` (``where`` ending in the key)."""
+    return {str(name): read(item, f"{where}.{name}") for name, item in check_value(value, where, "mapping").items()}
+
+
+def read_table(data: Any, key: str, where: str, read: Callable[[Any, str], Any]) -> dict[str, Any]:
+    """:func:`read_mapping` of ``data[key]``."""
+    return read_mapping(read_key(data, key, where, "mapping"), f"{where}.{key}", read)
+
+
+def _count(value: Any, where: str) -> int:
+    return check_value(value, where, "int")
+
+
+def _share(value: Any, where: str) -> float:
+    return check_value(value, where, "number")
+
+
+def _heat_map(rows: Any, where: str) -> tuple[tuple[int, ...], ...]:
+    return tuple(
+        tuple(_count(count, f"{where}[{r}][{c}]") for c, count in enumerate(check_value(row, f"{where}[{r}]", "list")))
+        for r, row in enumerate(check_value(rows, where, "list"))
+    )
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    """One group of episodes (a map side, an agent count or an agents x size pair)."""
+
+    episodes: int
+    valid: int
+    """Episodes whose plan is valid."""
+    optimal: int
+    """Episodes whose plan is valid and as short as the solver's optimum."""
+    valid_rate: float
+    """``valid / episodes`` (0 when the group is empty)."""
+    optimal_rate: float
+    """``optimal / episodes`` (0 when the group is empty)."""
+    failures: Mapping[str, int]
+    """Failed episodes per category of ``CATEGORIES`` (zeros included)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"episodes": self.episodes, "valid": self.valid, "optimal": self.optimal, "valid_rate": self.valid_rate,
+                "optimal_rate": self.optimal_rate, "failures": dict(self.failures)}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "group") -> "GroupStats":
+        return cls(**{name: read_key(data, name, where, "int") for name in ("episodes", "valid", "optimal")},
+                   **{name: read_key(data, name, where, "number") for name in ("valid_rate", "optimal_rate")},
+                   failures=read_table(data, "failures", where, _count))
+
+
+@dataclass(frozen=True)
+class InstanceStats:
+    """What the instances of a set of episodes were like (means over its episodes; label fields over those that
+    carry labels, 0 when none do)."""
+
+    episodes: int
+    hole_ratio_mean: float
+    """Share of the map's cells that are holes."""
+    needs_wait_share: float
+    """Share of instances no plan of shortest paths solves without a wait."""
+    optimal_makespan_mean: float
+    """The solver's optimal makespan, in steps."""
+    agents_mean: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"episodes": self.episodes, "hole_ratio_mean": self.hole_ratio_mean,
+                "needs_wait_share": self.needs_wait_share, "optimal_makespan_mean": self.optimal_makespan_mean,
+                "agents_mean": self.agents_mean}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "instance_stats") -> "InstanceStats":
+        return cls(episodes=read_key(data, "episodes", where, "int"),
+                   **{name: read_key(data, name, where, "number") for name in (
+                       "hole_ratio_mean", "needs_wait_share", "optimal_makespan_mean", "agents_mean")})
+
+
+@dataclass(frozen=True)
+class Exemplar:
+    """One failed episode shown as an example."""
+
+    category: str
+    """Its failure category (a name of ``CATEGORIES``)."""
+    size: int
+    """Map side."""
+    agents: int
+    source: str
+    """Where the episode came from (``file.mlr#12``), or ``""``."""
+    text: str
+    """The compact rendering of :func:`render_episode` (map, plan, the failing step with the failure marked)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"category": self.category, "size": self.size, "agents": self.agents, "source": self.source,
+                "text": self.text}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "exemplar") -> "Exemplar":
+        return cls(category=read_key(data, "category", where, "str"), size=read_key(data, "size", where, "int"),
+                   agents=read_key(data, "agents", where, "int"), source=read_key(data, "source", where, "str"),
+                   text=read_key(data, "text", where, "str"))
+
+
+@dataclass(frozen=True)
 class FailureSummary:
-    """The failure summary (see the module docstring for the structure of :meth:`to_dict`)."""
+    """The failure summary: what went wrong in a set of episodes, and where. :meth:`to_dict` writes the version-1
+    structure of the module docstring; :meth:`from_dict` reads it back."""
 
-    data: dict = field(default_factory=dict)
+    episodes: int
+    valid: int
+    optimal: int
+    valid_rate: float
+    """``valid / episodes`` (0 when there are none)."""
+    optimal_rate: float
+    failures: Mapping[str, int]
+    """Failed episodes per category (every category of ``CATEGORIES``, zeros included)."""
+    failure_rates: Mapping[str, float]
+    """``failures`` divided by ``episodes``."""
+    by_size: Mapping[str, GroupStats]
+    """Keyed by map side (``"6"``), ascending."""
+    by_agents: Mapping[str, GroupStats]
+    """Keyed by agent count (``"3"``), ascending."""
+    by_agents_size: Mapping[str, GroupStats]
+    """Keyed by ``"<agents>x<size>"`` (``"3x6"``), ascending by agents, then size."""
+    fail_steps: Mapping[str, Mapping[str, int]]
+    """``{category: {step: count}}``: the 1-based step of each failure (0 for parse errors and empty plans)."""
+    fail_cells: Mapping[str, tuple[tuple[int, ...], ...]]
+    """Per map side, a side x side heat map (rows of counts) of the cell where the reported agent failed."""
+    instance_stats: Mapping[str, InstanceStats]
+    """``failed`` and ``succeeded``: the instances of the failed and of the valid episodes."""
+    reward_mean: float
+    """Mean episode reward (the training reward's scale)."""
+    reward_std: float
+    completion_tokens_mean: float
+    """Mean tokens per answer."""
+    exemplars: tuple[Exemplar, ...]
+    """Up to ``exemplars_per_category`` failed episodes per category, in the order met."""
 
-    def to_dict(self) -> dict:
-        return self.data
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "summary_version": SUMMARY_VERSION,
+            "episodes": self.episodes,
+            "valid": self.valid,
+            "optimal": self.optimal,
+            "valid_rate": self.valid_rate,
+            "optimal_rate": self.optimal_rate,
+            "failures": dict(self.failures),
+            "failure_rates": dict(self.failure_rates),
+            "by_size": {key: group.to_dict() for key, group in self.by_size.items()},
+            "by_agents": {key: group.to_dict() for key, group in self.by_agents.items()},
+            "by_agents_size": {key: group.to_dict() for key, group in self.by_agents_size.items()},
+            "fail_steps": {name: dict(steps) for name, steps in self.fail_steps.items()},
+            "fail_cells": {side: [list(row) for row in heat] for side, heat in self.fail_cells.items()},
+            "instance_stats": {name: stats.to_dict() for name, stats in self.instance_stats.items()},
+            "reward": {"mean": self.reward_mean, "std": self.reward_std},
+            "completion_tokens_mean": self.completion_tokens_mean,
+            "exemplars": [example.to_dict() for example in self.exemplars],
+        }
 
-    @property
-    def episodes(self) -> int:
-        return self.data["episodes"]
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "summary") -> "FailureSummary":
+        """Read the structure :meth:`to_dict` writes (other keys are ignored). A missing or ill-typed key raises
+        ConfigError naming its path under ``where`` (``summary.by_size.6.valid_rate``)."""
+        version = read_key(data, "summary_version", where, "int")
+        if version != SUMMARY_VERSION:
+            raise ConfigError(f"{where}.summary_version", version, f"{SUMMARY_VERSION} (the version this reader knows)")
+        counts = {name: read_key(data, name, where, "int") for name in ("episodes", "valid", "optimal")}
+        rates = {name: read_key(data, name, where, "number") for name in ("valid_rate", "optimal_rate")}
+        failures = read_table(data, "failures", where, _count)
+        failure_rates = read_table(data, "failure_rates", where, _share)
+        groups = {name: read_table(data, name, where, GroupStats.from_dict) for name in (
+            "by_size", "by_agents", "by_agents_size")}
+        fail_steps = read_table(data, "fail_steps", where, lambda steps, at: read_mapping(steps, at, _count))
+        fail_cells = read_table(data, "fail_cells", where, _heat_map)
+        stats = read_key(data, "instance_stats", where, "mapping")
+        instance_stats = {
+            name: InstanceStats.from_dict(read_key(stats, name, f"{where}.instance_stats", "mapping"),
+                                          f"{where}.instance_stats.{name}")
+            for name in ("failed", "succeeded")
+        }
+        reward = read_key(data, "reward", where, "mapping")
+        return cls(
+            **counts, **rates, failures=failures, failure_rates=failure_rates, **groups, fail_steps=fail_steps,
+            fail_cells=fail_cells, instance_stats=instance_stats,
+            reward_mean=read_key(reward, "mean", f"{where}.reward", "number"),
+            reward_std=read_key(reward, "std", f"{where}.reward", "number"),
+            completion_tokens_mean=read_key(data, "completion_tokens_mean", where, "number"),
+            exemplars=tuple(Exemplar.from_dict(example, f"{where}.exemplars[{index}]") for index, example in
+                            enumerate(read_key(data, "exemplars", where, "list"))),
+        )
 
 
 def summarize(episodes: Iterable, exemplars_per_category: int = 2) -> FailureSummary:
@@ -134,7 +348,7 @@ def summarize(episodes: Iterable, exemplars_per_category: int = 2) -> FailureSum
         "size", "agents", "failure", "valid", "optimal", "holes", "labelled", "needs_wait", "makespan", "reward",
         "tokens", "fail_step")}
     fail_cells: dict[int, np.ndarray] = {}
-    exemplars: list[dict] = []
+    exemplars: list[Exemplar] = []
     per_category: Counter = Counter()
     hole_ratios: dict[int, tuple] = {}
     for entry in episodes:
@@ -171,37 +385,37 @@ def summarize(episodes: Iterable, exemplars_per_category: int = 2) -> FailureSum
                 heat[r, c] += 1
         if per_category[name] < exemplars_per_category:
             per_category[name] += 1
-            exemplars.append({"category": name, "size": size, "agents": inst.n_agents, "source": source,
-                              "text": render_episode(episode, source)})
+            exemplars.append(Exemplar(category=name, size=size, agents=inst.n_agents, source=source,
+                                      text=render_episode(episode, source)))
     col = {name: np.asarray(values) for name, values in columns.items()}
     total = len(col["size"])
     n_categories = len(C.FAILURE_NAMES)
 
-    def group(mask: np.ndarray) -> dict:
+    def group(mask: np.ndarray) -> GroupStats:
         n = int(mask.sum())
         counts = np.bincount(col["failure"][mask & ~col["valid"].astype(bool)], minlength=n_categories) if n else np.zeros(n_categories, int)
         valid = int(col["valid"][mask].sum()) if n else 0
         optimal = int(col["optimal"][mask].sum()) if n else 0
-        return {
-            "episodes": n,
-            "valid": valid,
-            "optimal": optimal,
-            "valid_rate": valid / n if n else 0.0,
-            "optimal_rate": optimal / n if n else 0.0,
-            "failures": {name: int(counts[C.FAILURE_NAMES.index(name)]) for name in CATEGORIES},
-        }
+        return GroupStats(
+            episodes=n,
+            valid=valid,
+            optimal=optimal,
+            valid_rate=valid / n if n else 0.0,
+            optimal_rate=optimal / n if n else 0.0,
+            failures={name: int(counts[C.FAILURE_NAMES.index(name)]) for name in CATEGORIES},
+        )
 
-    def stats(mask: np.ndarray) -> dict:
+    def stats(mask: np.ndarray) -> InstanceStats:
         n = int(mask.sum())
         labelled = mask & col["labelled"].astype(bool) if total else mask
         n_labelled = int(labelled.sum())
-        return {
-            "episodes": n,
-            "hole_ratio_mean": float(col["holes"][mask].mean()) if n else 0.0,
-            "needs_wait_share": float(col["needs_wait"][labelled].mean()) if n_labelled else 0.0,
-            "optimal_makespan_mean": float(col["makespan"][labelled].mean()) if n_labelled else 0.0,
-            "agents_mean": float(col["agents"][mask].mean()) if n else 0.0,
-        }
+        return InstanceStats(
+            episodes=n,
+            hole_ratio_mean=float(col["holes"][mask].mean()) if n else 0.0,
+            needs_wait_share=float(col["needs_wait"][labelled].mean()) if n_labelled else 0.0,
+            optimal_makespan_mean=float(col["makespan"][labelled].mean()) if n_labelled else 0.0,
+            agents_mean=float(col["agents"][mask].mean()) if n else 0.0,
+        )
 
     everything = np.ones(total, bool)
     valid = col["valid"].astype(bool) if total else everything
@@ -212,58 +426,57 @@ def summarize(episodes: Iterable, exemplars_per_category: int = 2) -> FailureSum
         steps = col["fail_step"][(col["failure"] == code) & ~valid]
         values, counts = np.unique(steps, return_counts=True)
         fail_steps[C.FAILURE_NAMES[code]] = {str(int(v)): int(n) for v, n in zip(values, counts)}
-    data = {
-        "summary_version": SUMMARY_VERSION,
-        "episodes": total,
-        "valid": overall["valid"],
-        "optimal": overall["optimal"],
-        "valid_rate": overall["valid_rate"],
-        "optimal_rate": overall["optimal_rate"],
-        "failures": overall["failures"],
-        "failure_rates": {name: (count / total if total else 0.0) for name, count in overall["failures"].items()},
-        "by_size": {str(s): group(col["size"] == s) for s in sorted(set(col["size"].tolist()))},
-        "by_agents": {str(k): group(col["agents"] == k) for k in sorted(set(col["agents"].tolist()))},
-        "by_agents_size": {f"{k}x{s}": group((col["agents"] == k) & (col["size"] == s)) for k, s in pairs},
-        "fail_steps": dict(sorted(fail_steps.items())),
-        "fail_cells": {str(size): heat.tolist() for size, heat in sorted(fail_cells.items())},
-        "instance_stats": {"failed": stats(~valid), "succeeded": stats(valid)},
-        "reward": {"mean": float(col["reward"].mean()) if total else 0.0, "std": float(col["reward"].std()) if total else 0.0},
-        "completion_tokens_mean": float(col["tokens"].mean()) if total else 0.0,
-        "exemplars": exemplars,
-    }
-    return FailureSummary(data)
+    return FailureSummary(
+        episodes=total,
+        valid=overall.valid,
+        optimal=overall.optimal,
+        valid_rate=overall.valid_rate,
+        optimal_rate=overall.optimal_rate,
+        failures=overall.failures,
+        failure_rates={name: (count / total if total else 0.0) for name, count in overall.failures.items()},
+        by_size={str(s): group(col["size"] == s) for s in sorted(set(col["size"].tolist()))},
+        by_agents={str(k): group(col["agents"] == k) for k in sorted(set(col["agents"].tolist()))},
+        by_agents_size={f"{k}x{s}": group((col["agents"] == k) & (col["size"] == s)) for k, s in pairs},
+        fail_steps=dict(sorted(fail_steps.items())),
+        fail_cells={str(size): tuple(map(tuple, heat.tolist())) for size, heat in sorted(fail_cells.items())},
+        instance_stats={"failed": stats(~valid), "succeeded": stats(valid)},
+        reward_mean=float(col["reward"].mean()) if total else 0.0,
+        reward_std=float(col["reward"].std()) if total else 0.0,
+        completion_tokens_mean=float(col["tokens"].mean()) if total else 0.0,
+        exemplars=tuple(exemplars),
+    )
 
 
 def render_summary(summary: FailureSummary, exemplars: bool = True) -> str:
     """Plain text of the summary, for people and for the engineer's prompt."""
-    d = summary.to_dict()
+    failures = summary.failures
     lines = [
-        f"episodes {d['episodes']}: valid {100 * d['valid_rate']:.1f}%, optimal {100 * d['optimal_rate']:.1f}%",
-        "failures: " + ", ".join(f"{name} {count}" for name, count in d["failures"].items() if count) or "failures: none",
+        f"episodes {summary.episodes}: valid {100 * summary.valid_rate:.1f}%, "
+        f"optimal {100 * summary.optimal_rate:.1f}%",
+        "failures: " + ", ".join(f"{name} {count}" for name, count in failures.items() if count) or "failures: none",
     ]
-    if not any(d["failures"].values()):
+    if not any(failures.values()):
         lines[-1] = "failures: none"
     lines.append("by agents x size (valid% / optimal%, top failure):")
-    for key, group in d["by_agents_size"].items():
-        top = max(group["failures"].items(), key=lambda kv: kv[1])
+    for key, group in summary.by_agents_size.items():
+        top = max(group.failures.items(), key=lambda kv: kv[1])
         worst = f", most often {top[0]} ({top[1]})" if top[1] else ""
-        lines.append(
-            f"  {key}: {group['episodes']} episodes, {100 * group['valid_rate']:.0f}% / {100 * group['optimal_rate']:.0f}%{worst}"
-        )
-    failed, succeeded = d["instance_stats"]["failed"], d["instance_stats"]["succeeded"]
+        lines.append(f"  {key}: {group.episodes} episodes, {100 * group.valid_rate:.0f}% / "
+                     f"{100 * group.optimal_rate:.0f}%{worst}")
+    failed, succeeded = summary.instance_stats["failed"], summary.instance_stats["succeeded"]
     lines.append(
         "failed vs succeeded instances: holes {:.2f} vs {:.2f}, needs_wait {:.2f} vs {:.2f}, optimal makespan "
         "{:.1f} vs {:.1f}".format(
-            failed["hole_ratio_mean"], succeeded["hole_ratio_mean"], failed["needs_wait_share"],
-            succeeded["needs_wait_share"], failed["optimal_makespan_mean"], succeeded["optimal_makespan_mean"],
+            failed.hole_ratio_mean, succeeded.hole_ratio_mean, failed.needs_wait_share,
+            succeeded.needs_wait_share, failed.optimal_makespan_mean, succeeded.optimal_makespan_mean,
         )
     )
-    for name, steps in d["fail_steps"].items():
+    for name, steps in summary.fail_steps.items():
         lines.append(f"{name} at steps: " + ", ".join(f"{step}:{n}" for step, n in steps.items()))
-    if exemplars and d["exemplars"]:
+    if exemplars and summary.exemplars:
         lines.append("examples of failures:")
-        for example in d["exemplars"]:
-            lines.append(example["text"])
+        for example in summary.exemplars:
+            lines.append(example.text)
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 

@@ -8,8 +8,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from engineer.context import CONTEXT_SECTIONS, build_context, parse_sections
-from engineer.evidence import collect_evidence, summarize_episodes
+from engineer.context import CONTEXT_SECTIONS, HistoryEntry, build_context, parse_sections
+from engineer.evidence import StageEvidence, collect_evidence, summarize_episodes
 from policy.rollout import judge_episodes
 from policy.scripted import make_scripted
 from replays.errors import ReplayError
@@ -105,8 +105,8 @@ def test_context__counts_from_replays_equal_counts_recomputed_from_episodes(repl
 
 
 def test_context__data_is_json_and_every_section_renders(episodes, stage_config):
-    history = [{"stage": 0, "config": stage_config.to_dict(), "valid_rate": 0.25, "optimal_rate": 0.125,
-                "zero_variance_share": 0.5}]
+    history = [HistoryEntry.from_dict({"stage": 0, "config": stage_config.to_dict(), "valid_rate": 0.25,
+                                       "optimal_rate": 0.125, "zero_variance_share": 0.5})]
     context = build_context(summarize_episodes(episodes), stage_config, history)
     assert context.sections == CONTEXT_SECTIONS
     assert json.loads(json.dumps(context.data, allow_nan=False)) == context.data
@@ -133,7 +133,7 @@ def test_context__plain_failure_summary_without_size_stats_still_builds(episodes
 
 
 def test_context__history_scores_that_are_not_numbers_become_none(episodes, stage_config):
-    history = [{"stage": 0, "config": stage_config, "valid_rate": float("nan"), "optimal_rate": "high"}]
+    history = [HistoryEntry(stage=0, config=stage_config, valid_rate=float("nan"), optimal_rate=float("inf"))]
     context = build_context(summarize(episodes), stage_config, history)
     entry = context.data["history"]["stages"][0]
     assert entry["config"] == stage_config.to_dict()
@@ -143,8 +143,9 @@ def test_context__history_scores_that_are_not_numbers_become_none(episodes, stag
 
 
 def test_context__history_keeps_the_last_entries_only(episodes, stage_config):
-    history = [{"stage": stage, "config": stage_config.to_dict(), "valid_rate": stage / 10} for stage in range(8)]
-    context = build_context(summarize(episodes), stage_config, history + ["not a dict"], history_limit=3)
+    history = [HistoryEntry.from_dict({"stage": stage, "config": stage_config.to_dict(), "valid_rate": stage / 10})
+               for stage in range(8)]
+    context = build_context(summarize(episodes), stage_config, history, history_limit=3)
     assert [entry["stage"] for entry in context.data["history"]["stages"]] == [5, 6, 7]
     assert "stage 4:" not in context.text and "stage 7:" in context.text
 
@@ -181,7 +182,8 @@ def test_context__env_stats_shows_the_generator_s_report_and_the_training_signal
     generation = {str(side): asdict(report) for side, report in generated.reports.items()}
     signal = {"by_size": {"3": {"groups": 4, "reward_mean": 0.5, "valid_rate": 0.4, "zero_variance_share": 0.25,
                                 "abs_advantage_mean": 0.61}}}
-    summary = {**summarize_episodes(episodes), "generation": generation, "training_signal": signal}
+    summary = StageEvidence.from_dict({**summarize_episodes(episodes).to_dict(), "generation": generation,
+                                       "training_signal": signal})
     context = build_context(summary, stage_config, [], sections=("env_stats",))
     data = context.section("env_stats")
     assert {side: made["count"] for side, made in data["generated"].items()} == \

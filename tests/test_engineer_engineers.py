@@ -14,6 +14,7 @@ import pytest
 
 from engineer import build_context, make_engineer
 from engineer.engineers import ENGINEERS
+from engineer.evidence import StageEvidence
 from engineer.llm import LLMEngineer
 from engineer.rule import hole_ratio_cap
 from policy.backend_base import Generation
@@ -29,26 +30,38 @@ CONFIG = StageConfig.from_dict({
 })
 
 
-def summary_with(rates: dict[int, float], episodes: int = 20) -> dict:
-    """A hand-made failure summary whose sizes have the given valid (and optimal) rates."""
+def summary_with(rates: dict[int, float], episodes: int = 20, **extra) -> StageEvidence:
+    """A hand-made failure summary whose sizes have the given valid (and optimal) rates (``extra``: more keys of
+    the evidence document, e.g. ``training_signal``)."""
 
     def group(rate: float, n: int) -> dict:
         valid = round(rate * n)
         return {"episodes": n, "valid": valid, "optimal": valid, "valid_rate": rate, "optimal_rate": rate,
                 "failures": {"hole": n - valid}}
 
+    def stats(n: int) -> dict:
+        return {"episodes": n, "hole_ratio_mean": 0.2, "needs_wait_share": 0.0, "optimal_makespan_mean": 3.0,
+                "agents_mean": 2.0}
+
     total = episodes * len(rates)
     mean = sum(rates.values()) / len(rates)
-    return {
+    failed = total - round(mean * total)
+    return StageEvidence.from_dict({
+        "summary_version": 1,
         **group(mean, total),
-        "failures": {"hole": total - round(mean * total)},
+        "failures": {"hole": failed},
+        "failure_rates": {},
         "by_size": {str(side): group(rate, episodes) for side, rate in rates.items()},
         "by_agents": {"2": group(mean, total)},
         "by_agents_size": {f"2x{side}": group(rate, episodes) for side, rate in rates.items()},
+        "fail_steps": {},
+        "fail_cells": {},
+        "instance_stats": {"failed": stats(failed), "succeeded": stats(total - failed)},
         "reward": {"mean": 0.0, "std": 0.0},
         "completion_tokens_mean": 0.0,
         "exemplars": [],
-    }
+        **extra,
+    })
 
 
 def _propose(spec: str, rates: dict[int, float], config: StageConfig = CONFIG, sections=None, **options):
@@ -163,10 +176,9 @@ def test_decision_outcome__changed_kept_or_rejected_in_the_record_and_the_text()
 # --- bandit -------------------------------------------------------------------------------------------------
 def _signal_context(signal: dict[int, tuple[int, float]], config: StageConfig = CONFIG, sections=None):
     """A context whose env_stats carry a training signal: {side: (groups, mean |advantage|)}."""
-    summary = {**summary_with({side: 0.5 for side in config.sizes}),
-               "training_signal": {"by_size": {str(side): {"groups": g, "reward_mean": 0.5, "valid_rate": 0.5,
-                                                           "zero_variance_share": 0.0, "abs_advantage_mean": a}
-                                               for side, (g, a) in signal.items()}}}
+    by_size = {str(side): {"groups": g, "reward_mean": 0.5, "valid_rate": 0.5, "zero_variance_share": 0.0,
+                           "abs_advantage_mean": a} for side, (g, a) in signal.items()}
+    summary = summary_with({side: 0.5 for side in config.sizes}, training_signal={"by_size": by_size})
     return build_context(summary, config, [], sections=sections)
 
 

@@ -27,7 +27,7 @@ def test_stage_record__round_trip_is_the_file_format():
     record = StageRecord.from_dict(json.loads(json.dumps(data)))
     assert record.to_dict() == data
     assert record.next_config.samples == 99 and record.scores.sampled_valid_rate == 0.2
-    assert record.history_entry() == {"stage": 2, "config": data["config"], **data["scores"]}
+    assert record.history_entry().to_dict() == {"stage": 2, "config": data["config"], **data["scores"]}
 
 
 @pytest.mark.parametrize("decision, outcome", [

@@ -1,0 +1,220 @@
+"""Typed evidence: the failure summary, the stage evidence and the history are frozen values inside the packages
+and the same JSON documents at the file boundary; bad documents name the key at fault."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import pytest
+
+from curriculum.records import StageRecord
+from engineer.cli import load_history
+from engineer.context import HistoryEntry, build_context
+from engineer.evidence import (GeneratedSize, SampledPass, SignalFigures, StageEvidence, TrainingSignal,
+                               collect_evidence, summarize_episodes)
+from policy.rollout import judge_episodes
+from policy.scripted import make_scripted
+from replays.mining import FailureSummary, GroupStats, render_summary, summarize
+from simulator.config import StageConfig, default_stage_config
+from simulator.errors import ConfigError
+from simulator.generator import generate
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "replay_v1.mlr"
+STAGE = StageConfig.from_dict({
+    "agents": [2, 3],
+    "samples": 40,
+    "seed": 9,
+    "sizes": {
+        3: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.5},
+        5: {"data_ratio": 0.5, "hole_ratio": 0.3, "wait_ratio": 0.5},
+    },
+})
+
+
+@pytest.fixture(scope="module")
+def episodes():
+    items = generate(STAGE).instances
+    out = []
+    for name in ("greedy", "random"):
+        for index, episode in enumerate(judge_episodes(items, make_scripted(name).plans(items, seed=3))):
+            episode.reward = 1.0 if episode.outcome.valid else -0.25 * (index % 3)
+            episode.completion_tokens = 12 + index % 5
+            out.append((f"{name}.mlr#{index}", episode))
+    return out
+
+
+@pytest.fixture(scope="module")
+def evidence(episodes) -> StageEvidence:
+    """The evidence the stage loop hands the engineer: everything present."""
+    generated = generate(STAGE)
+    return replace(
+        summarize_episodes(episodes),
+        sampled=SampledPass(k=2, temperature=1, valid_rate=0.25, optimal_rate=0.125, by_size={"3": 0.5, "5": 0.0}),
+        seconds={"generation": 1.5, "judging_and_records": 0.25},
+        generation={str(side): GeneratedSize.from_dict(asdict(report)) for side, report in generated.reports.items()},
+        training_signal=TrainingSignal(
+            by_size={"3": SignalFigures(4, 0.5, 0.4, 0.25, 0.61)},
+            by_agents_size={"2x3": SignalFigures(4, 0.5, 0.4, 0.25, 0.61)}),
+    )
+
+
+def _round_trip(document: dict, read) -> dict:
+    """``document`` through a JSON file and back, then written again."""
+    return read(json.loads(json.dumps(document))).to_dict()
+
+
+def test_failure_summary__from_dict_of_to_dict_is_the_same_document_in_the_same_order(episodes):
+    summary = summarize(episodes)
+    document = summary.to_dict()
+    assert list(document) == ["summary_version", "episodes", "valid", "optimal", "valid_rate", "optimal_rate",
+                              "failures", "failure_rates", "by_size", "by_agents", "by_agents_size", "fail_steps",
+                              "fail_cells", "instance_stats", "reward", "completion_tokens_mean", "exemplars"]
+    again = _round_trip(document, FailureSummary.from_dict)
+    assert json.dumps(again) == json.dumps(document)
+    read = FailureSummary.from_dict(json.loads(json.dumps(document)))
+    assert read == summary  # the typed values too: tuples and mappings compare equal
+    assert render_summary(read) == render_summary(summary)
+    assert isinstance(read.by_size["3"], GroupStats) and read.by_size["3"].episodes > 0
+    assert read.episodes == len(episodes) and read.exemplars[0].source.endswith(tuple("0123456789"))
+
+
+def test_stage_evidence__round_trip_keeps_every_key_and_its_order(evidence):
+    document = evidence.to_dict()
+    assert list(document)[-6:] == ["exemplars", "size_stats", "sampled", "seconds", "generation", "training_signal"]
+    again = _round_trip(document, StageEvidence.from_dict)
+    assert json.dumps(again) == json.dumps(document)
+    assert again["sampled"]["temperature"] == 1 and isinstance(again["sampled"]["temperature"], int)  # as given
+    assert StageEvidence.from_dict(json.loads(json.dumps(document))) == evidence
+
+
+def test_stage_evidence__summary_json_without_the_stage_loop_parts_reads_back_with_them_absent(episodes):
+    plain = summarize_episodes(episodes)
+    document = plain.to_dict()
+    assert list(document)[-1] == "size_stats"
+    read = StageEvidence.from_dict(json.loads(json.dumps(document)))
+    assert read.sampled is None and read.seconds is None and read.generation is None and read.training_signal is None
+    assert read.to_dict() == document
+    bare = StageEvidence.from_dict(summarize(episodes).to_dict())  # a plain failure summary: no per-size figures
+    assert bare.size_stats == {} and bare.failures == plain.failures
+
+
+def test_stage_evidence__from_a_real_replay_file(tmp_path):
+    evidence = collect_evidence(FIXTURE).summary
+    assert isinstance(evidence, StageEvidence) and evidence.failures.episodes > 0
+    document = evidence.to_dict()
+    assert json.dumps(_round_trip(document, StageEvidence.from_dict)) == json.dumps(document)
+
+
+def _set(document: dict, path: tuple, value) -> dict:
+    """A deep copy of ``document`` with the key at ``path`` set to ``value`` (or removed, for ``...``)."""
+    document = json.loads(json.dumps(document))
+    node = document
+    for key in path[:-1]:
+        node = node[key]
+    if value is ...:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return document
+
+
+@pytest.mark.parametrize("path, value, named", [
+    (("by_size", "5", "valid_rate"), "high", "summary.by_size.5.valid_rate"),
+    (("by_size", "3", "failures", "hole"), 1.5, "summary.by_size.3.failures.hole"),
+    (("by_agents_size", "2x3", "episodes"), ..., "summary.by_agents_size.2x3.episodes"),
+    (("failures",), ..., "summary.failures"),
+    (("episodes",), True, "summary.episodes"),
+    (("reward", "std"), None, "summary.reward.std"),
+    (("instance_stats", "failed"), ..., "summary.instance_stats.failed"),
+    (("instance_stats", "succeeded", "agents_mean"), "2", "summary.instance_stats.succeeded.agents_mean"),
+    (("fail_cells", "3", 0), "row", r"summary.fail_cells.3\[0\]"),
+    (("exemplars", 0, "text"), 7, r"summary.exemplars\[0\].text"),
+    (("summary_version",), 2, "summary.summary_version"),
+    (("size_stats", "5", "optimal_makespan_min"), 1.5, "summary.size_stats.5.optimal_makespan_min"),
+    (("sampled", "k"), ..., "summary.sampled.k"),
+    (("seconds", "generation"), "slow", "summary.seconds.generation"),
+    (("generation", "3", "count"), "many", "summary.generation.3.count"),
+    (("training_signal", "by_size", "3", "groups"), 4.0, "summary.training_signal.by_size.3.groups"),
+    (("training_signal", "by_size"), ..., "summary.training_signal.by_size"),
+])
+def test_stage_evidence__a_bad_document_names_the_key_path(evidence, path, value, named):
+    document = _set(evidence.to_dict(), path, value)
+    with pytest.raises(ConfigError, match=rf"^{named} = "):
+        StageEvidence.from_dict(document)
+
+
+def test_failure_summary__a_document_that_is_not_a_mapping_is_a_config_error():
+    with pytest.raises(ConfigError, match="^summary = "):
+        FailureSummary.from_dict([1, 2])
+    with pytest.raises(ConfigError, match=r"^runs/x/summary.json.episodes = None is not allowed: present"):
+        StageEvidence.from_dict({"summary_version": 1}, "runs/x/summary.json")
+
+
+def test_typed_values_are_frozen(evidence):
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        evidence.failures.valid_rate = 1.0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        evidence.sampled = None  # type: ignore[misc]
+
+
+def test_build_context__takes_typed_evidence_and_history_only(evidence):
+    config = default_stage_config()
+    with pytest.raises(ConfigError, match="^evidence = "):
+        build_context(evidence.to_dict(), config, [])
+    with pytest.raises(ConfigError, match=r"^history\[1\] = "):
+        build_context(evidence, config, [HistoryEntry(1, config), {"stage": 2, "config": None}])
+
+
+# --- history --------------------------------------------------------------------------------------------------
+def _history_document(config: StageConfig) -> list[dict]:
+    """What the stage loop lists: the warm start, then finished stages."""
+    return [
+        {"stage": 0, "config": None, "valid_rate": 0.25, "optimal_rate": 0.2, "reward_mean": 0.1,
+         "zero_variance_share": None},
+        {"stage": 1, "config": config.to_dict(), "valid_rate": 0.3, "optimal_rate": 0.25, "reward_mean": 0.4,
+         "sampled_valid_rate": 0.2, "zero_variance_share": 0.4},
+    ]
+
+
+def test_history__a_history_file_reads_as_entries_and_writes_back_the_same(tmp_path):
+    config = default_stage_config()
+    document = _history_document(config)
+    for name, data in (("list.json", document), ("wrapped.json", {"history": document})):
+        (tmp_path / name).write_text(json.dumps(data))
+        entries = load_history(tmp_path / name)
+        assert all(isinstance(entry, HistoryEntry) for entry in entries)
+        assert entries[0].config is None and entries[1].config == config
+        assert [entry.to_dict() for entry in entries] == document
+    sparse = HistoryEntry.from_dict({"stage": 3, "valid_rate": 0.5})
+    assert sparse.config is None and sparse.optimal_rate is None and sparse.zero_variance_share is None
+
+
+@pytest.mark.parametrize("entry, named", [
+    ({"stage": 2, "config": None, "valid_rate": "high"}, r"history\[1\].valid_rate"),
+    ({"config": None, "valid_rate": 0.5}, r"history\[1\].stage"),
+    ({"stage": "2"}, r"history\[1\].stage"),
+    ({"stage": 2, "config": {"agents": 2, "samples": 10, "sizes": {"6": {"data_ratio": 1.0, "hole_ratio": 2.0,
+                                                                        "wait_ratio": 0.0}}}},
+     r"history\[1\].config.sizes.6.hole_ratio"),
+    ({"stage": 2, "config": "the usual"}, r"history\[1\].config"),
+    ("not an entry", r"history\[1\]"),
+])
+def test_history__a_bad_entry_in_a_history_file_names_its_index_and_key(tmp_path, entry, named):
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps([_history_document(default_stage_config())[0], entry]))
+    with pytest.raises(ConfigError, match=rf"^{named} = "):
+        load_history(path)
+
+
+def test_history__a_stage_record_lists_itself_as_a_history_entry():
+    config = default_stage_config()
+    document = {"stage": 2, "config": config.to_dict(), "next_config": config.to_dict(), "model": "m",
+                "scores": {"valid_rate": 0.3, "optimal_rate": 0.25, "reward_mean": 0.4, "zero_variance_share": None},
+                "decision": {"outcome": "kept", "accepted": True, "diff": []}}
+    entry = StageRecord.from_dict(document).history_entry()
+    assert entry == HistoryEntry(stage=2, config=config, valid_rate=0.3, optimal_rate=0.25, reward_mean=0.4)
+    assert entry.to_dict() == {"stage": 2, "config": config.to_dict(), **document["scores"]}
+    assert HistoryEntry.from_dict(json.loads(json.dumps(entry.to_dict()))) == entry
