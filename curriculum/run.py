@@ -41,7 +41,7 @@ from curriculum.config import RunConfig, load_run_config, save_run_config
 from policy.prompts import get_style, save_checkpoint_style
 from replays.format import ReplayHeader
 from engineer import HistoryEntry, StageEvidence, summarize_episodes
-from engineer.evidence import GeneratedSize, SampledPass, TrainingSignal
+from engineer.evidence import SampledPass, TrainingSignal, read_size_report
 from curriculum.records import StageDecision, StageRecord, StageScores
 from replays.writer import ReplayWriter
 from simulator.atomic import atomic_folder, atomic_write
@@ -399,7 +399,7 @@ class Run:
             signal = train_info.get("signal")
             evidence = replace(
                 summary,
-                generation={side: GeneratedSize.from_dict(report, f"generation.{side}")
+                generation={side: read_size_report(report, f"generation.{side}")
                             for side, report in generation.items()},
                 training_signal=TrainingSignal.from_dict(signal, "train.signal") if signal else None)
             context = build_context(evidence, config, history_for_engineer, sections=tuple(cfg.engineer.context))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +31,11 @@ import numpy as np
 from replays.errors import ReplayError
 from replays.mining import FailureSummary, check_value, read_key, read_mapping, read_table, summarize
 from replays.reader import ReplayReader, iter_replay_files
+from simulator.generator import SizeReport
 
 _SIZE_STATS_KEYS = ("episodes", "reward_mean", "reward_std", "completion_tokens_mean", "hole_ratio_mean",
                     "needs_wait_share", "optimal_makespan_mean", "optimal_makespan_min", "optimal_makespan_max")
 _SIZE_STATS_COUNTS = ("episodes", "optimal_makespan_min", "optimal_makespan_max")
-_GENERATED_KEYS = ("size", "count", "requested_hole_ratio", "achieved_hole_ratio", "requested_wait_ratio",
-                   "achieved_wait_ratio", "candidates", "rejected_unsolvable", "rejected_solver_limit",
-                   "rejected_wait_label")
 _SIGNAL_KEYS = ("groups", "reward_mean", "valid_rate", "zero_variance_share", "abs_advantage_mean")
 
 
@@ -73,33 +71,11 @@ class SizeStats:
                       for name in _SIZE_STATS_KEYS})
 
 
-@dataclass(frozen=True)
-class GeneratedSize:
-    """What the generator made of one map side of the stage config (``simulator.generator.SizeReport``)."""
-
-    size: int
-    count: int
-    """Instances made."""
-    requested_hole_ratio: float
-    achieved_hole_ratio: float
-    """Mean share of hole cells over the instances made."""
-    requested_wait_ratio: float
-    achieved_wait_ratio: float
-    """Share of the instances made that need a wait."""
-    candidates: int
-    """Candidates drawn in all (accepted and rejected)."""
-    rejected_unsolvable: int
-    rejected_solver_limit: int
-    rejected_wait_label: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _GENERATED_KEYS}
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str = "generation") -> "GeneratedSize":
-        """From the report's document (``dataclasses.asdict(report)``, as the stage record holds it)."""
-        return cls(**{name: read_key(data, name, where, "number" if "ratio" in name else "int")
-                      for name in _GENERATED_KEYS})
+def read_size_report(data: Any, where: str = "generation") -> SizeReport:
+    """The generator's own report of one map side (``simulator.generator.SizeReport``) from its document
+    (``dataclasses.asdict(report)``, as the stage record holds it); a missing or ill-typed field names its path."""
+    return SizeReport(**{item.name: read_key(data, item.name, where, "number" if "ratio" in item.name else "int")
+                         for item in fields(SizeReport)})
 
 
 @dataclass(frozen=True)
@@ -186,7 +162,7 @@ class StageEvidence:
     seconds: Mapping[str, float] | None = None
     """Seconds of the validation: ``generation`` (the model answering) and ``judging_and_records`` (parsing,
     judging and scoring the answers, writing their replays); None: not recorded."""
-    generation: Mapping[str, GeneratedSize] | None = None
+    generation: Mapping[str, SizeReport] | None = None
     """Per map side, what the generator made of the config the stage trained on; None: not known."""
     training_signal: TrainingSignal | None = None
     """The GRPO groups the stage trained on; None: not known, or a trainer without groups."""
@@ -199,7 +175,7 @@ class StageEvidence:
         if self.seconds is not None:
             out["seconds"] = dict(self.seconds)
         if self.generation is not None:
-            out["generation"] = {side: made.to_dict() for side, made in self.generation.items()}
+            out["generation"] = {side: asdict(made) for side, made in self.generation.items()}
         if self.training_signal is not None:
             out["training_signal"] = self.training_signal.to_dict()
         return out
@@ -219,7 +195,7 @@ class StageEvidence:
             size_stats=part("size_stats", lambda value, at: read_mapping(value, at, SizeStats.from_dict)) or {},
             sampled=part("sampled", SampledPass.from_dict),
             seconds=part("seconds", lambda value, at: read_mapping(value, at, _number)),
-            generation=part("generation", lambda value, at: read_mapping(value, at, GeneratedSize.from_dict)),
+            generation=part("generation", lambda value, at: read_mapping(value, at, read_size_report)),
             training_signal=part("training_signal", TrainingSignal.from_dict),
         )
 
@@ -352,5 +328,5 @@ def collect_evidence(
                     files=[str(file) for file in chosen], notes=notes)
 
 
-__all__ = ["Evidence", "GeneratedSize", "SampledPass", "SignalFigures", "SizeStats", "StageEvidence", "TrainingSignal",
-           "collect_evidence", "size_stats", "summarize_episodes"]
+__all__ = ["Evidence", "SampledPass", "SignalFigures", "SizeStats", "StageEvidence", "TrainingSignal",
+           "collect_evidence", "size_stats", "summarize_episodes", "read_size_report"]

@@ -64,11 +64,11 @@ def engineer_inputs(preset_name: str):
     """The ``llm:self`` engineer's context after three stages of the preset, and the stage config it edits: the
     greedy scripted policy's judged episodes on a preset-sized validation set, the generator's report of the first
     stage config, a training signal per size, three stages of history."""
-    from dataclasses import asdict, replace
+    from dataclasses import replace
 
     from curriculum.config import preset
     from engineer import HistoryEntry, build_context, summarize_episodes
-    from engineer.evidence import GeneratedSize, SignalFigures, TrainingSignal
+    from engineer.evidence import SignalFigures, TrainingSignal
     from policy.rollout import judge_episodes
     from policy.scripted import make_scripted
     from simulator.generator import generate
@@ -81,7 +81,7 @@ def engineer_inputs(preset_name: str):
     generated = generate(replace(config, samples=min(config.samples, 400)))
     summary = replace(
         summarize_episodes(episodes),
-        generation={str(s): GeneratedSize.from_dict(asdict(r)) for s, r in generated.reports.items()},
+        generation={str(s): r for s, r in generated.reports.items()},
         training_signal=TrainingSignal(by_size={
             str(side): SignalFigures(groups=100, reward_mean=0.5, valid_rate=0.4, zero_variance_share=0.3,
                                      abs_advantage_mean=0.6) for side in config.sizes}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,7 @@ import pytest
 from curriculum.records import StageRecord
 from engineer.cli import load_history
 from engineer.context import HistoryEntry, build_context
-from engineer.evidence import (GeneratedSize, SampledPass, SignalFigures, StageEvidence, TrainingSignal,
+from engineer.evidence import (SampledPass, SignalFigures, StageEvidence, TrainingSignal,
                                collect_evidence, summarize_episodes)
 from policy.rollout import judge_episodes
 from policy.scripted import make_scripted
@@ -54,7 +54,7 @@ def evidence(episodes) -> StageEvidence:
         summarize_episodes(episodes),
         sampled=SampledPass(k=2, temperature=1, valid_rate=0.25, optimal_rate=0.125, by_size={"3": 0.5, "5": 0.0}),
         seconds={"generation": 1.5, "judging_and_records": 0.25},
-        generation={str(side): GeneratedSize.from_dict(asdict(report)) for side, report in generated.reports.items()},
+        generation={str(side): report for side, report in generated.reports.items()},
         training_signal=TrainingSignal(
             by_size={"3": SignalFigures(4, 0.5, 0.4, 0.25, 0.61)},
             by_agents_size={"2x3": SignalFigures(4, 0.5, 0.4, 0.25, 0.61)}),
