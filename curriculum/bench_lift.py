@@ -29,7 +29,7 @@ from simulator.errors import ConfigError
 VALIDATION_SEED = 20_011  # apart from the runs' own validation seed (10_007) and stage seeds (run_seed*1000+stage)
 
 
-def _valid_by_side(model_dir: str, items, style, cpu_threads: int | None) -> dict[str, Any]:
+def _valid_by_side(model_dir: str, items, style, cpu_threads: int | None, max_new_tokens: int) -> dict[str, Any]:
     """Greedy answers of ``model_dir`` on ``items``: the valid rate overall and per map side, in percent."""
     import numpy as np
 
@@ -38,7 +38,7 @@ def _valid_by_side(model_dir: str, items, style, cpu_threads: int | None) -> dic
     from policy.policies import ModelPolicy
     from policy.rollout import judge_answers
 
-    policy = ModelPolicy(f"hf:{model_dir}", style, Sampling(max_new_tokens=40, temperature=0.0, seed=0, batch_size=64),
+    policy = ModelPolicy(f"hf:{model_dir}", style, Sampling(max_new_tokens=max_new_tokens, temperature=0.0, seed=0, batch_size=64),
                          backend=HFBackend(model_dir, cpu_threads=cpu_threads))
     valid = judge_answers(items, policy.answer(items, seed=0).plans)["valid"]  # answers parsed once, by the policy
     sides = np.array([max(it.instance.height, it.instance.width) for it in items])
@@ -76,6 +76,7 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
     quiet_libraries()
     train_items = generate(replace(run.initial_config, samples=tr.steps * tr.prompts_per_step, seed=seed)).instances
     held_out = generate(replace(run.validation.config, samples=validation, seed=VALIDATION_SEED)).instances
+    tokens = run.validation.max_new_tokens
     with tempfile.TemporaryDirectory(prefix="mapf-bench-lift-") as tmp:
         warm_seconds = None
         if model is None:
@@ -93,18 +94,18 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
             warm_seconds = time.perf_counter() - start
         chosen = get_style(style or checkpoint_style(f"hf:{model}") or run.prompt_style)
         log(f"validating the checkpoint on {len(held_out)} held-out instances")
-        rows = {"checkpoint": {**_valid_by_side(model, held_out, chosen, cpu_threads), "seconds": warm_seconds}}
+        rows = {"checkpoint": {**_valid_by_side(model, held_out, chosen, cpu_threads, tokens), "seconds": warm_seconds}}
         start = time.perf_counter()
         log(f"{tr.trainer}: {tr.steps} steps on {len(train_items)} instances")
         train_stage(tr, model, train_items, chosen, Path(tmp) / "rl", seed=seed, cpu_threads=cpu_threads)
-        rows["rl"] = {**_valid_by_side(str(Path(tmp) / "rl" / "model"), held_out, chosen, cpu_threads),
+        rows["rl"] = {**_valid_by_side(str(Path(tmp) / "rl" / "model"), held_out, chosen, cpu_threads, tokens),
                       "seconds": time.perf_counter() - start}
         if peer:
             start = time.perf_counter()
             log(f"supervised peer: {tr.steps} steps on the same instances' optimal plans")
             warm_start(model, train_items, chosen, Path(tmp) / "sft", steps=tr.steps, batch_size=64,
-                       learning_rate=sft_learning_rate, max_length=160, seed=seed, cpu_threads=cpu_threads)
-            rows["sft"] = {**_valid_by_side(str(Path(tmp) / "sft" / "model"), held_out, chosen, cpu_threads),
+                       learning_rate=sft_learning_rate, max_length=run.warm_start.max_length, seed=seed, cpu_threads=cpu_threads)
+            rows["sft"] = {**_valid_by_side(str(Path(tmp) / "sft" / "model"), held_out, chosen, cpu_threads, tokens),
                            "seconds": time.perf_counter() - start}
     base = rows["checkpoint"]["valid"]
     for name in ("rl", "sft"):

@@ -277,8 +277,9 @@ class RunConfig:
     start) or a backend
     spec ``hf:PATH_OR_NAME``."""
     prompt_style: str = "compact"
-    """A ``policy.prompts.PROMPT_STYLES`` name: ``compact`` or ``compact-nb`` (tiny models; ``compact-nb`` also
-    spells out each agent's start neighbours) or ``natural`` (real models)."""
+    """A ``policy.prompts.PROMPT_STYLES`` name: ``compact``, ``compact-nb`` or ``compact-xy`` (tiny models;
+    ``compact-nb`` also spells out each agent's start neighbours; ``compact-xy`` lists the holes' cells and answers
+    with the cell each action leads to) or ``natural`` (real models)."""
     stages: int = 3
     """Engineered training stages."""
     initial_config: StageConfig | None = None

@@ -133,7 +133,7 @@ def sft_dataset(items: Sequence[LabelledInstance], style: PromptStyle):
     rows = []
     for item in items:
         prompt = style.prompt(item.instance)
-        answer = style.answer(item.plan)
+        answer = style.write_answer(item.instance, item.plan)
         if style.chat:
             rows.append({"prompt": prompt, "completion": [{"role": "assistant", "content": answer}]})
         else:

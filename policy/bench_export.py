@@ -58,7 +58,7 @@ def run_scorer_bench(quick: bool = False) -> dict:
     for i in range(512):
         item = items[i // 8]
         records.append(make_record(item, style, "bench"))
-        completions.append(style.answer(item.plan if i % 2 else greedy[i // 8]))
+        completions.append(style.write_answer(item.instance, item.plan if i % 2 else greedy[i // 8]))
         rows.append(reward_columns(item.instance, item.optimal_makespan, default_horizon(item.instance)))
     columns = {key: [row[key] for row in rows] for key in rows[0]}
     reward = REWARDS["default"]

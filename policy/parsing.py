@@ -2,7 +2,8 @@
 
 Tolerant of what models really write: a ``<think>...</think>`` block (or several) before the answer, code
 fences, ``Agent 0:`` / ``agent 0 -`` / ``A0`` labels, words ``up/down/left/right/wait`` or letters
-``U D L R W`` (also run together, ``UURD``), separated by spaces, commas, arrows or brackets, prose around the
+``U D L R W`` (also run together, ``UURD``; each letter may carry the cell it leads to as two to six digits,
+``U22R23``, as the ``compact-xy`` style writes them: the cells are ignored), separated by spaces, commas, arrows or brackets, prose around the
 answer. Strict about what matters: every agent exactly once, no unknown token inside an agent's sequence, no
 sequence longer than the horizon.
 
@@ -59,6 +60,9 @@ _ONLY_ARROWS = re.compile(r"[\s,→←↑↓]*[→←↑↓][\s,→←↑↓]*")
 _NO_ACTIONS = ("none", "(none)", "-", "nothing", "stay", "(stays)", "stays")
 _WORDS = {"up": C.UP, "down": C.DOWN, "left": C.LEFT, "right": C.RIGHT, "wait": C.WAIT}
 _LETTER_CHARS = "".join(letter.lower() for letter in C.ACTION_LETTERS)
+# Letters each followed by the cell they lead to ("u22r23", the compact-xy answers); the digits are dropped.
+_CELL_TRACE = re.compile(rf"(?:[{_LETTER_CHARS}](?:\d{{2,6}})?)+")
+_CELL_DIGITS = re.compile(r"\d+")
 _LETTER_CODES = bytes.maketrans(_LETTER_CHARS.encode(), bytes(range(len(C.ACTION_LETTERS))))
 
 
@@ -187,6 +191,8 @@ def _tokens(body: str) -> list[int] | str:
             out.append(_WORDS[word])
         elif not word.strip(_LETTER_CHARS) and word.isascii():
             out.extend(word.encode().translate(_LETTER_CODES))  # "uurd" -> codes, in C
+        elif word.isascii() and _CELL_TRACE.fullmatch(word):
+            out.extend(_CELL_DIGITS.sub("", word).encode().translate(_LETTER_CODES))  # "u22r23" -> U R
         else:
             return token[:40]
     return out

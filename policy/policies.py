@@ -50,7 +50,7 @@ class ScriptedTextPolicy:
     def answer(self, items: Sequence[LabelledInstance], seed: int = 0) -> Answers:
         start = time.perf_counter()
         plans = make_scripted(self.name).plans(items, seed=seed)
-        texts = [self.style.answer(plan) for plan in plans]
+        texts = [self.style.write_answer(it.instance, plan) for it, plan in zip(items, plans)]
         parsed, errors = _parse_all(items, texts)
         elapsed = (time.perf_counter() - start) / max(len(items), 1)
         prompts = [prompt_text(self.style.prompt(it.instance)) for it in items]

@@ -27,6 +27,22 @@ The same alphabet and the same answers. A character model has to find the cells 
 rows by counting; the tiny model mostly could not, and 150 of its 221 hole failures on a validation set were its
 first move. Spelled out, its warm start validates ~7 points higher (README, "The tiny run, measured").
 
+``compact-xy`` (tiny models): the same alphabet, but the map as a list of its holes' cells and each answer as a
+trace of the cells it visits, so that what a character model must look up is a short string, not a position in a
+drawn grid. A cell is its row then its column, each in as many digits as the map's largest index needs (one on
+maps up to 10x10: ``32`` is row 3, column 2)::
+
+    n=4          <- map side (rows,columns for non-square maps)
+    H02 13 21    <- the holes' cells (``H`` alone: no holes)
+    A0 32>23     <- agent 0: start cell > goal cell
+    A1 00>11
+    ?
+
+and the answer writes each action with the cell it leads to: ``A0 U22R23`` / ``A1 D10R11`` (``W`` with the cell it
+waits on). The parser reads the actions and ignores the cells (:func:`policy.parsing.parse_plan`), so a wrong cell
+costs nothing by itself: the cells are the model's own record of where each agent is, which it can match against
+the hole list and the goal instead of counting along map rows.
+
 The style is recorded in replays (the policy descriptor's ``prompt_style``).
 """
 
@@ -110,6 +126,44 @@ def compact_answer(plan: JointPlan) -> str:
     ) + "\n"
 
 
+def cell_digits(instance: Instance) -> int:
+    """Digits per coordinate in the ``compact-xy`` style: enough for the map's largest row or column index."""
+    return len(str(max(instance.height, instance.width) - 1))
+
+
+def _cell(row: int, col: int, digits: int) -> str:
+    return f"{row:0{digits}d}{col:0{digits}d}"
+
+
+def compact_xy_prompt(instance: Instance) -> str:
+    """The ``compact-xy`` prompt: the map's holes as cells, then each agent's start and goal cells (module docstring)."""
+    digits = cell_digits(instance)
+    side = str(instance.height) if instance.height == instance.width else f"{instance.height},{instance.width}"
+    holes = [_cell(r, c, digits) for r, row in enumerate(instance.grid) for c, tile in enumerate(row) if tile == C.HOLE]
+    agents = [
+        f"A{k} {_cell(s[0], s[1], digits)}>{_cell(g[0], g[1], digits)}"
+        for k, (s, g) in enumerate(zip(instance.starts.tolist(), instance.goals.tolist()))
+    ]
+    return f"n={side}\n{C.SYMBOL_HOLE}" + " ".join(holes) + "\n" + "\n".join(agents) + "\n?\n"
+
+
+def xy_answer_for(instance: Instance, plan: JointPlan) -> str:
+    """``plan`` in the ``compact-xy`` answer form: each action followed by the cell it leads to on ``instance``,
+    whatever lies there (a hole too); a move off the map is written without a cell. Cells follow the actions as
+    written, also past an agent's arrival (the judge ignores those actions)."""
+    digits = cell_digits(instance)
+    lines = []
+    for k, seq in enumerate(plan.sequences()):
+        row, col = (int(v) for v in instance.starts[k])
+        steps = []
+        for action in seq:
+            dr, dc = C.ACTION_DELTAS[action]
+            row, col = row + dr, col + dc
+            steps.append(C.ACTION_LETTERS[action] + (_cell(row, col, digits) if 0 <= row < instance.height and 0 <= col < instance.width else ""))
+        lines.append(f"A{k} " + "".join(steps))
+    return "\n".join(lines) + "\n"
+
+
 @dataclass(frozen=True)
 class PromptStyle:
     """A named way to show an instance to a model and to write an answer in it."""
@@ -118,12 +172,20 @@ class PromptStyle:
     chat: bool  # True: ``prompt`` returns chat messages; False: raw text
     prompt: Callable[[Instance], str | list[dict]]
     answer: Callable[[JointPlan], str]  # how a correct answer looks (SFT targets, scripted policies)
+    answer_for: Callable[[Instance, JointPlan], str] | None = None
+    """The answer written with the instance at hand (styles whose answers show where the agents go); None: the
+    answer depends on the plan alone. Callers use :meth:`write_answer`."""
+
+    def write_answer(self, instance: Instance, plan: JointPlan) -> str:
+        """How a correct answer to ``instance`` looks in this style (SFT targets, scripted policies)."""
+        return self.answer_for(instance, plan) if self.answer_for is not None else self.answer(plan)
 
 
 PROMPT_STYLES: dict[str, PromptStyle] = {
     "natural": PromptStyle("natural", True, natural_messages, natural_answer),
     "compact": PromptStyle("compact", False, compact_prompt, compact_answer),
     "compact-nb": PromptStyle("compact-nb", False, compact_nb_prompt, compact_answer),
+    "compact-xy": PromptStyle("compact-xy", False, compact_xy_prompt, compact_answer, xy_answer_for),
 }
 
 

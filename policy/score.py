@@ -51,7 +51,7 @@ def make_record(item, style, source: str) -> dict:
                    "optimal_sum_of_costs": item.optimal_sum_of_costs, "sum_of_distances": item.sum_of_distances,
                    "needs_wait": bool(item.needs_wait)},
         "horizon": default_horizon(inst),
-        "reference": style.answer(item.plan),
+        "reference": style.write_answer(inst, item.plan),
     }
 
 

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from mapf_strategies import instances
 from policy.parsing import MAX_COMPLETION_CHARS, PARSE_ERRORS, parse_plan
-from policy.prompts import (compact_answer, compact_nb_prompt, compact_prompt, get_style, natural_answer,
-                            natural_messages)
+from policy.prompts import (compact_answer, compact_nb_prompt, compact_prompt, compact_xy_prompt, get_style,
+                            natural_answer, natural_messages, xy_answer_for)
 from simulator import constants as C
 from simulator.judge import judge_plan
 from simulator.types import Instance, JointPlan
@@ -26,6 +26,8 @@ GOOD = [
     ("words and commas", "<answer>agent 0: right, right, down.\nagent 1: left, wait, up</answer>",
      [[R, R, D], [L, W, U]]),
     ("compact style", "A0 UUL\nA1 DR\n", [[U, U, L], [D, R]]),
+    ("compact-xy cells after the letters", "A0 U22R23\nA1 D10W10R11\n", [[U, R], [D, W, R]]),
+    ("compact-xy cells of wide maps", "A0 R0312\nA1 W1010\n", [[R], [W]]),
     ("arrows and brackets", "Agent 0: [R -> R -> D]\nAgent 1: (L → U)", [[R, R, D], [L, U]]),
     ("markdown bold labels", "**Agent 0**: R R\n**Agent 1**: D", [[R, R], [D]]),
     ("dash label and lowercase", "agent 0 - r d\nagent 1 - w", [[R, D], [W]]),
@@ -62,6 +64,8 @@ BAD = [
     ("unknown agent", "agent 0: R\nagent 1: L\nagent 2: U", "unknown_agent"),
     ("unknown action", "agent 0: R jump\nagent 1: L", "unknown_action"),
     ("digits as actions", "agent 0: 4 4\nagent 1: 3", "unknown_action"),
+    ("a count is not a cell", "agent 0: R2\nagent 1: L", "unknown_action"),
+    ("a cell before its letter", "A0 22U23\nA1 L", "unknown_action"),
     ("unfinished thinking", "<think>agent 0: R\nagent 1: L", "unfinished_thinking"),
     ("over the horizon", "agent 0: " + "R " * 11 + "\nagent 1: L", "too_many_steps"),
     ("megabytes", "agent 0: R\n" * (MAX_COMPLETION_CHARS // 5), "too_long"),
@@ -90,14 +94,48 @@ def test_parse_plan__near_miss_texts_never_raise(lines):
     parse_plan("\n".join(lines), 3, 20)
 
 
-@pytest.mark.parametrize("style", ["natural", "compact", "compact-nb"])
+@pytest.mark.parametrize("style", ["natural", "compact", "compact-nb", "compact-xy"])
 def test_prompt_styles__the_style_answer_parses_back(style):
     inst = Instance(grid=[[0, 0, 1], [0, 0, 0]], starts=[[0, 0], [1, 2]], goals=[[1, 0], [0, 1]])
     plan = JointPlan.from_sequences([[D], [U, L]])
     chosen = get_style(style)
-    assert parse_plan(chosen.answer(plan), 2).plan == plan
+    assert parse_plan(chosen.write_answer(inst, plan), 2).plan == plan
     prompt = chosen.prompt(inst)
     assert isinstance(prompt, list) == chosen.chat
+
+
+def test_compact_xy__holes_and_cells_and_the_trace_answer():
+    inst = Instance(grid=[[0, 0, 1, 0], [0, 0, 0, 1], [0, 1, 0, 0], [0, 0, 0, 0]], starts=[[3, 2], [0, 0]],
+                    goals=[[2, 3], [1, 1]])
+    text = compact_xy_prompt(inst)
+    assert text == "n=4\nH02 13 21\nA0 32>23\nA1 00>11\n?\n"
+    answer = xy_answer_for(inst, JointPlan.from_sequences([[U, R], [D, W, R]]))
+    assert answer == "A0 U22R23\nA1 D10W10R11\n"
+    assert set(text + answer) <= set("0123456789.Hn=A,>?UDLRW \n")
+    assert compact_xy_prompt(Instance(grid=[[0, 0], [0, 0]], starts=[[0, 0]], goals=[[1, 1]])) == "n=2\nH\nA0 00>11\n?\n"
+
+
+def test_compact_xy__wide_maps_write_two_digits_per_coordinate():
+    grid = [[0] * 12 for _ in range(11)]
+    grid[10][11] = 1
+    inst = Instance(grid=grid, starts=[[0, 0]], goals=[[10, 3]])
+    assert compact_xy_prompt(inst) == "n=11,12\nH1011\nA0 0000>1003\n?\n"
+    assert xy_answer_for(inst, JointPlan.from_sequences([[D, R, U, L]])) == "A0 D0100R0101U0001L0000\n"
+
+
+def test_compact_xy__a_move_off_the_map_has_no_cell_and_still_parses():
+    inst = Instance(grid=[[0, 0], [0, 0]], starts=[[0, 0]], goals=[[1, 1]])
+    answer = xy_answer_for(inst, JointPlan.from_sequences([[U, D, R]]))
+    assert answer == "A0 UD00R01\n"  # the cells follow the arithmetic of the moves as written
+    assert parse_plan(answer, 1).plan == JointPlan.from_sequences([[U, D, R]])
+
+
+@settings(max_examples=200, deadline=None)
+@given(instances(max_agents=3), st.data())
+def test_compact_xy__any_plan_round_trips_through_the_trace(inst, data):
+    seqs = [data.draw(st.lists(st.sampled_from([U, D, L, R, W]), max_size=8)) for _ in range(inst.n_agents)]
+    plan = JointPlan.from_sequences(seqs)
+    assert parse_plan(xy_answer_for(inst, plan), inst.n_agents).plan == plan
 
 
 def test_compact_prompt__alphabet_and_layout():
