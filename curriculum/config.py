@@ -143,6 +143,11 @@ class Training:
     warmup_ratio: float = 0.0
     """Share of a stage's steps over which the learning rate rises linearly from 0 (a fresh Adam moves every
     weight by about the learning rate on its first steps, whatever the gradient)."""
+    greedy_member: bool = False
+    """``grpo`` only: each group's first completion is the greedy decode of its prompt instead of a sample, so the
+    advantages compare the samples with the answer the policy gives and move that answer itself (self-critical
+    training's greedy baseline inside GRPO's group; ``curriculum.trainers.greedy_member_trainer``). Transformers
+    generation only."""
     weight_average: float = 0.0
     """``grpo`` only: decay of an exponential moving average of the trained weights over the stage's steps; the
     stage keeps the average instead of its last weights (0: the last weights). 0.98 averages over ~50 steps."""
@@ -156,7 +161,7 @@ class Training:
             if name not in REWARDS:
                 raise ConfigError(f"training.rewards.{name}", weight, f"a reward among {sorted(REWARDS)}")
             _check_number(f"training.rewards.{name}", weight, -100.0, 100.0)
-        for flag in ("lora", "use_vllm", "enable_thinking"):
+        for flag in ("lora", "use_vllm", "enable_thinking", "greedy_member"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"training.{flag}", getattr(self, flag), "true or false")
         if self.trainer not in ("grpo", "rft"):
@@ -184,6 +189,9 @@ class Training:
         _check_number("training.num_iterations", self.num_iterations, 1, 64, integer=True)
         _check_number("training.warmup_ratio", self.warmup_ratio, 0.0, 1.0)
         _check_number("training.weight_average", self.weight_average, 0.0, 0.9999)
+        if self.greedy_member and self.use_vllm:
+            raise ConfigError("training.greedy_member", True, "false when training.use_vllm is true (the greedy "
+                              "member is generated with transformers)")
 
 
 @dataclass(frozen=True)

@@ -317,6 +317,50 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     return info
 
 
+def greedy_member_trainer():
+    """TRL's ``GRPOTrainer`` with each group's first completion replaced by the greedy decode of its prompt.
+
+    Plain GRPO compares a prompt's samples with one another, so on a policy whose samples are worse than its
+    greedy answer it mostly sharpens sampling: the samples catch up with the greedy answer, which itself moves little
+    (README, "The small preset, measured"). With the greedy answer in the group, the group mean is taken with it
+    and the greedy answer gets an advantage of its own: where it fails and a sample succeeds it is pushed down and
+    the sample up, which is a move of the greedy answer itself; where it succeeds it is reinforced. This is the
+    greedy baseline of self-critical sequence training, put inside GRPO's group. The greedy completion is scored
+    and trained on like the samples (TRL recomputes its log-probabilities under the current policy).
+
+    Transformers generation only (a vLLM engine generates a group in one call; ``Training.validate`` refuses the
+    pair). Groups must be contiguous, as TRL's repeat sampler makes them; anything else is an error, not a guess."""
+    import copy
+
+    from trl import GRPOTrainer
+
+    class GreedyMemberGRPOTrainer(GRPOTrainer):
+        def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations,
+                                  has_tool_images=False):
+            completion_ids, logprobs = super()._generate_single_turn(prompt_ids, images, multimodal_fields,
+                                                                     num_generations, has_tool_images)
+            if not self.model.training or num_generations < 2:
+                return completion_ids, logprobs
+            if len(prompt_ids) % num_generations or any(
+                    prompt_ids[i] != prompt_ids[i - i % num_generations] for i in range(len(prompt_ids))):
+                raise RuntimeError("greedy_member: the batch's prompts are not in groups of num_generations")
+            sampling = self.generation_config
+            greedy_config = copy.deepcopy(sampling)
+            greedy_config.do_sample = False
+            greedy_config.temperature, greedy_config.top_p, greedy_config.top_k = 1.0, 1.0, None
+            self.generation_config = greedy_config
+            try:
+                greedy, _ = super()._generate_single_turn(prompt_ids[::num_generations], images, multimodal_fields,
+                                                          1, has_tool_images)
+            finally:
+                self.generation_config = sampling
+            for group, ids in enumerate(greedy):
+                completion_ids[group * num_generations] = ids
+            return completion_ids, logprobs
+
+    return GreedyMemberGRPOTrainer
+
+
 def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *,
                seed: int, cpu_threads: int | None = None, save: bool = True) -> dict:
     """One GRPO stage from ``model_dir`` on ``items``; saves model + tokenizer to ``out_dir/model``. Resumable
@@ -382,7 +426,8 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
     if resume_from and (Path(resume_from) / SIGNAL_FILE).exists():
         reward.load_state(json.loads((Path(resume_from) / SIGNAL_FILE).read_text()))
     callbacks = [timer, _SignalSaver(reward)] + ([_WeightAverage(weight_average)] if weight_average else [])
-    trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=GRPOConfig(**options),
+    trainer_class = greedy_member_trainer() if tr.greedy_member else GRPOTrainer
+    trainer = trainer_class(model=model, reward_funcs=[reward], args=GRPOConfig(**options),
                           train_dataset=grpo_dataset(items, style), processing_class=tokenizer,
                           peft_config=peft_config, callbacks=callbacks)
     _quiet(trainer)

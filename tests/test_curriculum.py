@@ -535,3 +535,61 @@ def test_grpo_stage__with_weight_average_saves_the_averaged_weights(tmp_path, fi
         torch.testing.assert_close(saved[name].float(), average[name])
     with pytest.raises(ConfigError, match="training.weight_average"):
         Training(weight_average=1.0).validate()
+
+
+def test_sft_dataset__compact_xy_targets_trace_the_solver_plan_in_the_tiny_model_s_alphabet():
+    from curriculum.trainers import sft_dataset
+    from policy.models import compact_text_problems
+    from policy.parsing import parse_plan
+    from policy.prompts import get_style, xy_answer_for
+    from simulator.generator import generate
+
+    items = generate(preset("tiny").initial_config.__class__.from_dict(
+        {"agents": 2, "samples": 24, "seed": 3, "sizes": {3: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.5},
+                                                          6: {"data_ratio": 0.5, "hole_ratio": 0.3, "wait_ratio": 0.5}}})).instances
+    rows = sft_dataset(items, get_style("compact-xy"))
+    for item, row in zip(items, rows):
+        assert row["completion"] == xy_answer_for(item.instance, item.plan)
+        assert parse_plan(row["completion"], item.instance.n_agents).plan == item.plan
+        assert compact_text_problems(row["prompt"] + row["completion"]) == ""
+
+
+def test_greedy_member__each_group_starts_with_the_greedy_answer_and_a_stage_trains(tmp_path, finished_run):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
+
+    from curriculum.trainers import _common_arguments, grpo_dataset, greedy_member_trainer, grpo_stage
+    from policy.prompts import get_style
+    from policy.rewards import StageReward
+    from simulator.generator import generate
+
+    model_dir = str(finished_run.run_dir / "warm_start" / "model")
+    style = get_style(finished_run.prompt_style)
+    items = generate(finished_run.initial_config.__class__.from_dict(
+        {"agents": 2, "samples": 8, "seed": 5, "sizes": {4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})).instances
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    args = GRPOConfig(**_common_arguments(tmp_path / "direct", 1, 1e-5, 1, 0, model), per_device_train_batch_size=8,
+                      num_generations=4, max_completion_length=24, temperature=1.0, logging_steps=1)
+    trainer = greedy_member_trainer()(model=model, reward_funcs=[StageReward({"default": 1.0}, 4, "group")], args=args,
+                                      train_dataset=grpo_dataset(items, style), processing_class=tokenizer)
+    trainer.model.train()
+    prompts = [tokenizer(style.prompt(item.instance))["input_ids"] for item in items[:2] for _ in range(4)]
+    completions, _ = trainer._generate_single_turn(prompts, None, {}, 4)
+    for group in range(2):
+        with torch.no_grad():
+            ids = torch.tensor([prompts[group * 4]])
+            greedy = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=24)
+        expected = greedy[0, ids.shape[1]:].tolist()
+        eos = tokenizer.eos_token_id
+        expected = expected[:expected.index(eos) + 1] if eos in expected else expected
+        assert completions[group * 4] == expected
+    with pytest.raises(RuntimeError, match="groups of num_generations"):
+        trainer._generate_single_turn([prompts[0], prompts[4], prompts[0], prompts[4]], None, {}, 2)
+
+    training = Training(steps=2, prompts_per_step=2, generations=4, max_completion_length=24, greedy_member=True)
+    info = grpo_stage(training, model_dir, items, style, tmp_path / "stage", seed=0)
+    assert info["steps"] == 2 and (tmp_path / "stage" / "model" / "config.json").exists()
+    with pytest.raises(ConfigError, match="training.greedy_member"):
+        Training(greedy_member=True, use_vllm=True).validate()
