@@ -91,6 +91,7 @@ def test_markers_for_step__places_each_failure(before, after, events, actions, e
     [
         ("agent 0: R R D", {0: [(0, 9, 10), (0, 11, 12), (0, 13, 14)]}),
         ("A1 UURD", {1: [(0, 3, 4), (0, 4, 5), (0, 5, 6), (0, 6, 7)]}),
+        ("A0 U22R23", {0: [(0, 3, 4), (0, 6, 7)]}),  # compact-xy: each letter, not the cells after it
         ("Agent 0 - up, wait", {0: [(0, 10, 12), (0, 14, 18)]}),
         ("Agent 0 needs to go right first", {}),  # prose: not an action list
         ("agent 0: R\nagent 0: D D", {0: [(1, 9, 10), (1, 11, 12)]}),  # the later line (the answer) wins
