@@ -38,8 +38,8 @@ def _valid_by_side(model_dir: str, items, style, cpu_threads: int | None, max_ne
     from policy.policies import ModelPolicy
     from policy.rollout import judge_answers
 
-    policy = ModelPolicy(f"hf:{model_dir}", style, Sampling(max_new_tokens=max_new_tokens, temperature=0.0, seed=0, batch_size=64),
-                         backend=HFBackend(model_dir, cpu_threads=cpu_threads))
+    sampling = Sampling(max_new_tokens=max_new_tokens, temperature=0.0, seed=0, batch_size=64)
+    policy = ModelPolicy(f"hf:{model_dir}", style, sampling, backend=HFBackend(model_dir, cpu_threads=cpu_threads))
     valid = judge_answers(items, policy.answer(items, seed=0).plans)["valid"]  # answers parsed once, by the policy
     sides = np.array([max(it.instance.height, it.instance.width) for it in items])
     return {"valid": 100.0 * float(valid.mean()),
@@ -94,7 +94,8 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
             warm_seconds = time.perf_counter() - start
         chosen = get_style(style or checkpoint_style(f"hf:{model}") or run.prompt_style)
         log(f"validating the checkpoint on {len(held_out)} held-out instances")
-        rows = {"checkpoint": {**_valid_by_side(model, held_out, chosen, cpu_threads, tokens), "seconds": warm_seconds}}
+        rows = {"checkpoint": {**_valid_by_side(model, held_out, chosen, cpu_threads, tokens),
+                               "seconds": warm_seconds}}
         start = time.perf_counter()
         log(f"{tr.trainer}: {tr.steps} steps on {len(train_items)} instances")
         train_stage(tr, model, train_items, chosen, Path(tmp) / "rl", seed=seed, cpu_threads=cpu_threads)
@@ -104,7 +105,8 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
             start = time.perf_counter()
             log(f"supervised peer: {tr.steps} steps on the same instances' optimal plans")
             warm_start(model, train_items, chosen, Path(tmp) / "sft", steps=tr.steps, batch_size=64,
-                       learning_rate=sft_learning_rate, max_length=run.warm_start.max_length, seed=seed, cpu_threads=cpu_threads)
+                       learning_rate=sft_learning_rate, max_length=run.warm_start.max_length, seed=seed,
+                       cpu_threads=cpu_threads)
             rows["sft"] = {**_valid_by_side(str(Path(tmp) / "sft" / "model"), held_out, chosen, cpu_threads, tokens),
                            "seconds": time.perf_counter() - start}
     base = rows["checkpoint"]["valid"]

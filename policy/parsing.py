@@ -3,9 +3,9 @@
 Tolerant of what models really write: a ``<think>...</think>`` block (or several) before the answer, code
 fences, ``Agent 0:`` / ``agent 0 -`` / ``A0`` labels, words ``up/down/left/right/wait`` or letters
 ``U D L R W`` (also run together, ``UURD``; each letter may carry the cell it leads to as two to six digits,
-``U22R23``, as the ``compact-xy`` style writes them: the cells are ignored), separated by spaces, commas, arrows or brackets, prose around the
-answer. Strict about what matters: every agent exactly once, no unknown token inside an agent's sequence, no
-sequence longer than the horizon.
+``U22R23``, as the ``compact-xy`` style writes them: the cells are ignored), separated by spaces, commas, arrows
+or brackets, prose around the answer. Strict about what matters: every agent exactly once, no unknown token
+inside an agent's sequence, no sequence longer than the horizon.
 
 Where the answer is: the last ``<answer>...</answer>`` block after the thinking; else the last fenced code
 block that holds a plan (an agent line with an action; a map drawn in a later block is not the answer); else

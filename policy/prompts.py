@@ -136,7 +136,7 @@ def _cell(row: int, col: int, digits: int) -> str:
 
 
 def compact_xy_prompt(instance: Instance) -> str:
-    """The ``compact-xy`` prompt: the map's holes as cells, then each agent's start and goal cells (module docstring)."""
+    """The ``compact-xy`` prompt: the holes as cells, then each agent's start and goal cells (module docstring)."""
     digits = cell_digits(instance)
     side = str(instance.height) if instance.height == instance.width else f"{instance.height},{instance.width}"
     holes = [_cell(r, c, digits) for r, row in enumerate(instance.grid) for c, tile in enumerate(row) if tile == C.HOLE]
@@ -159,7 +159,8 @@ def xy_answer_for(instance: Instance, plan: JointPlan) -> str:
         for action in seq:
             dr, dc = C.ACTION_DELTAS[action]
             row, col = row + dr, col + dc
-            steps.append(C.ACTION_LETTERS[action] + (_cell(row, col, digits) if 0 <= row < instance.height and 0 <= col < instance.width else ""))
+            on_map = 0 <= row < instance.height and 0 <= col < instance.width
+            steps.append(C.ACTION_LETTERS[action] + (_cell(row, col, digits) if on_map else ""))
         lines.append(f"A{k} " + "".join(steps))
     return "\n".join(lines) + "\n"
 
