@@ -104,15 +104,19 @@ def start_neighbours(instance: Instance, row: int, col: int) -> str:
     return "".join(marks)
 
 
+def _side_header(instance: Instance) -> str:
+    """``n=4`` for a square map, ``n=3,5`` (rows, columns) otherwise: the first line of the compact styles."""
+    return f"n={instance.height}" if instance.height == instance.width else f"n={instance.height},{instance.width}"
+
+
 def compact_prompt(instance: Instance, neighbours: bool = False) -> str:
     """The compact raw-text prompt (see the module docstring); ``neighbours``: the ``compact-nb`` variant."""
-    side = str(instance.height) if instance.height == instance.width else f"{instance.height},{instance.width}"
     rows = ["".join(C.SYMBOL_HOLE if tile == C.HOLE else C.SYMBOL_ICE for tile in row) for row in instance.grid]
     agents = [
         f"A{k} {s[0]},{s[1]}>{g[0]},{g[1]}" + (f" {start_neighbours(instance, s[0], s[1])}" if neighbours else "")
         for k, (s, g) in enumerate(zip(instance.starts.tolist(), instance.goals.tolist()))
     ]
-    return f"n={side}\n" + "\n".join(rows) + "\n" + "\n".join(agents) + "\n?\n"
+    return _side_header(instance) + "\n" + "\n".join(rows) + "\n" + "\n".join(agents) + "\n?\n"
 
 
 def compact_nb_prompt(instance: Instance) -> str:
@@ -138,13 +142,12 @@ def _cell(row: int, col: int, digits: int) -> str:
 def compact_xy_prompt(instance: Instance) -> str:
     """The ``compact-xy`` prompt: the holes as cells, then each agent's start and goal cells (module docstring)."""
     digits = cell_digits(instance)
-    side = str(instance.height) if instance.height == instance.width else f"{instance.height},{instance.width}"
     holes = [_cell(r, c, digits) for r, row in enumerate(instance.grid) for c, tile in enumerate(row) if tile == C.HOLE]
     agents = [
         f"A{k} {_cell(s[0], s[1], digits)}>{_cell(g[0], g[1], digits)}"
         for k, (s, g) in enumerate(zip(instance.starts.tolist(), instance.goals.tolist()))
     ]
-    return f"n={side}\n{C.SYMBOL_HOLE}" + " ".join(holes) + "\n" + "\n".join(agents) + "\n?\n"
+    return f"{_side_header(instance)}\n{C.SYMBOL_HOLE}" + " ".join(holes) + "\n" + "\n".join(agents) + "\n?\n"
 
 
 def xy_answer_for(instance: Instance, plan: JointPlan) -> str:
@@ -172,7 +175,7 @@ class PromptStyle:
     name: str
     chat: bool  # True: ``prompt`` returns chat messages; False: raw text
     prompt: Callable[[Instance], str | list[dict]]
-    answer: Callable[[JointPlan], str]  # how a correct answer looks (SFT targets, scripted policies)
+    answer: Callable[[JointPlan], str]  # the answer from the plan alone (compact-xy: without its cells)
     answer_for: Callable[[Instance, JointPlan], str] | None = None
     """The answer written with the instance at hand (styles whose answers show where the agents go); None: the
     answer depends on the plan alone. Callers use :meth:`write_answer`."""
