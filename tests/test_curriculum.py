@@ -15,6 +15,7 @@ import pytest
 from curriculum.config import RunConfig, Training, preset
 from curriculum.report import compare_table, load_run, render_report, write_plots
 from curriculum.run import Run
+from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -544,7 +545,7 @@ def test_sft_dataset__compact_xy_targets_trace_the_solver_plan_in_the_tiny_model
     from policy.prompts import get_style, xy_answer_for
     from simulator.generator import generate
 
-    items = generate(preset("tiny").initial_config.__class__.from_dict(
+    items = generate(StageConfig.from_dict(
         {"agents": 2, "samples": 24, "seed": 3, "sizes": {3: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.5},
                                                           6: {"data_ratio": 0.5, "hole_ratio": 0.3, "wait_ratio": 0.5}}})).instances
     rows = sft_dataset(items, get_style("compact-xy"))
@@ -566,7 +567,7 @@ def test_greedy_member__each_group_starts_with_the_greedy_answer_and_a_stage_tra
 
     model_dir = str(finished_run.run_dir / "warm_start" / "model")
     style = get_style(finished_run.prompt_style)
-    items = generate(finished_run.initial_config.__class__.from_dict(
+    items = generate(StageConfig.from_dict(
         {"agents": 2, "samples": 8, "seed": 5, "sizes": {4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})).instances
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
