@@ -148,6 +148,10 @@ class Training:
     advantages compare the samples with the answer the policy gives and move that answer itself (self-critical
     training's greedy baseline inside GRPO's group; ``curriculum.trainers.greedy_member_trainer``). Transformers
     generation only."""
+    failure_credit: bool = False
+    """``grpo`` only: a failed answer's negative advantage lands on the moves that failed (the judge's failing step:
+    the agent that fell or left the grid, or every move of a conflict), not on its other tokens; everything else is
+    as in GRPO (``curriculum.trainers.failure_credit_trainer``)."""
     weight_average: float = 0.0
     """``grpo`` only: decay of an exponential moving average of the trained weights over the stage's steps; the
     stage keeps the average instead of its last weights (0: the last weights). 0.98 averages over ~50 steps."""
@@ -161,7 +165,7 @@ class Training:
             if name not in REWARDS:
                 raise ConfigError(f"training.rewards.{name}", weight, f"a reward among {sorted(REWARDS)}")
             _check_number(f"training.rewards.{name}", weight, -100.0, 100.0)
-        for flag in ("lora", "use_vllm", "enable_thinking", "greedy_member"):
+        for flag in ("lora", "use_vllm", "enable_thinking", "greedy_member", "failure_credit"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"training.{flag}", getattr(self, flag), "true or false")
         if self.trainer not in ("grpo", "rft"):

@@ -317,8 +317,9 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     return info
 
 
-def greedy_member_trainer():
-    """TRL's ``GRPOTrainer`` with each group's first completion replaced by the greedy decode of its prompt.
+def greedy_member_trainer(base=None):
+    """``base`` (TRL's ``GRPOTrainer`` by default) with each group's first completion replaced by the greedy decode
+    of its prompt.
 
     Plain GRPO compares a prompt's samples with one another, so on a policy whose samples are worse than its
     greedy answer it mostly sharpens sampling: the samples catch up with the greedy answer, which itself moves little
@@ -334,7 +335,7 @@ def greedy_member_trainer():
 
     from trl import GRPOTrainer
 
-    class GreedyMemberGRPOTrainer(GRPOTrainer):
+    class GreedyMemberGRPOTrainer(base or GRPOTrainer):
         def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations,
                                   has_tool_images=False):
             completion_ids, logprobs = super()._generate_single_turn(prompt_ids, images, multimodal_fields,
@@ -359,6 +360,69 @@ def greedy_member_trainer():
             return completion_ids, logprobs
 
     return GreedyMemberGRPOTrainer
+
+
+def blamed_tokens(piece_lengths: Sequence[int], spans: Sequence[tuple[int, int]]) -> list[bool]:
+    """Which tokens of a completion overlap the character ``spans`` (``policy.rewards.failure_spans``), given each
+    token's length in characters in order (the completion's text is the tokens' pieces end to end)."""
+    out, start = [], 0
+    for length in piece_lengths:
+        end = start + length
+        out.append(any(start < high and low < end for low, high in spans))
+        start = end
+    return out
+
+
+def failure_credit_trainer(base=None):
+    """``base`` (TRL's ``GRPOTrainer`` by default) with a failed answer's negative advantage put on the moves that
+    failed, not on the whole answer.
+
+    GRPO gives every token of a completion its sequence's advantage. An answer that walks into a hole at its second
+    move is pushed down as a whole: the first move, the other agent's line and the labels with it, though most of
+    them are what the valid answers of the group write too; the stage then fixes about as many held-out answers
+    as it breaks (README, "Why 100-step stages do not lift"). With failure credit, a completion with a negative
+    advantage whose failure the judge pins on moves of one step (a hole or a move off the grid: the agent's move;
+    a conflict: every move of that step; ``policy.rewards.failure_spans``) keeps that advantage on those moves'
+    tokens only, and 0 elsewhere. Everything else keeps its advantage on every token: positive advantages, valid
+    but slower plans, answers that did not parse, plans that end off a goal. Per-token advantages are TRL's
+    (B, T) form; the loss and its normalisation are TRL's own. The share of negative-advantage completions so
+    localised is logged as ``failure_credit/localized``."""
+    import torch
+    from trl import GRPOTrainer
+
+    from policy.rewards import failure_spans
+
+    class FailureCreditGRPOTrainer(base or GRPOTrainer):
+        def _generate_and_score_completions(self, inputs):
+            output = super()._generate_and_score_completions(inputs)
+            advantages = output["advantages"]
+            if not self.model.training or advantages.dim() != 1:
+                return output
+            ids = output["completion_ids"].tolist()
+            lengths = output["completion_mask"].sum(dim=1).tolist()
+            decode = self.processing_class.batch_decode
+            pieces = [decode([[token] for token in row[:int(n)]], skip_special_tokens=True)
+                      for row, n in zip(ids, lengths)]
+            spans = failure_spans(["".join(row) for row in pieces], [x["instance"] for x in inputs],
+                                  [x["optimal_makespan"] for x in inputs], [x["horizon"] for x in inputs])
+            weights = torch.ones(output["completion_ids"].shape, dtype=advantages.dtype, device=advantages.device)
+            negative = localized = 0
+            for b, row_spans in enumerate(spans):
+                if advantages[b] >= 0:
+                    continue
+                negative += 1
+                if row_spans is None:
+                    continue
+                blamed = blamed_tokens([len(piece) for piece in pieces[b]], row_spans)
+                if any(blamed):
+                    weights[b] = 0.0
+                    weights[b, :len(blamed)] = torch.tensor(blamed, dtype=advantages.dtype)
+                    localized += 1
+            output["advantages"] = advantages.unsqueeze(1) * weights
+            self._metrics["train"]["failure_credit/localized"].append(localized / negative if negative else 0.0)
+            return output
+
+    return FailureCreditGRPOTrainer
 
 
 def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *,
@@ -427,6 +491,8 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
         reward.load_state(json.loads((Path(resume_from) / SIGNAL_FILE).read_text()))
     callbacks = [timer, _SignalSaver(reward)] + ([_WeightAverage(weight_average)] if weight_average else [])
     trainer_class = greedy_member_trainer() if tr.greedy_member else GRPOTrainer
+    if tr.failure_credit:
+        trainer_class = failure_credit_trainer(trainer_class)
     trainer = trainer_class(model=model, reward_funcs=[reward], args=GRPOConfig(**options),
                           train_dataset=grpo_dataset(items, style), processing_class=tokenizer,
                           peft_config=peft_config, callbacks=callbacks)

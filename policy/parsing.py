@@ -65,6 +65,32 @@ _CELL_TRACE = re.compile(rf"(?:[{_LETTER_CHARS}](?:\d{{2,6}})?)+")
 _CELL_DIGITS = re.compile(r"\d+")
 _LETTER_CODES = bytes.maketrans(_LETTER_CHARS.encode(), bytes(range(len(C.ACTION_LETTERS))))
 
+_WORD = re.compile(r"[A-Za-z]+")
+_ACTION_WORD_SET = frozenset(_WORDS)
+_ACTION_LETTER_SET = frozenset(_LETTER_CHARS)
+
+
+def line_action_spans(line: str) -> tuple[int, list[tuple[int, int]]] | None:
+    """``(agent, spans)`` when ``line`` starts with an agent label (:data:`AGENT_LINE`) and every word after it is
+    an action word (up, down, left, right, wait) or a run of action letters (``UURD``, one span per letter; the
+    digits of ``compact-xy`` cells and the separators are skipped): ``spans`` are the ``(start, end)`` columns of
+    its action tokens, step by step. None for any other line (prose, a map row, no actions). Finding the tokens is
+    not parsing (the judged plan comes from :func:`parse_plan`): the viewers highlight them, and GRPO's failure
+    credit (``policy.rewards.failure_spans``) finds the move that failed with them."""
+    label = AGENT_LINE.match(line)
+    if not label:
+        return None
+    found: list[tuple[int, int]] = []
+    for word in _WORD.finditer(line, label.start(2)):
+        lowered = word.group().lower()
+        if lowered in _ACTION_WORD_SET:
+            found.append((word.start(), word.end()))
+        elif set(lowered) <= _ACTION_LETTER_SET:
+            found.extend((word.start() + i, word.start() + i + 1) for i in range(len(lowered)))
+        else:
+            return None  # prose, not an action list
+    return (int(label.group(1)), found) if found else None
+
 
 @dataclass(frozen=True)
 class ParseResult:

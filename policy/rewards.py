@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from policy.parsing import parse_plan
+from policy.parsing import line_action_spans, parse_plan
 from simulator import constants as C
 from simulator.judge import is_optimal, judge_plans
 from simulator.types import Instance
@@ -83,7 +83,8 @@ def reward_breakdown(completions: Sequence, instance: Sequence[str], optimal_mak
                      horizon: Sequence[int]) -> dict[str, np.ndarray]:
     """Every component for every completion (see the module docstring), as float arrays; also ``failure``
     (``simulator.constants`` failure codes, ``PARSE_ERROR`` for an answer that did not parse), ``makespan`` and
-    ``sum_of_costs`` (as judged; -1 without a parsed plan) and ``parse_error`` (the reasons)."""
+    ``sum_of_costs`` (as judged; -1 without a parsed plan), ``fail_step`` and ``fail_agent`` (as judged; -1 without a
+    parsed plan or a failure) and ``parse_error`` (the reasons)."""
     n = len(completions)
     instances = [_instance(text) for text in instance]
     parsed = [parse_plan(completion_text(c), inst.n_agents, int(h)) for c, inst, h in zip(completions, instances, horizon)]
@@ -93,6 +94,8 @@ def reward_breakdown(completions: Sequence, instance: Sequence[str], optimal_mak
     out["failure"] = np.full(n, C.PARSE_ERROR, np.int8)  # type: ignore[assignment]  # codes of C.FAILURE_NAMES
     out["makespan"] = np.full(n, -1, np.int32)  # type: ignore[assignment]  # -1: the answer did not parse
     out["sum_of_costs"] = np.full(n, -1, np.int32)  # type: ignore[assignment]
+    out["fail_step"] = np.full(n, -1, np.int32)  # type: ignore[assignment]
+    out["fail_agent"] = np.full(n, -1, np.int32)  # type: ignore[assignment]
     where = np.flatnonzero(ok)
     valid, optimal, on_goal = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, np.int64)
     if where.size:
@@ -103,8 +106,47 @@ def reward_breakdown(completions: Sequence, instance: Sequence[str], optimal_mak
         out["failure"][where] = result.failure
         out["makespan"][where] = result.makespan
         out["sum_of_costs"][where] = result.sum_of_costs
+        out["fail_step"][where] = result.fail_step
+        out["fail_agent"][where] = result.fail_agent
     out.update(components(ok, valid, optimal, on_goal, np.array([inst.n_agents for inst in instances], np.int64)))
     out["parse_error"] = [p.error for p in parsed]  # type: ignore[assignment]  # reasons, for replays
+    return out
+
+
+# Failures that happen at one step, and whose fault the judge pins on the agent it reports (a hole, a move off the
+# grid) or on the moves of that step (a conflict takes two agents; the judge reports one of them).
+_ONE_AGENT_FAILURES = (C.FELL_IN_HOLE, C.ILLEGAL_MOVE)
+_ONE_STEP_FAILURES = (C.VERTEX_CONFLICT, C.EDGE_CONFLICT)
+
+
+def failure_spans(completions: Sequence, instance: Sequence[str], optimal_makespan: Sequence[int],
+                  horizon: Sequence[int]) -> list[list[tuple[int, int]] | None]:
+    """Where each answer went wrong: the ``(start, end)`` character spans, in the completion's text, of the moves
+    that made it fail, or None where no move is to blame alone.
+
+    A plan that walks into a hole or off the grid at step ``t`` failed by its reported agent's move ``t``; a vertex
+    or edge conflict at step ``t``, by every move of step ``t`` (the agents that stand still write none). Valid
+    plans, answers that did not parse, plans that end with an agent off its goal (no one step is at fault), and
+    moves whose tokens cannot be found (an agent line that is not a plain action list,
+    ``policy.parsing.line_action_spans``; the last line listing an agent's actions is its answer) give None. GRPO's
+    failure credit puts a failed answer's negative advantage on these spans only (``training.failure_credit``)."""
+    judged = reward_breakdown(completions, instance, optimal_makespan, horizon)
+    out: list[list[tuple[int, int]] | None] = []
+    for b, completion in enumerate(completions):
+        failure, step, agent = int(judged["failure"][b]), int(judged["fail_step"][b]), int(judged["fail_agent"][b])
+        if failure not in _ONE_AGENT_FAILURES + _ONE_STEP_FAILURES or step < 1:
+            out.append(None)
+            continue
+        moves: dict[int, list[tuple[int, int]]] = {}
+        offset = 0
+        for line in completion_text(completion).split("\n"):
+            found = line_action_spans(line)
+            if found is not None:
+                moves[found[0]] = [(offset + start, offset + end) for start, end in found[1]]
+            offset += len(line) + 1
+        blamed = [agent] if failure in _ONE_AGENT_FAILURES else sorted(moves)
+        spans = [moves[a][step - 1] for a in blamed if a in moves and step <= len(moves[a])]
+        out.append(spans or None)
     return out
 
 

@@ -8,18 +8,14 @@ Finding those tokens is a display aid, not parsing: the plan that was judged is 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from policy.parsing import AGENT_LINE
+from policy.parsing import line_action_spans
 
 MAX_SHOWN_CHARS = 200_000  # longer texts show their start and their end (where the answer is), cut in between
 _HEAD_CHARS = 40_000
 _TAB = 4
 
-_WORD = re.compile(r"[A-Za-z]+")
-_ACTION_WORDS = frozenset(("up", "down", "left", "right", "wait"))
-_ACTION_LETTERS = frozenset("udlrw")
 # Control characters other than newline and tab would draw as boxes or break the font renderer.
 _CONTROL = {code: "?" for code in (*range(0, 9), *range(11, 32), 127)}
 
@@ -49,28 +45,13 @@ def action_spans(lines: list[str], n_agents: int) -> dict[int, list[Span]]:
 
     A line counts when it starts with an agent label (``policy.parsing.AGENT_LINE``, the parser's own) and every
     word after the label is an action word (up, down, left, right, wait) or a run of action letters (U D L R W,
-    one span per letter).
+    one span per letter): ``policy.parsing.line_action_spans``.
     """
     spans: dict[int, list[Span]] = {}
     for number, line in enumerate(lines):
-        label = AGENT_LINE.match(line)
-        if not label:
-            continue
-        agent = int(label.group(1))
-        if agent >= n_agents:
-            continue
-        found: list[Span] = []
-        for word in _WORD.finditer(line, label.start(2)):
-            lowered = word.group().lower()
-            if lowered in _ACTION_WORDS:
-                found.append((number, word.start(), word.end()))
-            elif set(lowered) <= _ACTION_LETTERS:
-                found.extend((number, word.start() + i, word.start() + i + 1) for i in range(len(lowered)))
-            else:
-                found = []  # prose, not an action list
-                break
-        if found:
-            spans[agent] = found  # a later line wins: the answer comes after any thinking
+        found = line_action_spans(line)
+        if found is not None and found[0] < n_agents:
+            spans[found[0]] = [(number, start, end) for start, end in found[1]]  # a later line wins: the answer
     return spans
 
 

@@ -594,3 +594,69 @@ def test_greedy_member__each_group_starts_with_the_greedy_answer_and_a_stage_tra
     assert info["steps"] == 2 and (tmp_path / "stage" / "model" / "config.json").exists()
     with pytest.raises(ConfigError, match="training.greedy_member"):
         Training(greedy_member=True, use_vllm=True).validate()
+
+
+@pytest.mark.parametrize("lengths, spans, expected", [
+    ([1, 1, 1, 1, 1], [(2, 3)], [False, False, True, False, False]),
+    ([2, 3, 1], [(1, 2)], [True, False, False]),  # inside a longer token
+    ([2, 3, 1], [(2, 3), (5, 6)], [False, True, True]),
+    ([1, 1], [], [False, False]),
+    ([], [(0, 1)], []),
+])
+def test_blamed_tokens__table(lengths, spans, expected):
+    from curriculum.trainers import blamed_tokens
+
+    assert blamed_tokens(lengths, spans) == expected
+
+
+def test_failure_credit__negative_advantage_lands_on_the_failing_move_only(finished_run):
+    from collections import defaultdict
+
+    import torch
+    from transformers import AutoTokenizer
+
+    from curriculum.trainers import failure_credit_trainer
+    from policy.rewards import reward_columns
+    from simulator.types import Instance
+
+    tokenizer = AutoTokenizer.from_pretrained(str(finished_run.run_dir / "warm_start" / "model"))
+    instance = Instance(grid=[[0, 0, 0], [0, 1, 0], [0, 0, 0]], starts=[[0, 0], [2, 2]], goals=[[0, 2], [2, 0]])
+    row = reward_columns(instance, optimal_makespan=2, horizon=12)
+    texts = ["A0 DR\nA1 LL", "A0 RR\nA1 LL", "A0 DR\nA1 LL", "A0 R\nA1 L"]  # hole at step 2, valid, hole, off goal
+    encoded = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+    width = max(map(len, encoded)) + 2
+    ids = torch.tensor([e + [tokenizer.pad_token_id or 0] * (width - len(e)) for e in encoded])
+    mask = torch.tensor([[1] * len(e) + [0] * (width - len(e)) for e in encoded])
+    advantages = torch.tensor([-0.5, 1.5, 0.5, -0.5])  # the third: a failure with a positive advantage keeps it all
+
+    class Scored:  # what TRL's own method returns, for four completions of one prompt
+        def __init__(self):
+            self.processing_class, self.model = tokenizer, torch.nn.Linear(1, 1)  # a module in training mode
+            self._metrics = {"train": defaultdict(list)}
+
+        def _generate_and_score_completions(self, inputs):
+            return {"completion_ids": ids, "completion_mask": mask, "advantages": advantages.clone()}
+
+    trainer = failure_credit_trainer(Scored)()
+    out = trainer._generate_and_score_completions([row] * 4)["advantages"]
+    assert out.shape == ids.shape
+    blamed = [i for i in range(width) if out[0, i] != 0]
+    assert tokenizer.decode(ids[0, blamed]) == "R" and out[0, blamed].tolist() == [-0.5]  # A0's second move
+    assert torch.all(out[1] == 1.5) and torch.all(out[2] == 0.5) and torch.all(out[3] == -0.5)
+    assert trainer._metrics["train"]["failure_credit/localized"] == [0.5]  # 1 of the 2 negative ones
+
+
+def test_failure_credit__a_stage_trains_with_it(tmp_path, finished_run):
+    from curriculum.trainers import grpo_stage
+    from policy.prompts import get_style
+    from simulator.generator import generate
+
+    items = generate(StageConfig.from_dict(
+        {"agents": 2, "samples": 8, "seed": 5, "sizes": {4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})).instances
+    training = Training(steps=2, prompts_per_step=2, generations=4, max_completion_length=24, failure_credit=True,
+                        greedy_member=True)
+    info = grpo_stage(training, str(finished_run.run_dir / "warm_start" / "model"), items,
+                      get_style(finished_run.prompt_style), tmp_path / "stage", seed=0)
+    assert info["steps"] == 2 and (tmp_path / "stage" / "model" / "config.json").exists()
+    with pytest.raises(ConfigError, match="training.failure_credit"):
+        Training(failure_credit="yes").validate()

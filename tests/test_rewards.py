@@ -167,3 +167,24 @@ def test_validation_rewards__come_from_the_episodes_verdicts_and_equal_the_grpo_
     for name in ("format", "valid", "optimal", "progress"):
         assert np.allclose([ep.reward_components[name] for ep in episodes], expected[name]), name
     assert 0 < expected["valid"].sum() < len(items) and expected["format"].sum() < len(items)
+
+
+# --- failure_spans: the moves a failed answer is blamed for (GRPO's failure credit) --------------------------------
+@pytest.mark.parametrize("completion, expected", [
+    ("agent 0: D R\nagent 1: L L", [(11, 12)]),  # agent 0's second move steps into the hole at (1, 1)
+    ("A0 DR\nA1 LL", [(4, 5)]),  # the same plan as runs of letters: one span per letter
+    ("agent 0: U R R\nagent 1: L L", [(9, 10)]),  # off the grid at step 1
+    ("agent 0: R R\nagent 1: U U L L", [(11, 12), (24, 25)]),  # vertex conflict at step 2: both moves of step 2
+    ("<think>agent 0: R R</think>\nagent 0: D R\nagent 1: L L", [(39, 40)]),  # the answer's line, after thinking
+    ("agent 0: D R (into the hole)\nagent 1: L L", None),  # parses, but the line is not a plain action list
+    ("agent 0: R R\nagent 1: L", None),  # agent 1 ends off its goal: no one move is at fault
+    ("agent 0: R R\nagent 1: L L", None),  # valid
+    ("I cannot solve this.", None),  # did not parse
+])
+def test_failure_spans__blame_the_moves_of_the_failing_step(completion, expected):
+    from policy.rewards import failure_spans
+
+    spans = failure_spans([completion], [COLUMNS["instance"]], [2], [12])[0]
+    assert spans == expected
+    for start, end in spans or ():
+        assert completion[start:end] in {"U", "D", "L", "R"}
