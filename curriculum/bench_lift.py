@@ -10,8 +10,9 @@ instances of the preset's training distribution (``initial_config``; ``tiny``: 2
   the same number of steps with batches of 64, peak learning rate ``--sft-learning-rate`` (cosine to 0);
 
 and validates the checkpoint and both results greedily on the same held-out instances (the preset's
-validation distribution, seeded apart from every run's own sets and from the training instances), with the valid rate per map side and the
-seconds each training took. A lift is a difference of valid rates on the same instances; with 1,200 instances
+validation distribution, seeded apart from every run's own sets and from the training instances), with the
+valid rate per map side and the seconds each training took (the ``rl`` row also keeps its trainer's mean reward,
+share of zero-variance groups and tokens per completion). A lift is a difference of valid rates on the same instances; with 1,200 instances
 the standard error of one rate near 40% is about 1.4 points.
 """
 
@@ -27,6 +28,8 @@ from typing import Any
 from simulator.errors import ConfigError
 
 VALIDATION_SEED = 20_011  # apart from the runs' own validation seed (10_007) and stage seeds (run_seed*1000+stage)
+# What the ``rl`` row keeps of its trainer's figures (``train_stage``'s info; GRPO's failure credit adds the last).
+_TRAIN_FIGURES = ("reward_mean", "zero_variance_share", "completion_tokens_mean", "failure_credit_localized")
 
 
 def _valid_by_side(model_dir: str, items, style, cpu_threads: int | None, max_new_tokens: int) -> dict[str, Any]:
@@ -98,9 +101,10 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
                                "seconds": warm_seconds}}
         start = time.perf_counter()
         log(f"{tr.trainer}: {tr.steps} steps on {len(train_items)} instances")
-        train_stage(tr, model, train_items, chosen, Path(tmp) / "rl", seed=seed, cpu_threads=cpu_threads)
+        info = train_stage(tr, model, train_items, chosen, Path(tmp) / "rl", seed=seed, cpu_threads=cpu_threads)
         rows["rl"] = {**_valid_by_side(str(Path(tmp) / "rl" / "model"), held_out, chosen, cpu_threads, tokens),
-                      "seconds": time.perf_counter() - start}
+                      "seconds": time.perf_counter() - start,
+                      "train": {key: info.get(key) for key in _TRAIN_FIGURES if info.get(key) is not None}}
         if peer:
             start = time.perf_counter()
             log(f"supervised peer: {tr.steps} steps on the same instances' optimal plans")

@@ -532,6 +532,8 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
         "reward_last": logs[-1]["reward"] if logs else None,
         "signal": reward.signal(),
     }
+    if tr.failure_credit:
+        info["failure_credit_localized"] = mean_of("failure_credit/localized")
     if save and _main_process():
         _mark_checkpoint(final, info)
     _release(trainer)

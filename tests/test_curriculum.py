@@ -370,6 +370,9 @@ def test_bench_lift__grpo_and_sft_peer_validated_on_the_same_held_out_instances(
     for name in ("rl", "sft"):
         assert rows[name]["lift"] == pytest.approx(rows[name]["valid"] - rows["checkpoint"]["valid"])
         assert rows[name]["seconds"] > 0
+    train = rows["rl"]["train"]  # the trainer's own figures
+    assert 0.0 <= train["zero_variance_share"] <= 1.0 and train["completion_tokens_mean"] > 0
+    assert "failure_credit_localized" not in train  # only with training.failure_credit
     for row in rows.values():
         assert set(row["by_side"]) <= {3, 4, 5, 6} and 0.0 <= row["valid"] <= 100.0
     text = render(figures)
@@ -658,5 +661,6 @@ def test_failure_credit__a_stage_trains_with_it(tmp_path, finished_run):
     info = grpo_stage(training, str(finished_run.run_dir / "warm_start" / "model"), items,
                       get_style(finished_run.prompt_style), tmp_path / "stage", seed=0)
     assert info["steps"] == 2 and (tmp_path / "stage" / "model" / "config.json").exists()
+    assert 0.0 <= info["failure_credit_localized"] <= 1.0
     with pytest.raises(ConfigError, match="training.failure_credit"):
         Training(failure_credit="yes").validate()
