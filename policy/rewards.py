@@ -125,9 +125,9 @@ def failure_spans(completions: Sequence, instance: Sequence[str], optimal_makesp
     that made it fail, or None where no move is to blame alone.
 
     A plan that walks into a hole or off the grid at step ``t`` failed by its reported agent's move ``t``; a vertex
-    or edge conflict at step ``t``, by every move of step ``t`` (the agents that stand still write none). Valid
-    plans, answers that did not parse, plans that end with an agent off its goal (no one step is at fault), and
-    moves whose tokens cannot be found (an agent line that is not a plain action list,
+    or edge conflict at step ``t``, by every action of step ``t`` (a wait too; an agent whose plan has ended writes
+    none). Valid plans, answers that did not parse, plans that end with an agent off its goal (no one step is at
+    fault), and moves whose tokens cannot be found (an agent line that is not a plain action list,
     ``policy.parsing.line_action_spans``; the last line listing an agent's actions is its answer) give None. GRPO's
     failure credit puts a failed answer's negative advantage on these spans only (``training.failure_credit``)."""
     judged = reward_breakdown(completions, instance, optimal_makespan, horizon)
