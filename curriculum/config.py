@@ -8,6 +8,7 @@ Presets ship in ``PRESETS`` (``tiny``: CPU, the embedded tiny model; ``qwen3-4b`
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -361,7 +362,7 @@ class RunConfig:
         allowed = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - allowed, key=repr)  # keys may be any YAML scalar
         if unknown:
-            raise ConfigError(unknown[0], data[unknown[0]], f"a run config key among {sorted(allowed)}")
+            raise ConfigError(unknown[0], data[unknown[0]], f"a run config key: {_key_choices(unknown[0], allowed)}")
         kwargs = dict(data)
         for key, part in parts.items():
             if key in kwargs:
@@ -399,7 +400,7 @@ class RunConfig:
                                       f"(sections here: {', '.join(allowed) or 'none'})")
                 target = target[key]
             if last not in target:
-                raise ConfigError(dotted, value, f"a run config key among {', '.join(sorted(target))}")
+                raise ConfigError(dotted, value, f"a run config key: {_key_choices(last, target)}")
             target[last] = value
         return RunConfig.from_dict(data)
 
@@ -476,6 +477,17 @@ PRESETS: dict[str, dict] = {
         "output_dir": "runs",
     },
 }
+
+
+def _key_choices(key: Any, keys) -> str:
+    """The keys a mapping allows, for an error about ``key``: all of them when few, else the closest few and where
+    the rest are listed (an error stays one short line however many fields a section grows)."""
+    keys = sorted(map(str, keys))
+    if len(keys) <= 12:
+        return ", ".join(keys)
+    close = difflib.get_close_matches(str(key), keys, n=4, cutoff=0.5)
+    shown = f"closest: {', '.join(close)}" if close else f"e.g. {', '.join(keys[:4])}"
+    return f"one of {len(keys)} ({shown}; `mapf-lake train --print-config` lists them)"
 
 
 def _derived(base: dict, **changes) -> dict:

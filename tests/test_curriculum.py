@@ -434,6 +434,13 @@ def test_set_overrides__bad_pairs_name_the_key_in_one_line(pair, field):
     assert caught.value.field == field and len(str(caught.value)) < 400
 
 
+def test_set_overrides__a_misspelt_key_is_answered_with_the_closest_ones():
+    with pytest.raises(ConfigError, match=r"closest: weight_average; `mapf-lake train --print-config` lists them"):
+        preset("tiny").with_overrides(**{"training.weight_avg": 1})
+    with pytest.raises(ConfigError, match=r"steps"):  # a short section lists all its keys
+        preset("tiny").with_overrides(**{"warm_start.stepz": 1})
+
+
 def test_set_overrides__exponent_numbers_are_numbers():
     from curriculum.commands import _parse_overrides
 
