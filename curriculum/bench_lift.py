@@ -12,8 +12,8 @@ instances of the preset's training distribution (``initial_config``; ``tiny``: 2
 and validates the checkpoint and both results greedily on the same held-out instances (the preset's
 validation distribution, seeded apart from every run's own sets and from the training instances), with the
 valid rate per map side and the seconds each training took (the ``rl`` row also keeps its trainer's mean reward,
-share of zero-variance groups and tokens per completion). A lift is a difference of valid rates on the same instances; with 1,200 instances
-the standard error of one rate near 40% is about 1.4 points.
+share of zero-variance groups and tokens per completion). A lift is a difference of valid rates on the same
+instances; with 1,200 instances the standard error of one rate near 40% is about 1.4 points.
 """
 
 from __future__ import annotations
