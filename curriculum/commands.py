@@ -39,7 +39,7 @@ def _train(args: argparse.Namespace) -> int:
     from curriculum.config import load_run_config, preset
     from curriculum.report import (compare_table, load_run, render_report, render_seed_comparison, seed_comparison,
                                    write_curves, write_plots)
-    from curriculum.run import Run, resume, share_first_stage, share_warm_start
+    from curriculum.run import Run, resume, share_warm_start
 
     from simulator.errors import ConfigError
 
@@ -78,18 +78,17 @@ def _train(args: argparse.Namespace) -> int:
     seeds = [config.seed + offset for offset in range(args.seeds)]
     runs = []
     for seed in seeds:
-        first = None  # the seed's first arm trains the warm start (and stage 1, where only engineers differ)
+        # The seed's first arm trains the warm start; a stage any earlier arm of the seed trained with the same
+        # settings and stage configs (stage 1 wherever only the engineers differ) is copied, not trained again.
+        siblings: list = []
         for arm, arm_overrides in arms.items():
             name = f"{config.name}-{arm}" + (f"-s{seed}" if args.seeds > 1 else "")
             variant = config.with_overrides(name=name, arm=arm, seed=seed, **arm_overrides)
-            if first is not None:
-                share_warm_start(first.run_dir, variant.run_dir)
-                if share_first_stage(first, variant):
-                    print(f"{name}: stage 1 shared with {first.name} (the arms differ only in the engineer)",
-                          file=sys.stderr)
+            if siblings:
+                share_warm_start(siblings[0].run_dir, variant.run_dir)
             print(f"== {name}", file=sys.stderr)
-            Run(variant).execute()
-            first = first or variant
+            Run(variant, siblings=siblings).execute()
+            siblings.append(variant)
             runs.append(load_run(variant.run_dir))
             write_plots(runs[-1], variant.run_dir)
     if args.seeds == 1:
@@ -184,7 +183,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     source.add_argument("--resume", metavar="RUN", help="continue the run in this folder after a crash or kill")
     train.add_argument("--compare", action="store_true", help="run the engineers' comparison set and print the table")
     train.add_argument("--seeds", type=int, default=1, help="with --compare: run every arm for N seeds (the run "
-                       "seed, +1, ...; warm start shared per seed) and print mean ± 95%% interval and paired "
+                       "seed, +1, ...; warm start shared per seed, a stage another arm already trained on the same "
+                       "settings and stage configs copied) and print mean ± 95%% interval and paired "
                        "differences against fixed; rerun the same command to resume (default 1)")
     train.add_argument("--arm", action="append", metavar="NAME=KEY=VALUE[;KEY=VALUE]",
                        help="with --compare: a named arm of run-config overrides (repeat for more), e.g. "

@@ -35,7 +35,7 @@ import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from curriculum.config import RunConfig, load_run_config, save_run_config
 from policy.prompts import get_style, save_checkpoint_style
@@ -45,7 +45,7 @@ from engineer.evidence import SampledPass, TrainingSignal, read_size_report
 from curriculum.records import StageDecision, StageRecord, StageScores
 from replays.writer import ReplayWriter
 from simulator.atomic import atomic_folder, atomic_write
-from simulator.config import StageConfig, save_config
+from simulator.config import StageConfig, format_config_text, save_config
 from simulator.errors import ConfigError
 from simulator.generator import generate
 
@@ -105,11 +105,14 @@ def stage_seed(run_seed: int, stage: int) -> int:
 class Run:
     """One run folder; :meth:`execute` runs (or resumes) it to the end."""
 
-    def __init__(self, config: RunConfig, log: Log = _log_to_stderr) -> None:
+    def __init__(self, config: RunConfig, log: Log = _log_to_stderr, siblings: Sequence[RunConfig] = ()) -> None:
+        """``siblings``: the other arms of a comparison (same seed); a stage one of them already trained with the
+        same settings and stage configs is copied instead of trained again (:func:`share_stage`)."""
         self.config = config
         self.dir = config.run_dir
         self.style = get_style(config.prompt_style)
         self.log = log
+        self.siblings = tuple(siblings)
 
     # --- folders and records -------------------------------------------------------------------------------
     def stage_dir(self, stage: int) -> Path:
@@ -345,6 +348,11 @@ class Run:
         folder = self.stage_dir(stage)
         folder.mkdir(parents=True, exist_ok=True)
         config = replace(config, seed=stage_seed(cfg.seed, stage))
+        for sibling in self.siblings:
+            if share_stage(sibling, cfg, stage, config):
+                self.log(f"{cfg.name}: stage {stage} shared with {sibling.name} (the same settings, warm start and "
+                         f"stage configs: the same training)")
+                break
         save_config(config, folder / "config.yaml")
         generated = generate(config)
         items = generated.instances
@@ -522,27 +530,38 @@ def loop_overhead(timings: dict) -> float | None:
 _OUTCOME_WORDS = {"changed": "changed the config", "kept": "kept the config (nothing to change)",
                   "rejected": "rejected the proposal, kept the config"}
 
-# Run-config keys that cannot change what stage 1 trains on: the engineer acts only after stage 1 is validated.
-_STAGE_ONE_NEUTRAL = ("name", "arm", "engineer")
-_STAGE_ONE_PARTS = ("config.yaml", "model", "validation.mlr", "summary.json")
-_SHARED_FROM = "shared_from.txt"  # in a copied stage 1: the run folder that trained it
+# Run-config keys that cannot change what a stage trains on: the engineer acts only after a stage is validated,
+# and what it decides is compared stage by stage (the stage configs themselves).
+_STAGE_NEUTRAL = ("name", "arm", "engineer")
+_SHARED_PARTS = ("config.yaml", "model", "validation.mlr", "summary.json")
+_SHARED_FROM = "shared_from.txt"  # in a copied stage: the run folder that trained it
 
 
-def share_first_stage(source: RunConfig, target: RunConfig) -> bool:
-    """Copy ``source``'s finished stage 1 (its config, trained model and validation) into ``target``'s run folder
-    when the two runs differ only in the engineer (and name/arm): every arm of a seed trains stage 1 on the same
-    ``initial_config`` from the same warm start with the same seed, so training it once per seed is the same
-    experiment at a third less cost (three stages). The engineer's decision is not copied: ``target`` makes its
-    own. Returns whether anything was shared (False when the configs differ or stage 1 is not finished)."""
-    def neutral(config: RunConfig) -> dict:
-        return {key: value for key, value in config.to_dict().items() if key not in _STAGE_ONE_NEUTRAL}
+def share_stage(source: RunConfig, target: RunConfig, stage: int, config: StageConfig) -> bool:
+    """Copy ``source``'s finished stage ``stage`` (its config, trained model and validation) into ``target``'s run
+    folder when training it again would repeat the same experiment: the runs differ only in the engineer (and
+    name/arm), so they share the warm start and seeds, and every stage so far trained on the same stage config in
+    both, ``config`` (``target``'s next stage, seed set) included. Compared arms whose engineers agree (``rule``
+    keeping a config ``fixed`` keeps, an ``llm:`` engineer falling back) then pay for a stage once per seed; stage
+    1 is always shared. The engineer's decision is not copied: ``target`` makes its own. Returns whether anything
+    was shared (False when the settings or any stage config differ, or ``source``'s stage is not finished)."""
+    def neutral(run: RunConfig) -> dict:
+        return {key: value for key, value in run.to_dict().items() if key not in _STAGE_NEUTRAL}
 
-    src = source.run_dir / "stage-01"
-    dst = target.run_dir / "stage-01"
+    def stage_folder(run: RunConfig, number: int) -> Path:
+        return run.run_dir / f"stage-{number:02d}"
+
+    src, dst = stage_folder(source, stage), stage_folder(target, stage)
     if neutral(source) != neutral(target) or not (src / "stage.json").exists() or (dst / "model").exists():
         return False
+    if not (src / "config.yaml").exists() or (src / "config.yaml").read_text() != format_config_text(config, "yaml"):
+        return False
+    for earlier in range(1, stage):  # the same chain of stage configs: the same checkpoint this stage starts from
+        mine, theirs = stage_folder(target, earlier) / "config.yaml", stage_folder(source, earlier) / "config.yaml"
+        if not (mine.exists() and theirs.exists()) or mine.read_text() != theirs.read_text():
+            return False
     dst.mkdir(parents=True, exist_ok=True)
-    for part in _STAGE_ONE_PARTS:
+    for part in _SHARED_PARTS:
         if (dst / part).exists():
             continue
         if (src / part).is_dir():
@@ -550,7 +569,8 @@ def share_first_stage(source: RunConfig, target: RunConfig) -> bool:
                 shutil.copytree(src / part, building, dirs_exist_ok=True)
         else:
             atomic_write(dst / part, (src / part).read_bytes())
-    atomic_write(dst / _SHARED_FROM, str(source.run_dir))
+    origin = src / _SHARED_FROM  # a copy of a copy names the run that trained (and timed) the stage
+    atomic_write(dst / _SHARED_FROM, origin.read_text() if origin.exists() else str(source.run_dir))
     return True
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from curriculum.run import Run, share_first_stage, share_warm_start
+from curriculum.run import Run, share_stage, share_warm_start, stage_seed
+from simulator.config import save_config
 from simulator.atomic import atomic_folder, atomic_write
 from tests.test_curriculum import small_config
 
@@ -69,25 +71,59 @@ def test_share_warm_start__copies_whole_folders_and_keeps_the_target_s_own(tmp_p
     assert sorted(p.name for p in target.iterdir()) == ["model-init", "untrained", "warm_start"]
 
 
-def test_share_first_stage__only_between_arms_that_differ_in_the_engineer(tmp_path):
-    source = small_config(tmp_path, "a").with_overrides(**{"engineer.spec": "rule", "arm": "rule"})
-    stage = source.run_dir / "stage-01"
+def _finished_stage(run, number: int, config) -> Path:
+    """A stage folder as a finished stage leaves it (file contents are placeholders; the config is real)."""
+    stage = run.run_dir / f"stage-{number:02d}"
     (stage / "model").mkdir(parents=True)
-    (stage / "model" / "model.safetensors").write_text("w")
-    for name in ("config.yaml", "validation.mlr", "summary.json", "stage.json", "decision.json"):
+    (stage / "model" / "model.safetensors").write_text(f"w{number}")
+    for name in ("validation.mlr", "summary.json", "stage.json", "decision.json"):
         (stage / name).write_text(name)
+    save_config(config, stage / "config.yaml")
+    return stage
+
+
+def _stage_config(run, number: int, **changes):
+    return replace(run.initial_config, seed=stage_seed(run.seed, number), **changes)
+
+
+def test_share_stage__stage_one_only_between_arms_that_differ_in_the_engineer(tmp_path):
+    source = small_config(tmp_path, "a").with_overrides(**{"engineer.spec": "rule", "arm": "rule"})
+    _finished_stage(source, 1, _stage_config(source, 1))
     same = small_config(tmp_path, "b").with_overrides(**{"engineer.spec": "fixed", "arm": "fixed"})
     other = small_config(tmp_path, "c").with_overrides(**{"engineer.spec": "fixed", "training.learning_rate": 1e-4})
-    assert share_first_stage(source, same)
+    assert share_stage(source, same, 1, _stage_config(same, 1))
     shared = same.run_dir / "stage-01"
     assert sorted(p.name for p in shared.iterdir()) == ["config.yaml", "model", "shared_from.txt", "summary.json",
                                                         "validation.mlr"]
     assert (shared / "shared_from.txt").read_text() == str(source.run_dir)  # the run that trained and timed it
-    assert (shared / "model" / "model.safetensors").read_text() == "w"  # the decision is the target's own to make
-    assert not share_first_stage(source, same)  # already there: nothing replaced
-    assert not share_first_stage(source, other) and not other.run_dir.exists()
-    (stage / "stage.json").unlink()
-    assert not share_first_stage(source, small_config(tmp_path, "d"))  # an unfinished stage 1 is not shared
+    assert (shared / "model" / "model.safetensors").read_text() == "w1"  # the decision is the target's own to make
+    assert not share_stage(source, same, 1, _stage_config(same, 1))  # already there: nothing replaced
+    assert not share_stage(source, other, 1, _stage_config(other, 1)) and not other.run_dir.exists()
+    (source.run_dir / "stage-01" / "stage.json").unlink()
+    fresh = small_config(tmp_path, "d")
+    assert not share_stage(source, fresh, 1, _stage_config(fresh, 1))  # an unfinished stage is not shared
+
+
+def test_share_stage__a_later_stage_only_when_every_stage_config_so_far_is_the_same(tmp_path):
+    source = small_config(tmp_path, "a").with_overrides(**{"engineer.spec": "rule", "arm": "rule"})
+    kept = _stage_config(source, 2)  # the engineer kept the config: stage 2 trains on it again
+    _finished_stage(source, 1, _stage_config(source, 1))
+    _finished_stage(source, 2, kept)
+    agrees = small_config(tmp_path, "b").with_overrides(**{"engineer.spec": "fixed", "arm": "fixed"})
+    assert share_stage(source, agrees, 1, _stage_config(agrees, 1))
+    moved = _stage_config(agrees, 2, slip=0.1)
+    assert not share_stage(source, agrees, 2, moved)  # this engineer changed the config: it trains its own
+    assert share_stage(source, agrees, 2, kept)
+    assert (agrees.run_dir / "stage-02" / "model" / "model.safetensors").read_text() == "w2"
+    # a copy of a copy names the run that trained the stage
+    (agrees.run_dir / "stage-01" / "stage.json").write_text("its own record")  # as its Run writes it
+    third = small_config(tmp_path, "c").with_overrides(**{"engineer.spec": "mutate", "arm": "mutate"})
+    assert share_stage(agrees, third, 1, _stage_config(third, 1))
+    assert (third.run_dir / "stage-01" / "shared_from.txt").read_text() == str(source.run_dir)
+    # a different stage 1 means a different checkpoint under stage 2, even when stage 2's config is the same
+    fourth = small_config(tmp_path, "d").with_overrides(**{"engineer.spec": "random", "arm": "random"})
+    _finished_stage(fourth, 1, _stage_config(fourth, 1, slip=0.2))
+    assert not share_stage(source, fourth, 2, kept)
 
 
 def test_run__a_manifest_written_before_a_field_existed_still_matches_its_config(tmp_path):

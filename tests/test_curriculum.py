@@ -671,3 +671,30 @@ def test_failure_credit__a_stage_trains_with_it(tmp_path, finished_run):
     assert 0.0 <= info["failure_credit_localized"] <= 1.0
     with pytest.raises(ConfigError, match="training.failure_credit"):
         Training(failure_credit="yes").validate()
+
+
+def test_run__a_stage_the_sibling_arm_trained_on_the_same_configs_is_copied_not_trained(tmp_path):
+    from curriculum.run import share_warm_start
+
+    first = small_config(tmp_path, "first", **{"engineer.spec": "fixed", "arm": "first", "warm_start.enabled": False})
+    Run(first, log=lambda message: None).execute()
+    lines: list[str] = []
+    agrees = small_config(tmp_path, "agrees", **{"engineer.spec": "fixed", "arm": "agrees",
+                                                  "warm_start.enabled": False})
+    share_warm_start(first.run_dir, agrees.run_dir)
+    Run(agrees, log=lines.append, siblings=[first]).execute()
+    assert [line for line in lines if "shared with" in line] == [
+        f"agrees: stage {n} shared with first (the same settings, warm start and stage configs: the same training)"
+        for n in (1, 2)]
+    for stage in ("stage-01", "stage-02"):
+        record = json.loads((agrees.run_dir / stage / "stage.json").read_text())
+        assert record["shared_from"] == str(first.run_dir)
+        assert ((agrees.run_dir / stage / "model" / "model.safetensors").read_bytes()
+                == (first.run_dir / stage / "model" / "model.safetensors").read_bytes())
+    # another setting of training: nothing is shared
+    other = small_config(tmp_path, "other", **{"engineer.spec": "fixed", "arm": "other", "warm_start.enabled": False,
+                                              "training.learning_rate": 1e-4})
+    lines.clear()
+    Run(other, log=lines.append, siblings=[first, agrees]).execute()
+    assert not [line for line in lines if "shared with" in line]
+    assert "shared_from" not in json.loads((other.run_dir / "stage-02" / "stage.json").read_text())
