@@ -348,18 +348,18 @@ class Run:
         folder = self.stage_dir(stage)
         folder.mkdir(parents=True, exist_ok=True)
         config = replace(config, seed=stage_seed(cfg.seed, stage))
-        for sibling in self.siblings:
-            if share_stage(sibling, cfg, stage, config):
-                self.log(f"{cfg.name}: stage {stage} shared with {sibling.name} (the same settings, warm start and "
-                         f"stage configs: the same training)")
-                break
+        shared = next((sibling for sibling in self.siblings if share_stage(sibling, cfg, stage, config)), None)
+        if shared is not None:
+            self.log(f"{cfg.name}: stage {stage} shared with {shared.name} (the same settings, warm start and "
+                     f"stage configs: the same training)")
         save_config(config, folder / "config.yaml")
         generated = generate(config)
         items = generated.instances
         generation = {str(side): asdict(report) for side, report in sorted(generated.reports.items())}
         tr = cfg.training
         clock.lap("instances")
-        self.log(f"stage {stage}: {tr.trainer.upper()} on {len(items)} instances, {tr.steps} steps")
+        if shared is None:
+            self.log(f"stage {stage}: {tr.trainer.upper()} on {len(items)} instances, {tr.steps} steps")
         self.release_eval_backend()  # a colocated trainer engine needs the GPU memory
         train_info = train_stage(tr, model, items, self.style, folder, seed=stage_seed(cfg.seed, stage),
                                  cpu_threads=cfg.cpu_threads)
