@@ -110,7 +110,7 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
             log(f"supervised peer: {tr.steps} steps on the same instances' optimal plans")
             warm_start(model, train_items, chosen, Path(tmp) / "sft", steps=tr.steps, batch_size=64,
                        learning_rate=sft_learning_rate, max_length=run.warm_start.max_length, seed=seed,
-                       cpu_threads=cpu_threads)
+                       cpu_threads=cpu_threads, label="supervised peer")
             rows["sft"] = {**_valid_by_side(str(Path(tmp) / "sft" / "model"), held_out, chosen, cpu_threads, tokens),
                            "seconds": time.perf_counter() - start}
     base = rows["checkpoint"]["valid"]

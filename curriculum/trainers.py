@@ -278,8 +278,9 @@ class _Progress:
 
 def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *, steps: int,
                batch_size: int, learning_rate: float, max_length: int, seed: int, cpu_threads: int | None = None,
-               warmup_steps: int = 0) -> dict:
-    """Supervised fine-tuning on optimal plans; saves model + tokenizer to ``out_dir/model``. Resumable."""
+               warmup_steps: int = 0, label: str = "warm start") -> dict:
+    """Supervised fine-tuning on the items' plans (the solver's optimal ones, or a policy's own kept ones); saves
+    model + tokenizer to ``out_dir/model``. Resumable. ``label`` names the progress lines."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
@@ -298,7 +299,7 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         logging_steps=max(steps // 20, 1),
         max_length=max_length,
     )
-    timer = _Progress.make("warm start", steps)
+    timer = _Progress.make(label, steps)
     trainer = SFTTrainer(model=model, args=args, train_dataset=sft_dataset(items, style), processing_class=tokenizer,
                          callbacks=[timer])
     _quiet(trainer)
@@ -652,7 +653,8 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
             # linear warm-up over the first tenth keeps a converged checkpoint from being knocked off its optimum.
             info = warm_start(current, pairs, style, folder, steps=sft_steps, batch_size=batch_size,
                               learning_rate=learning_rate, max_length=512, seed=seed + round_index,
-                              cpu_threads=cpu_threads, warmup_steps=sft_steps // 10)
+                              cpu_threads=cpu_threads, warmup_steps=sft_steps // 10,
+                              label=f"RFT {out_dir.name} round {round_index + 1}/{rounds}")
             round_figures.update(sft_steps=sft_steps, last_loss=info.get("last_loss"))
             shutil.rmtree(folder / "trainer", ignore_errors=True)
         else:  # nothing valid to learn from: the checkpoint stays as it was
