@@ -97,6 +97,11 @@ def wait_for_file(path: Path, poll_s: float = 2.0) -> Path:
     return path
 
 
+def stage_folder(run_dir: Path, stage: int) -> Path:
+    """A run's folder of stage ``stage`` (1-based)."""
+    return run_dir / f"stage-{stage:02d}"
+
+
 def stage_seed(run_seed: int, stage: int) -> int:
     """Seed of stage ``stage``'s instances and trainer: fixed by the run seed, distinct per stage."""
     return run_seed * 1000 + stage
@@ -116,7 +121,7 @@ class Run:
 
     # --- folders and records -------------------------------------------------------------------------------
     def stage_dir(self, stage: int) -> Path:
-        return self.dir / f"stage-{stage:02d}"
+        return stage_folder(self.dir, stage)
 
     def completed_stages(self) -> list[StageRecord]:
         records = []
@@ -548,16 +553,14 @@ def share_stage(source: RunConfig, target: RunConfig, stage: int, config: StageC
     def neutral(run: RunConfig) -> dict:
         return {key: value for key, value in run.to_dict().items() if key not in _STAGE_NEUTRAL}
 
-    def stage_folder(run: RunConfig, number: int) -> Path:
-        return run.run_dir / f"stage-{number:02d}"
-
-    src, dst = stage_folder(source, stage), stage_folder(target, stage)
+    src, dst = stage_folder(source.run_dir, stage), stage_folder(target.run_dir, stage)
     if neutral(source) != neutral(target) or not (src / "stage.json").exists() or (dst / "model").exists():
         return False
     if not (src / "config.yaml").exists() or (src / "config.yaml").read_text() != format_config_text(config, "yaml"):
         return False
     for earlier in range(1, stage):  # the same chain of stage configs: the same checkpoint this stage starts from
-        mine, theirs = stage_folder(target, earlier) / "config.yaml", stage_folder(source, earlier) / "config.yaml"
+        mine = stage_folder(target.run_dir, earlier) / "config.yaml"
+        theirs = stage_folder(source.run_dir, earlier) / "config.yaml"
         if not (mine.exists() and theirs.exists()) or mine.read_text() != theirs.read_text():
             return False
     dst.mkdir(parents=True, exist_ok=True)
