@@ -561,17 +561,23 @@ def _release(trainer) -> None:
         torch.cuda.empty_cache()
 
 
-def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, generations: int) -> tuple[list, dict]:
+def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, generations: int,
+                      signal=None) -> tuple[list, dict]:
     """For each instance (``generations`` consecutive samples each), the best valid sampled plan or None.
 
     Best = least makespan, then least sum of costs, then fewest written actions. Returns the kept plans per
     instance and the round's figures: sampled valid rate (the reward mean of a 0/1 reward), the share of
     instances whose samples all agree (all valid or all invalid: a GRPO group with zero reward variance), and
-    the share of instances with at least one valid sample (the ones that teach anything)."""
+    the share of instances with at least one valid sample (the ones that teach anything). ``signal`` (a
+    ``policy.rewards.StageReward``), when given, tallies each instance's samples as one group of the 0/1 valid
+    reward: the stage's training signal per map size, as a GRPO stage records it."""
     from policy.rollout import judge_answers
 
     verdicts = judge_answers([item for item in items for _ in range(generations)], plans)
     valid, makespan, cost = verdicts["valid"], verdicts["makespan"], verdicts["sum_of_costs"]
+    if signal is not None and generations >= 2 and len(items):
+        signal.record_groups([(item.instance.n_agents, max(item.instance.height, item.instance.width))
+                              for item in items], valid, valid)
     kept = []
     agree = 0
     for index in range(len(items)):
@@ -601,7 +607,8 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
     ``learning_rate`` (cosine to 0 within the round). Each round's checkpoint is saved under
     ``out_dir/round-NN`` and skipped on resume; the last one becomes ``out_dir/model``. Returns the same metric
     keys as :func:`grpo_stage` (``reward_mean`` is the sampled valid rate, ``zero_variance_share`` the share of
-    instances whose samples all agree) plus per-round figures."""
+    instances whose samples all agree, ``signal`` each map size's groups of samples scored like GRPO's groups
+    of a 0/1 valid reward, for the engineer) plus per-round figures."""
     import math
     import random
     import shutil
@@ -623,6 +630,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
     random.Random(seed).shuffle(order)
     chosen = [items[order[i % len(order)]] for i in range(total_prompts)]
     per_round = math.ceil(total_prompts / rounds)
+    signal = StageReward({"valid": 1.0}, generations)  # the stage's groups per map size, for the engineer
     current = model_dir
     figures: list[dict] = []
     start = time.perf_counter()
@@ -633,7 +641,9 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
         folder = out_dir / f"round-{round_index + 1:02d}"
         done = folder / "model"
         if _checkpoint_done(done):
-            figures.append(json.loads((done / "checkpoint_done.json").read_text())["round"])
+            mark = json.loads((done / "checkpoint_done.json").read_text())
+            figures.append(mark["round"])
+            signal.load_state(mark.get("signal_state") or {})  # the tallies up to and including this round
             current = str(done)
             continue
         began = time.perf_counter()
@@ -643,7 +653,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
                              backend=HFBackend(current, cpu_threads=cpu_threads))
         repeated = [item for item in round_items for _ in range(generations)]
         plans = policy.answer(repeated, seed=seed).plans
-        kept, round_figures = _best_valid_plans(round_items, plans, generations)
+        kept, round_figures = _best_valid_plans(round_items, plans, generations, signal)
         pairs = [replace_item(item, plan=plan) for item, plan in zip(round_items, kept) if plan is not None]
         round_figures.update(round=round_index + 1, prompts=len(round_items), kept=len(pairs),
                              sample_seconds=time.perf_counter() - began)
@@ -661,7 +671,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
             folder.mkdir(parents=True, exist_ok=True)
             shutil.copytree(current, done, dirs_exist_ok=True, ignore=shutil.ignore_patterns("checkpoint_done.json"))
             round_figures.update(sft_steps=0, last_loss=None)
-        _mark_checkpoint(done, {"round": round_figures})
+        _mark_checkpoint(done, {"round": round_figures, "signal_state": signal.state()})
         figures.append(round_figures)
         current = str(done)
     seconds = time.perf_counter() - start
@@ -675,7 +685,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
             "solved_share": mean_of("solved_share"), "rounds": figures,
             "reward_first": figures[0]["sampled_valid_rate"] if figures else None,
             "reward_last": figures[-1]["sampled_valid_rate"] if figures else None,
-            "completion_tokens_mean": None}
+            "completion_tokens_mean": None, "signal": signal.signal() if signal.state() else None}
     if save:
         final.mkdir(parents=True, exist_ok=True)
         shutil.copytree(current, final, dirs_exist_ok=True, ignore=shutil.ignore_patterns("checkpoint_done.json"))

@@ -1,6 +1,7 @@
 """The bandit engineer: a non-stationary multi-armed bandit over map sizes, valued by the training signal.
 
-Each size of the config is an arm. After a stage, every arm that was trained on (it had GRPO groups) moves its
+Each size of the config is an arm. After a stage, every arm that was trained on (it had groups: GRPO's, or a
+rejection-sampling stage's samples of one instance, scored as GRPO groups of the 0/1 valid reward) moves its
 value toward that stage's mean absolute advantage of its groups (``training_signal`` of the context's
 ``env_stats`` section, from :class:`policy.rewards.StageReward`): ``value += step_size * (signal - value)``, an
 exponential recency-weighted average, so the values follow a policy that keeps changing. Arms not trained keep

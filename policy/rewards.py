@@ -203,6 +203,22 @@ class StageReward:
         g = self.generations
         if g < 2 or total.size % g or any(len(set(instance[i:i + g])) != 1 for i in range(0, total.size, g)):
             return  # not TRL's grouped layout (a direct call): there are no groups to learn from
+        keys = []
+        for start in range(0, total.size, g):
+            inst = _instance(instance[start])
+            keys.append((inst.n_agents, max(inst.height, inst.width)))
+        self.record_groups(keys, total, valid)
+
+    def record_groups(self, keys: Sequence[tuple[int, int]], total: np.ndarray, valid: np.ndarray) -> None:
+        """Tally groups of ``generations`` consecutive samples: ``keys`` holds each group's (agents, map side),
+        ``total`` and ``valid`` each sample's reward and validity. The trainers that sample groups without TRL's
+        reward call (rejection-sampling rounds) record their groups here too."""
+        g = self.generations
+        total = np.asarray(total, np.float64)
+        valid = np.asarray(valid, np.float64)
+        if g < 2 or total.size != len(keys) * g or valid.size != total.size:
+            raise ValueError(f"record_groups: {len(keys)} groups of {g} need {len(keys) * g} samples, "
+                             f"got {total.size} rewards and {valid.size} validities")
         grouped = total.reshape(-1, g)
         centred = grouped - grouped.mean(axis=1, keepdims=True)
         group_std = grouped.std(axis=1, ddof=1)
@@ -212,10 +228,8 @@ class StageReward:
             advantages = centred / (total.std(ddof=1) + 1e-4)
         else:
             advantages = centred
-        for row in range(grouped.shape[0]):
-            inst = _instance(instance[row * g])
-            key = (inst.n_agents, max(inst.height, inst.width))
-            tally = self._tallies.setdefault(key, {"groups": 0, "reward": 0.0, "valid": 0.0, "zero_variance": 0,
+        for row, key in enumerate(keys):
+            tally = self._tallies.setdefault(tuple(key), {"groups": 0, "reward": 0.0, "valid": 0.0, "zero_variance": 0,
                                                    "abs_advantage": 0.0})
             tally["groups"] += 1
             tally["reward"] += float(grouped[row].mean())

@@ -384,6 +384,7 @@ def test_bench_lift__grpo_and_sft_peer_validated_on_the_same_held_out_instances(
 def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, finished_run):
     from curriculum.trainers import _best_valid_plans, rft_stage
     from policy.prompts import get_style
+    from policy.rewards import StageReward
     from simulator.config import StageConfig
     from simulator.generator import generate
     from simulator.types import JointPlan
@@ -395,10 +396,17 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     empty = JointPlan.from_sequences([[], []])
     plans = [p for item in items for p in (item.plan, empty)]
     plans[2:4] = [None, empty]  # instance 1: nothing valid
-    kept, figures = _best_valid_plans(items, plans, 2)
+    signal = StageReward({"valid": 1.0}, 2)
+    kept, figures = _best_valid_plans(items, plans, 2, signal)
     assert kept[1] is None and all(k is item.plan for k, item in zip(kept, items) if k is not None)
     assert figures["solved_share"] == pytest.approx(5 / 6) and figures["zero_variance_share"] == pytest.approx(1 / 6)
     assert figures["sampled_valid_rate"] == pytest.approx(5 / 12)
+    # the samples of one instance are one group of the 0/1 valid reward: 5 mixed groups (each sample 0.5 from the
+    # mean, the group's std 0.5 ** 0.5), 1 agreeing group (no advantage)
+    three = signal.signal()["by_size"]["3"]
+    assert three["groups"] == 6 and three["zero_variance_share"] == pytest.approx(1 / 6)
+    assert three["valid_rate"] == pytest.approx(5 / 12)
+    assert three["abs_advantage_mean"] == pytest.approx(5 / 6 * 0.5 / (0.5 ** 0.5 + 1e-4))
 
     model = str(finished_run.run_dir / "warm_start" / "model")
     training = Training(trainer="rft", steps=2, prompts_per_step=3, generations=4, max_completion_length=24,
@@ -407,11 +415,15 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     info = rft_stage(training, model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs)
     assert info["trainer"] == "rft" and [r["prompts"] for r in info["rounds"]] == [3, 3]
     assert all(r["kept"] <= r["prompts"] for r in info["rounds"]) and (tmp_path / "a" / "model" / "config.json").exists()
+    # every sampled instance is one group of the stage's signal (what the bandit engineer reads), 4 samples each
+    assert info["signal"]["by_size"]["3"]["groups"] == 6
+    assert info["signal"]["by_size"]["3"]["valid_rate"] == pytest.approx(info["reward_mean"])
     # a stage killed after its first round: the round is read back, the second is done again, same figures
     (tmp_path / "a" / "round-02" / "model" / "checkpoint_done.json").unlink()
     (tmp_path / "a" / "model" / "checkpoint_done.json").unlink()
     again = rft_stage(training, model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs)
     assert [r["kept"] for r in again["rounds"]] == [r["kept"] for r in info["rounds"]]
+    assert again["signal"] == info["signal"]  # the first round's groups were read back with it, not lost
 
 
 @pytest.mark.parametrize("pair, field", [

@@ -110,6 +110,24 @@ def test_stage_reward__a_batch_not_in_groups_scores_but_records_nothing():
         StageReward({"nope": 1.0}, generations=4)
 
 
+def test_stage_reward__record_groups_tallies_what_trl_s_reward_call_tallies():
+    # The rejection-sampling rounds record their groups directly (they sample without TRL's reward call): the
+    # same groups given by key must give the same signal as through the call, and a layout that is not groups of
+    # `generations` is refused by name.
+    from policy.rewards import StageReward
+
+    groups = [(COLUMNS, ["optimal", "valid", "hole", "garbage"]), (BIG_COLUMNS, ["garbage"] * 4),
+              (COLUMNS, ["valid"] * 4)]
+    completions, columns = _batch([(cols, [ANSWERS[a] for a in answers]) for cols, answers in groups])
+    through_call = StageReward({"valid": 1.0}, generations=4)
+    rewards = through_call(completions=completions, **columns)
+    direct = StageReward({"valid": 1.0}, generations=4)
+    direct.record_groups([(2, 3), (2, 4), (2, 3)], rewards, rewards)
+    assert direct.signal() == through_call.signal() and direct.signal()["by_size"]["3"]["groups"] == 2
+    with pytest.raises(ValueError, match="3 groups of 4 need 12 samples, got 11"):
+        direct.record_groups([(2, 3)] * 3, rewards[:11], rewards[:11])
+
+
 @pytest.mark.parametrize("name", ["qwen3-4b", "qwen3-4b-nothink"])
 def test_bench_tokens__the_paper_preset_s_prompts_fit_its_budgets_with_the_real_qwen3_tokenizer(name):
     from curriculum.config import preset
