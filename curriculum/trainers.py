@@ -685,7 +685,8 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
             "solved_share": mean_of("solved_share"), "rounds": figures,
             "reward_first": figures[0]["sampled_valid_rate"] if figures else None,
             "reward_last": figures[-1]["sampled_valid_rate"] if figures else None,
-            "completion_tokens_mean": None, "signal": signal.signal() if signal.state() else None}
+            "completion_tokens_mean": None,
+            "signal": {**signal.signal(), "trainer": "rft"} if signal.state() else None}
     if save:
         final.mkdir(parents=True, exist_ok=True)
         shutil.copytree(current, final, dirs_exist_ok=True, ignore=shutil.ignore_patterns("checkpoint_done.json"))

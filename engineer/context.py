@@ -17,7 +17,8 @@ Sections (:data:`CONTEXT_SECTIONS`, always rendered in this order, whatever orde
     own instances were like (hole ratio, share that need a wait, optimal makespans, from ``size_stats``: for a
     run's validation replays these describe the validation set, and are labelled so); the failed-vs-succeeded
     instance statistics; and, when the
-    evidence carries ``training_signal`` (the GRPO stage's own groups, ``policy.rewards.StageReward.signal``), per
+    evidence carries ``training_signal`` (the stage's own groups, ``policy.rewards.StageReward.signal``: GRPO's,
+    or a rejection-sampling stage's samples of each instance; the text says which), per
     size the groups trained on, their mean reward and sampled valid rate, the share with zero reward variance
     (no gradient) and the mean absolute advantage.
 ``history``
@@ -38,7 +39,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engineer.evidence import StageEvidence
+from engineer.evidence import SIGNAL_TRAINERS, StageEvidence
 from replays.mining import CATEGORIES, Exemplar, FailureSummary, GroupStats, read_key
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -278,9 +279,10 @@ def _env_stats_data(evidence: StageEvidence, config: StageConfig, history: list[
     requested_wait_ratio, achieved_wait_ratio, candidates, rejected_unsolvable, rejected_solver_limit,
     rejected_wait_label}}, achieved: {side: {episodes, hole_ratio_mean, needs_wait_share, optimal_makespan_mean,
     optimal_makespan_min, optimal_makespan_max}}, instance_stats: {failed, succeeded}, training_signal: {side:
-    {groups, reward_mean, valid_rate, zero_variance_share, abs_advantage_mean}}}``; ``generated``, ``achieved``
-    and ``training_signal`` are empty when the evidence has no generator's report, ``size_stats`` or training
-    signal."""
+    {groups, reward_mean, valid_rate, zero_variance_share, abs_advantage_mean}}, training_signal_trainer}``;
+    ``generated``, ``achieved`` and ``training_signal`` are empty when the evidence has no generator's report,
+    ``size_stats`` or training signal; ``training_signal_trainer`` (``grpo`` or ``rft``: whose groups) is then
+    None."""
     size_stats = evidence.size_stats
     signal = evidence.training_signal.by_size if evidence.training_signal is not None else {}
     generation = evidence.generation or {}
@@ -296,6 +298,7 @@ def _env_stats_data(evidence: StageEvidence, config: StageConfig, history: list[
         "training_signal": {
             side: {key: _score(getattr(signal[side], key)) for key in _SIGNAL_KEYS} for side in _side_order(signal)
         },
+        "training_signal_trainer": evidence.training_signal.trainer if evidence.training_signal is not None else None,
     }
 
 
@@ -413,7 +416,8 @@ def _env_stats_text(data: Mapping) -> list[str]:
             f"{_num(succeeded.get('agents_mean'), 1)}"
         )
     if data.get("training_signal"):
-        lines.append("training signal of the stage just trained (its GRPO groups):")
+        lines.append(f"training signal of the stage just trained "
+                     f"({SIGNAL_TRAINERS[data.get('training_signal_trainer') or 'grpo']}):")
         for side, figures in data["training_signal"].items():
             groups = figures["groups"]
             lines.append(

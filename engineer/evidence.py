@@ -10,7 +10,7 @@
 
 The stage loop adds what the replays cannot say (each None when absent): ``sampled`` (sampled pass@1),
 ``seconds`` (how long the validation took), ``generation`` (the generator's report per size of the config the
-stage trained on) and ``training_signal`` (the GRPO stage's own groups per size). ``StageEvidence.to_dict()`` is
+stage trained on) and ``training_signal`` (the stage's own groups per size). ``StageEvidence.to_dict()`` is
 the failure summary's dict extended with these keys (``size_stats``, then ``sampled``, ``seconds``,
 ``generation``, ``training_signal``, each when present); a stage's ``summary.json`` is that document before the
 last two are added, and ``StageEvidence.from_dict`` reads either back. ``stage_config`` is the config recorded
@@ -31,6 +31,7 @@ import numpy as np
 from replays.errors import ReplayError
 from replays.mining import FailureSummary, check_value, read_key, read_mapping, read_table, summarize
 from replays.reader import ReplayReader, iter_replay_files
+from simulator.errors import ConfigError
 from simulator.generator import SizeReport
 
 _SIZE_STATS_KEYS = ("episodes", "reward_mean", "reward_std", "completion_tokens_mean", "hole_ratio_mean",
@@ -80,7 +81,7 @@ def read_size_report(data: Any, where: str = "generation") -> SizeReport:
 
 @dataclass(frozen=True)
 class SignalFigures:
-    """The GRPO groups of one map side (or agents x size pair) a stage trained on."""
+    """The groups of one map side (or agents x size pair) a stage trained on (see :class:`TrainingSignal`)."""
 
     groups: int
     """Groups (prompts, each sampled ``generations`` times)."""
@@ -102,25 +103,46 @@ class SignalFigures:
                       for name in _SIGNAL_KEYS})
 
 
+# What a stage's groups were, by the trainer that sampled them (the engineer's context says it in these words).
+SIGNAL_TRAINERS = {
+    "grpo": "its GRPO groups",
+    "rft": "its rejection-sampling groups: each instance's samples, scored as a 0/1 valid reward",
+}
+
+
 @dataclass(frozen=True)
 class TrainingSignal:
-    """A GRPO stage's own training signal (``policy.rewards.StageReward.signal``)."""
+    """A stage's own training signal (``policy.rewards.StageReward.signal``): a GRPO stage's groups, or a
+    rejection-sampling stage's samples of each instance scored as GRPO would score a 0/1 valid reward."""
 
     by_size: Mapping[str, SignalFigures]
     """Keyed by map side (``"6"``)."""
     by_agents_size: Mapping[str, SignalFigures] = field(default_factory=dict)
     """Keyed by ``"<agents>x<size>"`` (``"3x6"``)."""
+    trainer: str = "grpo"
+    """Whose groups: a key of :data:`SIGNAL_TRAINERS` (records without it are GRPO's)."""
+
+    def __post_init__(self) -> None:
+        if self.trainer not in SIGNAL_TRAINERS:
+            raise ConfigError("training_signal.trainer", self.trainer, f"one of {', '.join(SIGNAL_TRAINERS)}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"by_size": {side: figures.to_dict() for side, figures in self.by_size.items()},
-                "by_agents_size": {key: figures.to_dict() for key, figures in self.by_agents_size.items()}}
+        out = {"by_size": {side: figures.to_dict() for side, figures in self.by_size.items()},
+               "by_agents_size": {key: figures.to_dict() for key, figures in self.by_agents_size.items()}}
+        if self.trainer != "grpo":  # GRPO's records stay as they were written before the field existed
+            out["trainer"] = self.trainer
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "training_signal") -> "TrainingSignal":
-        """``by_size`` is required; ``by_agents_size`` reads as empty when absent."""
+        """``by_size`` is required; ``by_agents_size`` reads as empty and ``trainer`` as ``grpo`` when absent."""
         by_agents_size = (read_table(data, "by_agents_size", where, SignalFigures.from_dict)
                           if read_key(data, "by_agents_size", where, "mapping", optional=True) is not None else {})
-        return cls(by_size=read_table(data, "by_size", where, SignalFigures.from_dict), by_agents_size=by_agents_size)
+        trainer = read_key(data, "trainer", where, "str", optional=True) or "grpo"
+        if trainer not in SIGNAL_TRAINERS:
+            raise ConfigError(f"{where}.trainer", trainer, f"one of {', '.join(SIGNAL_TRAINERS)}")
+        return cls(by_size=read_table(data, "by_size", where, SignalFigures.from_dict), by_agents_size=by_agents_size,
+                   trainer=trainer)
 
 
 @dataclass(frozen=True)
@@ -165,7 +187,7 @@ class StageEvidence:
     generation: Mapping[str, SizeReport] | None = None
     """Per map side, what the generator made of the config the stage trained on; None: not known."""
     training_signal: TrainingSignal | None = None
-    """The GRPO groups the stage trained on; None: not known, or a trainer without groups."""
+    """The groups the stage trained on; None: not known, or a trainer without groups."""
 
     def to_dict(self) -> dict[str, Any]:
         out = self.failures.to_dict()

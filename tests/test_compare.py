@@ -176,6 +176,10 @@ def test_train_compare__two_seeds_two_arms_end_to_end_then_kill_and_resume(tmp_p
     assert records["cmp-rule-s1"]["shared_from"] == str(out / "cmp-fixed-s1")
     record = json.loads((out / "cmp-rft-s1" / "stage-01" / "stage.json").read_text())
     assert record["train"]["trainer"] == "rft" and 0.0 <= record["scores"]["sampled_valid_rate"] <= 1.0
+    # the rejection-sampling stage's groups reach the engineer, named as what they are
+    assert record["train"]["signal"]["trainer"] == "rft" and record["train"]["signal"]["by_size"]
+    context_text = json.loads((out / "cmp-rft-s1" / "stage-01" / "decision.json").read_text())["context_text"]
+    assert "(its rejection-sampling groups: each instance's samples" in context_text
     summary = json.loads((out / "cmp-rft-s1" / "stage-01" / "summary.json").read_text())
     assert summary["sampled"]["k"] == 2 and set(summary["sampled"]["by_size"]) <= {"3", "4", "5", "6"}
     again = subprocess.run([sys.executable, "-m", "curriculum.cli", "compare", "--json",

@@ -384,6 +384,7 @@ def test_bench_lift__grpo_and_sft_peer_validated_on_the_same_held_out_instances(
 def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, finished_run):
     from curriculum.trainers import _best_valid_plans, rft_stage
     from policy.prompts import get_style
+    from engineer.evidence import TrainingSignal
     from policy.rewards import StageReward
     from simulator.config import StageConfig
     from simulator.generator import generate
@@ -418,6 +419,7 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     # every sampled instance is one group of the stage's signal (what the bandit engineer reads), 4 samples each
     assert info["signal"]["by_size"]["3"]["groups"] == 6
     assert info["signal"]["by_size"]["3"]["valid_rate"] == pytest.approx(info["reward_mean"])
+    assert TrainingSignal.from_dict(info["signal"]).trainer == "rft"
     # a stage killed after its first round: the round is read back, the second is done again, same figures
     (tmp_path / "a" / "round-02" / "model" / "checkpoint_done.json").unlink()
     (tmp_path / "a" / "model" / "checkpoint_done.json").unlink()

@@ -191,6 +191,18 @@ def test_context__env_stats_shows_the_generator_s_report_and_the_training_signal
     assert data["training_signal"]["3"]["abs_advantage_mean"] == 0.61
     assert "what the generator made of the current config" in context.text
     assert "3x3: 4 groups, reward 0.50, sampled valid 40.0%, zero-variance 25.0%, mean |advantage| 0.61" in context.text
+    assert "(its GRPO groups)" in context.text and data["training_signal_trainer"] == "grpo"
     json.dumps(context.data, allow_nan=False)
     plain = build_context(summarize_episodes(episodes), stage_config, [], sections=("env_stats",))
     assert plain.section("env_stats")["generated"] == {} and "made of the current config (the stage" not in plain.text
+    assert plain.section("env_stats")["training_signal_trainer"] is None
+    # a rejection-sampling stage's groups are named as such, and the record reads back equal; an unknown trainer
+    # is refused by name
+    rft = StageEvidence.from_dict({**summarize_episodes(episodes).to_dict(),
+                                   "training_signal": {**signal, "trainer": "rft"}})
+    assert StageEvidence.from_dict(rft.to_dict()) == rft and rft.to_dict()["training_signal"]["trainer"] == "rft"
+    rft_text = build_context(rft, stage_config, [], sections=("env_stats",)).text
+    assert "(its rejection-sampling groups: each instance's samples, scored as a 0/1 valid reward)" in rft_text
+    assert "GRPO" not in rft_text
+    with pytest.raises(ConfigError, match=r"training_signal\.trainer"):
+        StageEvidence.from_dict({**summarize_episodes(episodes).to_dict(), "training_signal": {**signal, "trainer": "x"}})
