@@ -1,0 +1,113 @@
+"""The `small` preset's rejection-sampling runs over every seed measured: seeds 0-2 of `fixed` from per_run.csv
+(beside this file; those run folders are not kept), later seeds from the run folders.
+
+Usage, from the repository root: python docs/results/small-rft/seeds.py RUNS_DIR > docs/results/small-rft/seeds.json
+(RUNS_DIR holds the folders rft-ARM-sSEED of `mapf-lake train --preset small --compare --name rft ...`).
+
+Per arm and seed: warm start, each stage's greedy valid rate and sampled pass@1, the final suite's mean valid
+rate, the greedy valid rate per size (warm start, then each stage), the data ratio of every size in each stage's
+config, and (rejection-sampling stages) the share of each size's sampled groups that disagree (what the bandit
+engineer values); each stage's answer churn on the validation set, training seconds and share of instances with a
+kept plan (pass@8). Per arm: mean and 95% Student-t interval
+over its seeds of valid, pass@1, lift, pass@1 lift and final, and the paired difference against `fixed` on the
+seeds both have. Shares are fractions; the README prints them as percentages.
+"""
+import csv
+import json
+import sys
+from pathlib import Path
+
+from curriculum.report import load_run, run_arm, run_seed
+from curriculum.stats import mean_interval, paired_difference
+
+HERE = Path(__file__).resolve().parent
+KEYS = ("valid", "pass1", "lift", "pass1_lift", "final")
+
+
+def recorded() -> dict[int, dict]:
+    """The fixed runs of seeds 0-2, from per_run.csv."""
+    out = {}
+    with open(HERE / "per_run.csv", newline="") as handle:
+        for row in csv.DictReader(handle):
+            stages = [float(row[f"stage{n}_valid"]) for n in (1, 2, 3)]
+            pass1 = [float(row[f"stage{n}_pass1"]) for n in (1, 2, 3)]
+            out[int(row["seed"])] = {
+                "source": "per_run.csv", "warm": float(row["warm_valid"]), "warm_pass1": float(row["warm_pass1"]),
+                "stages": stages, "stages_pass1": pass1, "final": float(row["final_valid"])}
+    return out
+
+
+def _by_size(summary: Path) -> dict[str, float]:
+    """Greedy valid rate per map side of one validation (warm start or stage)."""
+    return {side: figures["valid_rate"] for side, figures in json.loads(summary.read_text())["by_size"].items()}
+
+
+def from_folder(path: Path) -> dict | None:
+    run = load_run(path)
+    if len(run["stages"]) < run["manifest"]["run_config"]["stages"] or "final" not in run:
+        return None  # unfinished: left out, not guessed
+    warm = json.loads((path / "warm_start" / "summary.json").read_text())
+    cells = run["final"]["cells"].values()
+    figures = {"source": path.name, "warm": warm["valid_rate"],
+               "warm_pass1": (warm.get("sampled") or {}).get("valid_rate"),
+               "stages": [s.scores.valid_rate for s in run["stages"]],
+               "stages_pass1": [s.scores.sampled_valid_rate for s in run["stages"]],
+               "final": sum(c["valid_rate"] for c in cells) / len(cells),
+               "mix": [{str(side): spec.data_ratio for side, spec in s.config.sizes.items()} for s in run["stages"]],
+               "by_size": [_by_size(path / "warm_start" / "summary.json")]
+               + [_by_size(path / f"stage-{s.stage:02d}" / "summary.json") for s in run["stages"]],
+               "shared_from": [s.shared_from for s in run["stages"]],
+               "churn": [s.churn for s in run["stages"]],
+               "train_seconds": [round((s.timings or {}).get("train", 0.0), 1) for s in run["stages"]],
+               "kept_share": [(s.train or {}).get("solved_share") for s in run["stages"]]}
+    signal = [(s.train or {}).get("signal") for s in run["stages"]]
+    if any(signal):
+        figures["disagreeing_groups"] = [
+            {side: round(1.0 - f["zero_variance_share"], 4) for side, f in (sig or {}).get("by_size", {}).items()}
+            for sig in signal]
+    return figures
+
+
+def derived(figures: dict) -> dict:
+    out = {"valid": figures["stages"][-1], "final": figures["final"],
+           "lift": figures["stages"][-1] - figures["warm"]}
+    if figures.get("stages_pass1") and figures["stages_pass1"][-1] is not None:
+        out["pass1"] = figures["stages_pass1"][-1]
+        if figures.get("warm_pass1") is not None:
+            out["pass1_lift"] = figures["stages_pass1"][-1] - figures["warm_pass1"]
+    return out
+
+
+def main(runs_dir: str) -> dict:
+    per_arm: dict[str, dict[int, dict]] = {"fixed": recorded()}
+    for path in sorted(Path(runs_dir).glob("rft-*-s*")):
+        if not (path / "manifest.json").exists():
+            continue
+        figures = from_folder(path)
+        if figures is not None:
+            run = load_run(path)
+            per_arm.setdefault(run_arm(run), {})[run_seed(run)] = figures
+    arms = {}
+    for arm, seeds in per_arm.items():
+        values = {seed: derived(f) for seed, f in seeds.items()}
+        entry = {"seeds": sorted(seeds)}
+        for key in KEYS:
+            got = {seed: v[key] for seed, v in values.items() if key in v}
+            if got:
+                entry[key] = mean_interval(list(got.values())).to_dict()
+            if arm != "fixed":
+                ref = {seed: v[key] for seed, v in ((s, derived(f)) for s, f in per_arm["fixed"].items()) if key in v}
+                diff = paired_difference(got, ref)
+                if diff is not None:
+                    entry[key + "_vs_fixed"] = diff.to_dict()
+        arms[arm] = entry
+    warm = {seed: f["warm"] for seed, f in per_arm["fixed"].items()}
+    return {"command": "python docs/results/small-rft/seeds.py RUNS_DIR", "arms": arms,
+            "warm_start": {"per_seed": warm, "valid": mean_interval(list(warm.values())).to_dict()},
+            "per_seed": {arm: {str(seed): f for seed, f in sorted(seeds.items())} for arm, seeds in per_arm.items()}}
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__.split("\n\n")[1])
+    print(json.dumps(main(sys.argv[1]), indent=1))
