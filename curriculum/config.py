@@ -514,7 +514,7 @@ PRESETS["small-grpo"] = _derived(
 # CPU, 2 cores: the setting where RL lifts the policy. ``small-grpo``'s warm start and validation, then three
 # stages of rejection-sampling fine-tuning: per stage 2,400 instances x 8 samples in 2 rounds, each instance's
 # best valid own plan kept, 8 supervised passes over them at 5e-4 (README, "The small preset, measured"). One
-# comparison arm takes about 10 minutes on 2 cores (the warm start ~7 more, once per seed).
+# comparison arm takes 10-18 minutes on 2 cores, by the day (the warm start ~7 more, once per seed).
 PRESETS["small"] = _derived(
     PRESETS["small-grpo"],
     name="small",

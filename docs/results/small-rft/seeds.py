@@ -56,7 +56,7 @@ def from_folder(path: Path) -> dict | None:
                "mix": [{str(side): spec.data_ratio for side, spec in s.config.sizes.items()} for s in run["stages"]],
                "by_size": [_by_size(path / "warm_start" / "summary.json")]
                + [_by_size(path / f"stage-{s.stage:02d}" / "summary.json") for s in run["stages"]],
-               "shared_from": [s.shared_from for s in run["stages"]],
+               "shared_from": [Path(s.shared_from).name if s.shared_from else None for s in run["stages"]],
                "churn": [s.churn for s in run["stages"]],
                "train_seconds": [round((s.timings or {}).get("train", 0.0), 1) for s in run["stages"]],
                "kept_share": [(s.train or {}).get("solved_share") for s in run["stages"]]}
