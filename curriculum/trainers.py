@@ -16,7 +16,7 @@ from typing import Sequence
 
 from policy.backend_hf import set_cpu_threads as _cpu_threads
 from policy.prompts import PromptStyle, save_checkpoint_style
-from policy.rewards import StageReward, reward_columns
+from policy.rewards import StageReward, group_key, reward_columns
 from simulator.atomic import atomic_write
 from simulator.env import default_horizon
 from simulator.generator import LabelledInstance
@@ -576,8 +576,7 @@ def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, genera
     verdicts = judge_answers([item for item in items for _ in range(generations)], plans)
     valid, makespan, cost = verdicts["valid"], verdicts["makespan"], verdicts["sum_of_costs"]
     if signal is not None and generations >= 2 and len(items):
-        signal.record_groups([(item.instance.n_agents, max(item.instance.height, item.instance.width))
-                              for item in items], valid, valid)
+        signal.record_groups([group_key(item.instance) for item in items], valid, valid)
     kept = []
     agree = 0
     for index in range(len(items)):

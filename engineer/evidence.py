@@ -110,6 +110,12 @@ SIGNAL_TRAINERS = {
 }
 
 
+def _check_trainer(trainer: str, where: str) -> str:
+    if trainer not in SIGNAL_TRAINERS:
+        raise ConfigError(f"{where}.trainer", trainer, f"one of {', '.join(SIGNAL_TRAINERS)}")
+    return trainer
+
+
 @dataclass(frozen=True)
 class TrainingSignal:
     """A stage's own training signal (``policy.rewards.StageReward.signal``): a GRPO stage's groups, or a
@@ -123,8 +129,7 @@ class TrainingSignal:
     """Whose groups: a key of :data:`SIGNAL_TRAINERS` (records without it are GRPO's)."""
 
     def __post_init__(self) -> None:
-        if self.trainer not in SIGNAL_TRAINERS:
-            raise ConfigError("training_signal.trainer", self.trainer, f"one of {', '.join(SIGNAL_TRAINERS)}")
+        _check_trainer(self.trainer, "training_signal")
 
     def to_dict(self) -> dict[str, Any]:
         out = {"by_size": {side: figures.to_dict() for side, figures in self.by_size.items()},
@@ -138,9 +143,7 @@ class TrainingSignal:
         """``by_size`` is required; ``by_agents_size`` reads as empty and ``trainer`` as ``grpo`` when absent."""
         by_agents_size = (read_table(data, "by_agents_size", where, SignalFigures.from_dict)
                           if read_key(data, "by_agents_size", where, "mapping", optional=True) is not None else {})
-        trainer = read_key(data, "trainer", where, "str", optional=True) or "grpo"
-        if trainer not in SIGNAL_TRAINERS:
-            raise ConfigError(f"{where}.trainer", trainer, f"one of {', '.join(SIGNAL_TRAINERS)}")
+        trainer = _check_trainer(read_key(data, "trainer", where, "str", optional=True) or "grpo", where)
         return cls(by_size=read_table(data, "by_size", where, SignalFigures.from_dict), by_agents_size=by_agents_size,
                    trainer=trainer)
 

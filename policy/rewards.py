@@ -165,6 +165,11 @@ REWARDS: dict[str, Callable[..., list[float]]] = {
 mapf_reward = REWARDS["default"]
 
 
+def group_key(inst: Instance) -> tuple[int, int]:
+    """(agents, map side) of an instance: the key a training signal is tallied under."""
+    return inst.n_agents, max(inst.height, inst.width)
+
+
 class StageReward:
     """The weighted sum of reward components as one TRL reward function, recording what each group taught.
 
@@ -203,11 +208,7 @@ class StageReward:
         g = self.generations
         if g < 2 or total.size % g or any(len(set(instance[i:i + g])) != 1 for i in range(0, total.size, g)):
             return  # not TRL's grouped layout (a direct call): there are no groups to learn from
-        keys = []
-        for start in range(0, total.size, g):
-            inst = _instance(instance[start])
-            keys.append((inst.n_agents, max(inst.height, inst.width)))
-        self.record_groups(keys, total, valid)
+        self.record_groups([group_key(_instance(instance[start])) for start in range(0, total.size, g)], total, valid)
 
     def record_groups(self, keys: Sequence[tuple[int, int]], total: np.ndarray, valid: np.ndarray) -> None:
         """Tally groups of ``generations`` consecutive samples: ``keys`` holds each group's (agents, map side),
