@@ -562,21 +562,23 @@ def _release(trainer) -> None:
 
 
 def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, generations: int,
-                      signal=None) -> tuple[list, dict]:
+                      *signals) -> tuple[list, dict]:
     """For each instance (``generations`` consecutive samples each), the best valid sampled plan or None.
 
     Best = least makespan, then least sum of costs, then fewest written actions. Returns the kept plans per
     instance and the round's figures: sampled valid rate (the reward mean of a 0/1 reward), the share of
     instances whose samples all agree (all valid or all invalid: a GRPO group with zero reward variance), and
-    the share of instances with at least one valid sample (the ones that teach anything). ``signal`` (a
-    ``policy.rewards.StageReward``), when given, tallies each instance's samples as one group of the 0/1 valid
-    reward: the stage's training signal per map size, as a GRPO stage records it."""
+    the share of instances with at least one valid sample (the ones that teach anything). Each of ``signals``
+    (``policy.rewards.StageReward``) tallies each instance's samples as one group of the 0/1 valid reward: the
+    stage's training signal per map size, as a GRPO stage records it."""
     from policy.rollout import judge_answers
 
     verdicts = judge_answers([item for item in items for _ in range(generations)], plans)
     valid, makespan, cost = verdicts["valid"], verdicts["makespan"], verdicts["sum_of_costs"]
-    if signal is not None and generations >= 2 and len(items):
-        signal.record_groups([group_key(item.instance) for item in items], valid, valid)
+    if generations >= 2 and len(items):
+        keys = [group_key(item.instance) for item in items]
+        for signal in signals:
+            signal.record_groups(keys, valid, valid)
     kept = []
     agree = 0
     for index in range(len(items)):
@@ -607,7 +609,8 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
     ``out_dir/round-NN`` and skipped on resume; the last one becomes ``out_dir/model``. Returns the same metric
     keys as :func:`grpo_stage` (``reward_mean`` is the sampled valid rate, ``zero_variance_share`` the share of
     instances whose samples all agree, ``signal`` each map size's groups of samples scored like GRPO's groups
-    of a 0/1 valid reward, for the engineer) plus per-round figures."""
+    of a 0/1 valid reward, for the engineer, with ``rounds``: each round's own ``by_size``, in order) plus
+    per-round figures."""
     import math
     import random
     import shutil
@@ -652,7 +655,11 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
                              backend=HFBackend(current, cpu_threads=cpu_threads))
         repeated = [item for item in round_items for _ in range(generations)]
         plans = policy.answer(repeated, seed=seed).plans
-        kept, round_figures = _best_valid_plans(round_items, plans, generations, signal)
+        # the stage's tallies, and this round's alone: how each size's sampled rate moves from round to round
+        round_signal = StageReward({"valid": 1.0}, generations)
+        kept, round_figures = _best_valid_plans(round_items, plans, generations, signal, round_signal)
+        if round_signal.state():
+            round_figures["signal_by_size"] = round_signal.signal()["by_size"]
         pairs = [replace_item(item, plan=plan) for item, plan in zip(round_items, kept) if plan is not None]
         round_figures.update(round=round_index + 1, prompts=len(round_items), kept=len(pairs),
                              sample_seconds=time.perf_counter() - began)
@@ -685,7 +692,9 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
             "reward_first": figures[0]["sampled_valid_rate"] if figures else None,
             "reward_last": figures[-1]["sampled_valid_rate"] if figures else None,
             "completion_tokens_mean": None,
-            "signal": {**signal.signal(), "trainer": "rft"} if signal.state() else None}
+            "signal": ({**signal.signal(), "trainer": "rft",
+                        "rounds": [f["signal_by_size"] for f in figures if f.get("signal_by_size")]}
+                       if signal.state() else None)}
     if save:
         final.mkdir(parents=True, exist_ok=True)
         shutil.copytree(current, final, dirs_exist_ok=True, ignore=shutil.ignore_patterns("checkpoint_done.json"))

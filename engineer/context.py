@@ -279,10 +279,11 @@ def _env_stats_data(evidence: StageEvidence, config: StageConfig, history: list[
     requested_wait_ratio, achieved_wait_ratio, candidates, rejected_unsolvable, rejected_solver_limit,
     rejected_wait_label}}, achieved: {side: {episodes, hole_ratio_mean, needs_wait_share, optimal_makespan_mean,
     optimal_makespan_min, optimal_makespan_max}}, instance_stats: {failed, succeeded}, training_signal: {side:
-    {groups, reward_mean, valid_rate, zero_variance_share, abs_advantage_mean}}, training_signal_trainer}``;
-    ``generated``, ``achieved`` and ``training_signal`` are empty when the evidence has no generator's report,
-    ``size_stats`` or training signal; ``training_signal_trainer`` (``grpo`` or ``rft``: whose groups) is then
-    None."""
+    {groups, reward_mean, valid_rate, zero_variance_share, abs_advantage_mean}}, training_signal_trainer,
+    training_signal_rounds: [{side: valid_rate}]}``; ``generated``, ``achieved`` and ``training_signal`` are empty
+    when the evidence has no generator's report, ``size_stats`` or training signal; ``training_signal_trainer``
+    (``grpo`` or ``rft``: whose groups) is then None; ``training_signal_rounds`` (each sampling round's own valid
+    rate per side, in order) is empty unless the trainer samples in rounds."""
     size_stats = evidence.size_stats
     signal = evidence.training_signal.by_size if evidence.training_signal is not None else {}
     generation = evidence.generation or {}
@@ -299,6 +300,10 @@ def _env_stats_data(evidence: StageEvidence, config: StageConfig, history: list[
             side: {key: _score(getattr(signal[side], key)) for key in _SIGNAL_KEYS} for side in _side_order(signal)
         },
         "training_signal_trainer": evidence.training_signal.trainer if evidence.training_signal is not None else None,
+        "training_signal_rounds": [
+            {side: _score(by_size[side].valid_rate) for side in _side_order(by_size)}
+            for by_size in (evidence.training_signal.rounds if evidence.training_signal is not None else ())
+        ],
     }
 
 
@@ -425,6 +430,11 @@ def _env_stats_text(data: Mapping) -> list[str]:
                 f"{_num(figures['reward_mean'])}, sampled valid {_pct(figures['valid_rate'])}, zero-variance "
                 f"{_pct(figures['zero_variance_share'])}, mean |advantage| {_num(figures['abs_advantage_mean'])}"
             )
+        rounds = data.get("training_signal_rounds") or []
+        if len(rounds) >= 2:
+            lines.append("  sampled valid by round: " + ", ".join(
+                f"{side}x{side} " + " -> ".join(_pct(by_size.get(side)) for by_size in rounds)
+                for side in _side_order({side: None for by_size in rounds for side in by_size})))
     return lines
 
 

@@ -1,5 +1,5 @@
 """Engineers, looked up by name: ``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``, ``mutate``,
-``llm:BACKEND_SPEC``.
+``progress``, ``llm:BACKEND_SPEC``.
 
 Every engineer has a ``name`` and ``propose(context, config, seed=0) -> EngineerDecision``; the decision's
 ``config`` is always a valid StageConfig (the previous one when a proposal is rejected). ``make_engineer(spec,
@@ -12,6 +12,8 @@ Every engineer has a ``name`` and ``propose(context, config, seed=0) -> Engineer
 * ``learnability``: weights sizes by ``p(1 - p)`` of their success rate (:mod:`engineer.learnability`).
 * ``bandit``: a non-stationary bandit over sizes valued by the stage's mean absolute GRPO advantage
   (:mod:`engineer.bandit`); its state is in each decision's ``details`` and continues through ``load_state``.
+* ``progress``: weights sizes by their measured learning progress, the change of their sampled valid rate
+  between sampling rounds and stages (:mod:`engineer.progress`); stateful like ``bandit``.
 * ``mutate``: sizes in the learnable band get one seeded small edit: more holes, more waits, or weight to the
   next side up (:mod:`engineer.mutate`).
 * ``llm:BACKEND_SPEC``: a language model through a policy backend (:mod:`engineer.llm`).
@@ -34,6 +36,7 @@ from engineer.bandit import BanditEngineer
 from engineer.learnability import LearnabilityEngineer
 from engineer.llm import LLMEngineer
 from engineer.mutate import MutateEngineer
+from engineer.progress import ProgressEngineer
 from engineer.rule import RuleEngineer, hole_ratio_cap, rounded_shares
 from simulator.config import MAX_HOLE_RATIO, MAX_SIZE, MAX_STAGE_AGENTS, MIN_SIZE, SizeSpec, StageConfig
 from simulator.errors import ConfigError
@@ -144,6 +147,7 @@ ENGINEERS: dict[str, EngineerKind] = {
     "learnability": EngineerKind(LearnabilityEngineer, False, "learnability"),
     "bandit": EngineerKind(BanditEngineer, False, "bandit"),
     "mutate": EngineerKind(MutateEngineer, False, "mutate"),
+    "progress": EngineerKind(ProgressEngineer, False, "progress"),
     "llm": EngineerKind(LLMEngineer, True, "llm:BACKEND_SPEC (llm:hf:PATH, llm:vllm:PATH, llm:openai:MODEL)"),
 }
 ENGINEER_FORMS = ", ".join(kind.form for kind in ENGINEERS.values())

@@ -127,6 +127,9 @@ class TrainingSignal:
     """Keyed by ``"<agents>x<size>"`` (``"3x6"``)."""
     trainer: str = "grpo"
     """Whose groups: a key of :data:`SIGNAL_TRAINERS` (records without it are GRPO's)."""
+    rounds: tuple[Mapping[str, SignalFigures], ...] = ()
+    """A trainer that samples in rounds (rejection sampling): each round's own groups per map side, in order;
+    empty when not recorded (GRPO, and earlier records)."""
 
     def __post_init__(self) -> None:
         _check_trainer(self.trainer, "training_signal")
@@ -136,16 +139,21 @@ class TrainingSignal:
                "by_agents_size": {key: figures.to_dict() for key, figures in self.by_agents_size.items()}}
         if self.trainer != "grpo":  # GRPO's records stay as they were written before the field existed
             out["trainer"] = self.trainer
+        if self.rounds:
+            out["rounds"] = [{side: figures.to_dict() for side, figures in by_size.items()} for by_size in self.rounds]
         return out
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "training_signal") -> "TrainingSignal":
-        """``by_size`` is required; ``by_agents_size`` reads as empty and ``trainer`` as ``grpo`` when absent."""
+        """``by_size`` is required; ``by_agents_size`` and ``rounds`` read as empty and ``trainer`` as ``grpo``
+        when absent."""
         by_agents_size = (read_table(data, "by_agents_size", where, SignalFigures.from_dict)
                           if read_key(data, "by_agents_size", where, "mapping", optional=True) is not None else {})
         trainer = _check_trainer(read_key(data, "trainer", where, "str", optional=True) or "grpo", where)
+        rounds = tuple(read_mapping(by_size, f"{where}.rounds[{index}]", SignalFigures.from_dict)
+                       for index, by_size in enumerate(read_key(data, "rounds", where, "list", optional=True) or []))
         return cls(by_size=read_table(data, "by_size", where, SignalFigures.from_dict), by_agents_size=by_agents_size,
-                   trainer=trainer)
+                   trainer=trainer, rounds=rounds)
 
 
 @dataclass(frozen=True)

@@ -420,6 +420,11 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     assert info["signal"]["by_size"]["3"]["groups"] == 6
     assert info["signal"]["by_size"]["3"]["valid_rate"] == pytest.approx(info["reward_mean"])
     assert TrainingSignal.from_dict(info["signal"]).trainer == "rft"
+    # each round's own groups too (what the progress engineer reads): 3 instances each, together the stage's
+    rounds = TrainingSignal.from_dict(info["signal"]).rounds
+    assert [by_size["3"].groups for by_size in rounds] == [3, 3]
+    assert [by_size["3"].valid_rate for by_size in rounds] == \
+        pytest.approx([r["sampled_valid_rate"] for r in info["rounds"]])
     # a stage killed after its first round: the round is read back, the second is done again, same figures
     (tmp_path / "a" / "round-02" / "model" / "checkpoint_done.json").unlink()
     (tmp_path / "a" / "model" / "checkpoint_done.json").unlink()

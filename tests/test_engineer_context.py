@@ -206,3 +206,16 @@ def test_context__env_stats_shows_the_generator_s_report_and_the_training_signal
     assert "GRPO" not in rft_text
     with pytest.raises(ConfigError, match=r"training_signal\.trainer"):
         StageEvidence.from_dict({**summarize_episodes(episodes).to_dict(), "training_signal": {**signal, "trainer": "x"}})
+    assert plain.section("env_stats")["training_signal_rounds"] == [] and "by round" not in rft_text
+    # its sampling rounds, each with its own groups: read back equal, in the data and the text in round order
+    second = {"3": {**signal["by_size"]["3"], "valid_rate": 0.55}}
+    rounds = StageEvidence.from_dict({**summarize_episodes(episodes).to_dict(),
+                                      "training_signal": {**signal, "trainer": "rft",
+                                                          "rounds": [signal["by_size"], second]}})
+    assert StageEvidence.from_dict(rounds.to_dict()) == rounds and len(rounds.training_signal.rounds) == 2
+    rounds_context = build_context(rounds, stage_config, [], sections=("env_stats",))
+    assert rounds_context.section("env_stats")["training_signal_rounds"] == [{"3": 0.4}, {"3": 0.55}]
+    assert "sampled valid by round: 3x3 40.0% -> 55.0%" in rounds_context.text
+    with pytest.raises(ConfigError, match=r"training_signal\.rounds\[1\]\.3"):
+        StageEvidence.from_dict({**summarize_episodes(episodes).to_dict(),
+                                 "training_signal": {**signal, "rounds": [signal["by_size"], {"3": {"groups": 1}}]}})

@@ -226,6 +226,73 @@ def test_bandit__no_signal_moves_nothing_and_bad_options_or_state_are_config_err
         make_engineer("bandit").load_state({"values": {"x": "y"}})
 
 
+
+# --- progress -----------------------------------------------------------------------------------------------
+def _rounds_context(rounds: list[dict[int, float]], config: StageConfig = CONFIG, sections=None):
+    """A context whose training signal has sampling rounds: [{side: sampled valid rate}] (the stage's totals are
+    the last round's)."""
+    def figures(rate: float) -> dict:
+        return {"groups": 8, "reward_mean": rate, "valid_rate": rate, "zero_variance_share": 0.0,
+                "abs_advantage_mean": 0.5}
+
+    signal = {"by_size": {str(side): figures(rate) for side, rate in rounds[-1].items()}, "trainer": "rft",
+              "rounds": [{str(side): figures(rate) for side, rate in by_size.items()} for by_size in rounds]}
+    summary = summary_with({side: 0.5 for side in config.sizes}, training_signal=signal)
+    return build_context(summary, config, [], sections=sections)
+
+
+def test_progress__weights_follow_the_absolute_change_of_each_sizes_sampled_rate():
+    progress = make_engineer("progress", step_size=0.5, floor=0.1)
+    # round to round: 3x3 +0.00, 4x4 +0.10, 5x5 +0.30, 6x6 -0.10 (forgetting counts as progress too)
+    first = progress.propose(_rounds_context([{3: 0.8, 4: 0.4, 5: 0.1, 6: 0.3}, {3: 0.8, 4: 0.5, 5: 0.4, 6: 0.2}]),
+                             CONFIG)
+    values = first.details["state"]["values"]
+    assert values == pytest.approx({"3": 0.0, "4": 0.1, "5": 0.3, "6": 0.1})
+    assert first.details["state"]["rates"] == {"3": 0.8, "4": 0.5, "5": 0.4, "6": 0.2}
+    # floor 0.1 each, the other 0.6 in proportion to 0, 0.1, 0.3, 0.1 (sum 0.5)
+    shares = {side: spec.data_ratio for side, spec in first.config.sizes.items()}
+    assert shares == pytest.approx({3: 0.1, 4: 0.22, 5: 0.46, 6: 0.22}, abs=1e-4) and math.fsum(shares.values()) == 1.0
+    assert all(spec.hole_ratio == 0.2 and spec.wait_ratio == 0.3 for spec in first.config.sizes.values())
+    assert "sampled valid 40.0% -> 50.0%" in first.rationale
+    # the next stage's first round continues each series: 5x5 0.4 -> 0.4 (0) -> 0.5 (0.1)
+    progress.propose(_rounds_context([{3: 0.8, 4: 0.5, 5: 0.4}, {3: 0.8, 4: 0.7, 5: 0.5}]), first.config)
+    assert progress.state()["values"] == pytest.approx({"3": 0.0, "4": 0.125, "5": 0.125, "6": 0.1})
+
+
+def test_progress__reads_one_rate_per_stage_without_rounds_and_resumes_from_its_state():
+    def stage_context(rates: dict[int, float]):
+        by_size = {str(side): {"groups": 8, "reward_mean": r, "valid_rate": r, "zero_variance_share": 0.0,
+                               "abs_advantage_mean": 0.5} for side, r in rates.items()}
+        return build_context(summary_with({side: 0.5 for side in CONFIG.sizes}, training_signal={"by_size": by_size}),
+                             CONFIG, [])
+
+    one = make_engineer("progress")
+    first = one.propose(stage_context({3: 0.5, 4: 0.2}), CONFIG)  # one rate per size: nothing measured yet
+    assert first.diff == [] and first.details["state"] == {"values": {}, "rates": {"3": 0.5, "4": 0.2}}
+    straight = one.propose(stage_context({3: 0.5, 4: 0.4}), CONFIG)
+    assert straight.details["state"]["values"] == {"3": 0.0, "4": pytest.approx(0.2)}
+    resumed = make_engineer("progress")
+    resumed.load_state(first.to_dict()["details"]["state"])
+    again = resumed.propose(stage_context({3: 0.5, 4: 0.4}), CONFIG)
+    assert again.config == straight.config and again.details == straight.details
+    # sizes never valued (5, 6) get the mean of the valued ones (0.1): floor 0.1 + 0.6 * value / 0.4
+    assert {side: spec.data_ratio for side, spec in straight.config.sizes.items()} == \
+        pytest.approx({3: 0.1, 4: 0.4, 5: 0.25, 6: 0.25}, abs=1e-4)
+
+
+def test_progress__no_movement_or_no_signal_moves_nothing_and_bad_options_or_state_are_config_errors():
+    still = make_engineer("progress").propose(_rounds_context([{3: 0.5, 4: 0.2}, {3: 0.5, 4: 0.2}]), CONFIG)
+    assert still.diff == [] and "moved" in still.rationale
+    hidden = make_engineer("progress").propose(
+        _rounds_context([{3: 0.5}, {3: 0.9}], sections=("behavior",)), CONFIG)
+    assert hidden.diff == [] and "no sampled rate" in hidden.rationale  # the env_stats ablation hides the signal
+    for option, value in (("step_size", 0.0), ("floor", 2.0), ("floor", True)):
+        with pytest.raises(ConfigError, match=f"progress.{option}"):
+            make_engineer("progress", **{option: value})
+    with pytest.raises(ConfigError, match="progress state"):
+        make_engineer("progress").load_state({"rates": {"3": "high"}})
+
+
 # --- rule ----------------------------------------------------------------------------------------------------
 def test_rule__weight_moves_from_solved_and_hopeless_sizes_to_mid_range_ones():
     decision = _propose("rule", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05})
@@ -312,7 +379,7 @@ def test_make_engineer__bad_specs_are_config_errors(spec):
 def test_make_engineer__unknown_option_names_the_allowed_ones():
     with pytest.raises(ConfigError, match="low, high"):
         make_engineer("rule", lo=0.1)
-    assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "bandit", "mutate", "llm"}
+    assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "bandit", "mutate", "progress", "llm"}
 
 
 # --- llm with stand-in backends ------------------------------------------------------------------------------

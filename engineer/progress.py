@@ -1,0 +1,144 @@
+"""The progress engineer: train where the policy is measurably learning (absolute learning progress per size).
+
+Success (``rule``), disagreement (``learnability``'s ``p(1 - p)``) and advantage (``bandit``) say where a stage's
+groups *could* teach; this engineer reads where the policy *did* change. Its evidence is the training signal's
+sampled valid rate per map size, from training samples only (never the validation set):
+
+* a trainer that samples in rounds (rejection sampling, ``env_stats.training_signal_rounds``) gives one rate per
+  size per round;
+* otherwise each stage gives one (``env_stats.training_signal``'s ``valid_rate``).
+
+The rates of a size, in order across rounds and stages, make a series; each step of it is one observation of
+that size's learning progress, ``|rate - previous rate|`` (absolute, so forgetting counts as much as learning:
+a size the policy loses needs data as much as one it gains). A size's value moves toward each observation,
+``value += step_size * (observation - value)``, an exponential recency-weighted average, so an early spurt
+fades when a size stops moving. The next stage's ``data_ratio`` per size is ``floor`` each plus the rest in
+proportion to the values; a size never valued gets the mean of the valued ones. When no size has a value, or
+every value is 0, nothing moves.
+
+The state (``values``; ``rates``: each size's last rate, so the step from one stage's last round to the next
+stage's first counts too) is in every decision record (``details["state"]``); the run hands the previous
+decision's state to :meth:`ProgressEngineer.load_state`, so a resumed run continues the same series. Hole and
+wait ratios, agents, samples, seed, slip and horizon never change. Ratios are rounded to 4 decimals.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+
+from engineer.context import EngineerContext
+from engineer.decision import EngineerDecision, make_decision
+from engineer.rule import rounded_shares
+from simulator.config import SizeSpec, StageConfig
+from simulator.errors import ConfigError
+
+
+def _rate(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value) if 0.0 <= value <= 1.0 else None
+
+
+def rate_series(env_stats: dict, side: int) -> list[float]:
+    """The sampled valid rates of ``side`` in the stage just trained, in order: one per sampling round when the
+    trainer recorded rounds, else the stage's one rate; [] when the size was not trained on."""
+    rounds = env_stats.get("training_signal_rounds") or []
+    if isinstance(rounds, list) and rounds:
+        return [rate for by_size in rounds if isinstance(by_size, dict)
+                for rate in [_rate(by_size.get(str(side)))] if rate is not None]
+    figures = (env_stats.get("training_signal") or {}).get(str(side))
+    rate = _rate(figures.get("valid_rate")) if isinstance(figures, dict) and (figures.get("groups") or 0) > 0 else None
+    return [rate] if rate is not None else []
+
+
+def progress_shares(values: dict[int, float], floor: float) -> dict[int, float] | None:
+    """``floor`` each plus the rest in proportion to ``values`` (not rounded); None when every value is 0."""
+    total = math.fsum(values.values())
+    if total <= 0.0:
+        return None
+    floor = min(floor, 1.0 / len(values))
+    spread = 1.0 - floor * len(values)
+    return {side: floor + spread * value / total for side, value in values.items()}
+
+
+@dataclass
+class ProgressEngineer:
+    """See the module docstring. Options: ``make_engineer("progress", floor=0.1, step_size=0.5)``."""
+
+    step_size: float = 0.5
+    """How far a size's value moves toward each new observation of its progress, in (0, 1]."""
+    floor: float = 0.1
+    """Least data ratio of every size."""
+    name: str = "progress"
+    values: dict = field(default_factory=dict)
+    rates: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for option, low, high in (("step_size", 1e-6, 1.0), ("floor", 0.0, 1.0)):
+            value = getattr(self, option)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+                raise ConfigError(f"progress.{option}", value, f"a number in [{low}, {high}]")
+        self.load_state({"values": self.values, "rates": self.rates})
+
+    def load_state(self, state: dict | None) -> None:
+        """Continue from a previous decision's ``details["state"]`` (None or {}: a fresh engineer)."""
+        state = state or {}
+        try:
+            self.values = {int(side): float(value) for side, value in (state.get("values") or {}).items()}
+            self.rates = {int(side): float(value) for side, value in (state.get("rates") or {}).items()}
+        except (TypeError, ValueError, AttributeError) as error:
+            raise ConfigError("progress state", state, f"{{values: {{side: number}}, rates: {{side: number}}}} "
+                                                       f"({error})")
+
+    def state(self) -> dict:
+        return {"values": {str(side): value for side, value in sorted(self.values.items())},
+                "rates": {str(side): value for side, value in sorted(self.rates.items())}}
+
+    def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
+        """Update each size's progress from the stage's sampled rates, then the weights; ``seed`` is unused."""
+        started = time.perf_counter()
+        env_stats = context.section("env_stats") or {}
+        notes: list[str] = []
+        for side in sorted(config.sizes):
+            series = rate_series(env_stats, side)
+            if not series:
+                continue
+            previous = self.rates.get(side)
+            old = self.values.get(side)
+            for rate in series:
+                if previous is not None:
+                    observed = abs(rate - previous)
+                    current = self.values.get(side)
+                    self.values[side] = observed if current is None else current + self.step_size * (observed - current)
+                previous = rate
+            self.rates[side] = previous
+            steps = " -> ".join(f"{100 * rate:.1f}%" for rate in series)
+            value = self.values.get(side)
+            notes.append(f"size {side}: sampled valid {steps}; progress "
+                         f"{'new' if old is None else f'{old:.4f}'} -> {'none yet' if value is None else f'{value:.4f}'}")
+
+        def decide(proposal: StageConfig, reason: str) -> EngineerDecision:
+            return make_decision(self.name, config, proposal, reason, proposal=proposal.to_dict(),
+                                 rationale="\n".join(notes), context_text=context.text,
+                                 seconds=time.perf_counter() - started, details={"state": self.state()})
+
+        valued = [self.values[side] for side in config.sizes if side in self.values]
+        if not valued:
+            notes.append("no sampled rate moved yet (env_stats.training_signal[_rounds]): no weight moves")
+            return decide(config, "progress: nothing to change")
+        start = math.fsum(valued) / len(valued)
+        shares = progress_shares({side: self.values.get(side, start) for side in config.sizes}, self.floor)
+        if shares is None:
+            notes.append("no size's sampled rate moved: no weight moves")
+            return decide(config, "progress: nothing to change")
+        shares = rounded_shares(shares)
+        sizes = {side: SizeSpec(shares[side], spec.hole_ratio, spec.wait_ratio) for side, spec in config.sizes.items()}
+        notes.append(f"floor {self.floor:g}, the rest by progress: " +
+                     ", ".join(f"{side}x{side} {shares[side]:.4f}" for side in sorted(shares)))
+        proposal = replace(config, sizes=sizes)
+        return decide(proposal, "progress: accepted" if proposal != config else "progress: nothing to change")
+
+
+__all__ = ["ProgressEngineer", "progress_shares", "rate_series"]
