@@ -1,13 +1,17 @@
-"""The `small` preset's rejection-sampling runs over every seed measured: seeds 0-2 of `fixed` from per_run.csv
-(beside this file; those run folders are not kept), later seeds from the run folders.
+"""The `small` preset's rejection-sampling runs over every seed measured: seeds 0-2 of `fixed` from per_run.csv,
+every run recorded in seeds.json before (both beside this file; those run folders are not kept), and the run
+folders in RUNS_DIR, which replace a recorded run of the same arm and seed (stderr says whether its figures
+match the recorded ones: a rerun of the same seed reproduces them on the same code).
 
-Usage, from the repository root: python docs/results/small-rft/seeds.py RUNS_DIR > docs/results/small-rft/seeds.json
-(RUNS_DIR holds the folders rft-ARM-sSEED of `mapf-lake train --preset small --compare --name rft ...`).
+Usage, from the repository root: python docs/results/small-rft/seeds.py RUNS_DIR > seeds.json.new && mv
+seeds.json.new docs/results/small-rft/seeds.json (RUNS_DIR holds the folders rft-ARM-sSEED of `mapf-lake train
+--preset small --compare --name rft ...`).
 
 Per arm and seed: warm start, each stage's greedy valid rate and sampled pass@1, the final suite's mean valid
 rate, the greedy valid rate per size (warm start, then each stage), the data ratio of every size in each stage's
 config, and (rejection-sampling stages) the share of each size's sampled groups that disagree (what the bandit
-engineer values); each stage's answer churn on the validation set, training seconds and share of instances with a
+engineer values) and each sampling round's own sampled valid rate per size (what the progress engineer
+values); each stage's answer churn on the validation set, training seconds and share of instances with a
 kept plan (pass@8). Per arm: mean and 95% Student-t interval
 over its seeds of valid, pass@1, lift, pass@1 lift and final, and the paired difference against `fixed` on the
 seeds both have. Shares are fractions; the README prints them as percentages.
@@ -65,7 +69,20 @@ def from_folder(path: Path) -> dict | None:
         figures["disagreeing_groups"] = [
             {side: round(1.0 - f["zero_variance_share"], 4) for side, f in (sig or {}).get("by_size", {}).items()}
             for sig in signal]
+    if any((sig or {}).get("rounds") for sig in signal):
+        figures["round_sampled_valid"] = [
+            [{side: round(f["valid_rate"], 4) for side, f in by_size.items()} for by_size in (sig or {}).get("rounds", [])]
+            for sig in signal]
     return figures
+
+
+def earlier() -> dict[str, dict[int, dict]]:
+    """Every run seeds.json recorded before, by arm and seed (empty when there is none)."""
+    path = HERE / "seeds.json"
+    if not path.exists():
+        return {}
+    return {arm: {int(seed): figures for seed, figures in seeds.items()}
+            for arm, seeds in json.loads(path.read_text())["per_seed"].items()}
 
 
 def derived(figures: dict) -> dict:
@@ -79,14 +96,21 @@ def derived(figures: dict) -> dict:
 
 
 def main(runs_dir: str) -> dict:
-    per_arm: dict[str, dict[int, dict]] = {"fixed": recorded()}
+    per_arm = earlier()
+    per_arm.setdefault("fixed", {}).update(recorded())
     for path in sorted(Path(runs_dir).glob("rft-*-s*")):
         if not (path / "manifest.json").exists():
             continue
         figures = from_folder(path)
         if figures is not None:
             run = load_run(path)
-            per_arm.setdefault(run_arm(run), {})[run_seed(run)] = figures
+            arm, seed = run_arm(run), run_seed(run)
+            before = per_arm.get(arm, {}).get(seed)
+            if before is not None:
+                same = all(before.get(key) == figures.get(key) for key in ("warm", "stages", "stages_pass1", "final"))
+                print(f"{path.name}: {'reproduces' if same else 'DIFFERS FROM'} the recorded run "
+                      f"(stages {before.get('stages')} -> {figures['stages']})", file=sys.stderr)
+            per_arm.setdefault(arm, {})[seed] = figures
     arms = {}
     for arm, seeds in per_arm.items():
         values = {seed: derived(f) for seed, f in seeds.items()}
