@@ -293,6 +293,24 @@ def test_run__the_bandit_engineer_s_state_survives_a_sigkill_and_resume(tmp_path
     assert sum(state["counts"].values()) == 2 * SMALL["training.steps"] * SMALL["training.prompts_per_step"]
 
 
+def test_run__the_progress_engineer_steers_by_the_rejection_sampling_rounds(tmp_path):
+    config = small_config(tmp_path, "progress", **{"engineer.spec": "progress", "stages": 1, "training.trainer": "rft",
+                                                   "training.rft_rounds": 2, "training.rft_epochs": 1,
+                                                   "training.steps": 8})
+    Run(config, log=lambda message: None).execute()
+    rounds = json.loads((config.run_dir / "stage-01" / "stage.json").read_text())["train"]["signal"]["rounds"]
+    decision = json.loads((config.run_dir / "stage-01" / "decision.json").read_text())
+    assert len(rounds) == 2 and decision["engineer"] == "progress"
+    # each size's last rate is kept for the next stage; a size sampled in both rounds is valued by the change
+    last = {side: figures["valid_rate"] for by_size in rounds for side, figures in by_size.items()}
+    assert decision["details"]["state"]["rates"] == pytest.approx(last)
+    both = set(rounds[0]) & set(rounds[1])
+    assert both, rounds  # 8 instances a round over 4 sizes: the seed's draw shares sizes between the rounds
+    assert decision["details"]["state"]["values"] == pytest.approx(
+        {side: abs(rounds[1][side]["valid_rate"] - rounds[0][side]["valid_rate"]) for side in both})
+    assert "sampled valid by round" in decision["context_text"]
+
+
 def test_grpo_stage__lora_trains_merges_and_saves_a_loadable_checkpoint(tmp_path, finished_run):
     from curriculum.trainers import grpo_stage
     from policy.backend_base import Sampling
