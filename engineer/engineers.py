@@ -12,8 +12,8 @@ Every engineer has a ``name`` and ``propose(context, config, seed=0) -> Engineer
 * ``learnability``: weights sizes by ``p(1 - p)`` of their success rate (:mod:`engineer.learnability`).
 * ``bandit``: a non-stationary bandit over sizes valued by the stage's mean absolute GRPO advantage
   (:mod:`engineer.bandit`); its state is in each decision's ``details`` and continues through ``load_state``.
-* ``progress``: weights sizes by their measured learning progress, the change of their sampled valid rate
-  between sampling rounds and stages (:mod:`engineer.progress`); stateful like ``bandit``.
+* ``progress``: weights sizes by their measured learning progress, the change of the log-odds of their sampled
+  valid rate between sampling rounds and stages (:mod:`engineer.progress`); stateful like ``bandit``.
 * ``mutate``: sizes in the learnable band get one seeded small edit: more holes, more waits, or weight to the
   next side up (:mod:`engineer.mutate`).
 * ``llm:BACKEND_SPEC``: a language model through a policy backend (:mod:`engineer.llm`).

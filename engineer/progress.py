@@ -9,8 +9,13 @@ sampled valid rate per map size, from training samples only (never the validatio
 * otherwise each stage gives one (``env_stats.training_signal``'s ``valid_rate``).
 
 The rates of a size, in order across rounds and stages, make a series; each step of it is one observation of
-that size's learning progress, ``|rate - previous rate|`` (absolute, so forgetting counts as much as learning:
-a size the policy loses needs data as much as one it gains). A size's value moves toward each observation,
+that size's learning progress, measured on the ``scale`` option: ``logit`` (the default) ``|logit(rate) -
+logit(previous rate)|``, rates clipped to [0.01, 0.99]; ``absolute`` ``|rate - previous rate|``. Both are
+absolute values, so forgetting counts as much as learning: a size the policy loses needs data as much as one
+it gains. On a logistic learning curve the absolute change is ``p(1 - p)`` times the change of the log-odds,
+so ``absolute`` progress favours the sizes near a 50% rate whatever their speed (what ``learnability`` already
+does); the log-odds change measures how fast a size is learned apart from how often it already succeeds.
+A size's value moves toward each observation,
 ``value += step_size * (observation - value)``, an exponential recency-weighted average, so an early spurt
 fades when a size stops moving. The next stage's ``data_ratio`` per size is ``floor`` each plus the rest in
 proportion to the values; a size never valued gets the mean of the valued ones. When no size has a value, or
@@ -53,6 +58,19 @@ def rate_series(env_stats: dict, side: int) -> list[float]:
     return [rate] if rate is not None else []
 
 
+# Rates are clipped to [LOGIT_CLIP, 1 - LOGIT_CLIP] before the log-odds: a size at 0% or 100% has a finite value.
+LOGIT_CLIP = 0.01
+PROGRESS_SCALES = ("logit", "absolute")
+
+
+def scaled(rate: float, scale: str) -> float:
+    """``rate`` on the progress ``scale``: its log-odds (clipped) or itself."""
+    if scale == "absolute":
+        return rate
+    rate = min(max(rate, LOGIT_CLIP), 1.0 - LOGIT_CLIP)
+    return math.log(rate / (1.0 - rate))
+
+
 def progress_shares(values: dict[int, float], floor: float) -> dict[int, float] | None:
     """``floor`` each plus the rest in proportion to ``values`` (not rounded); None when every value is 0."""
     total = math.fsum(values.values())
@@ -65,12 +83,14 @@ def progress_shares(values: dict[int, float], floor: float) -> dict[int, float] 
 
 @dataclass
 class ProgressEngineer:
-    """See the module docstring. Options: ``make_engineer("progress", floor=0.1, step_size=0.5)``."""
+    """See the module docstring. Options: ``make_engineer("progress", floor=0.1, step_size=0.5, scale="logit")``."""
 
     step_size: float = 0.5
     """How far a size's value moves toward each new observation of its progress, in (0, 1]."""
     floor: float = 0.1
     """Least data ratio of every size."""
+    scale: str = "logit"
+    """What a change of rate is measured on: ``logit`` (log-odds) or ``absolute``."""
     name: str = "progress"
     values: dict = field(default_factory=dict)
     rates: dict = field(default_factory=dict)
@@ -80,6 +100,8 @@ class ProgressEngineer:
             value = getattr(self, option)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
                 raise ConfigError(f"progress.{option}", value, f"a number in [{low}, {high}]")
+        if self.scale not in PROGRESS_SCALES:
+            raise ConfigError("progress.scale", self.scale, f"one of {', '.join(PROGRESS_SCALES)}")
         self.load_state({"values": self.values, "rates": self.rates})
 
     def load_state(self, state: dict | None) -> None:
@@ -109,7 +131,7 @@ class ProgressEngineer:
             old = self.values.get(side)
             for rate in series:
                 if previous is not None:
-                    observed = abs(rate - previous)
+                    observed = abs(scaled(rate, self.scale) - scaled(previous, self.scale))
                     current = self.values.get(side)
                     self.values[side] = observed if current is None else current + self.step_size * (observed - current)
                 previous = rate
@@ -135,10 +157,10 @@ class ProgressEngineer:
             return decide(config, "progress: nothing to change")
         shares = rounded_shares(shares)
         sizes = {side: SizeSpec(shares[side], spec.hole_ratio, spec.wait_ratio) for side, spec in config.sizes.items()}
-        notes.append(f"floor {self.floor:g}, the rest by progress: " +
+        notes.append(f"floor {self.floor:g}, the rest by progress ({self.scale}): " +
                      ", ".join(f"{side}x{side} {shares[side]:.4f}" for side in sorted(shares)))
         proposal = replace(config, sizes=sizes)
         return decide(proposal, "progress: accepted" if proposal != config else "progress: nothing to change")
 
 
-__all__ = ["ProgressEngineer", "progress_shares", "rate_series"]
+__all__ = ["PROGRESS_SCALES", "ProgressEngineer", "progress_shares", "rate_series", "scaled"]

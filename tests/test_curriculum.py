@@ -302,12 +302,16 @@ def test_run__the_progress_engineer_steers_by_the_rejection_sampling_rounds(tmp_
     decision = json.loads((config.run_dir / "stage-01" / "decision.json").read_text())
     assert len(rounds) == 2 and decision["engineer"] == "progress"
     # each size's last rate is kept for the next stage; a size sampled in both rounds is valued by the change
+    # of its log-odds
     last = {side: figures["valid_rate"] for by_size in rounds for side, figures in by_size.items()}
     assert decision["details"]["state"]["rates"] == pytest.approx(last)
     both = set(rounds[0]) & set(rounds[1])
     assert both, rounds  # 8 instances a round over 4 sizes: the seed's draw shares sizes between the rounds
+    from engineer.progress import scaled
+
     assert decision["details"]["state"]["values"] == pytest.approx(
-        {side: abs(rounds[1][side]["valid_rate"] - rounds[0][side]["valid_rate"]) for side in both})
+        {side: abs(scaled(rounds[1][side]["valid_rate"], "logit") - scaled(rounds[0][side]["valid_rate"], "logit"))
+         for side in both})
     assert "sampled valid by round" in decision["context_text"]
 
 

@@ -242,7 +242,7 @@ def _rounds_context(rounds: list[dict[int, float]], config: StageConfig = CONFIG
 
 
 def test_progress__weights_follow_the_absolute_change_of_each_sizes_sampled_rate():
-    progress = make_engineer("progress", step_size=0.5, floor=0.1)
+    progress = make_engineer("progress", step_size=0.5, floor=0.1, scale="absolute")
     # round to round: 3x3 +0.00, 4x4 +0.10, 5x5 +0.30, 6x6 -0.10 (forgetting counts as progress too)
     first = progress.propose(_rounds_context([{3: 0.8, 4: 0.4, 5: 0.1, 6: 0.3}, {3: 0.8, 4: 0.5, 5: 0.4, 6: 0.2}]),
                              CONFIG)
@@ -266,18 +266,34 @@ def test_progress__reads_one_rate_per_stage_without_rounds_and_resumes_from_its_
         return build_context(summary_with({side: 0.5 for side in CONFIG.sizes}, training_signal={"by_size": by_size}),
                              CONFIG, [])
 
-    one = make_engineer("progress")
+    one = make_engineer("progress", scale="absolute")
     first = one.propose(stage_context({3: 0.5, 4: 0.2}), CONFIG)  # one rate per size: nothing measured yet
     assert first.diff == [] and first.details["state"] == {"values": {}, "rates": {"3": 0.5, "4": 0.2}}
     straight = one.propose(stage_context({3: 0.5, 4: 0.4}), CONFIG)
     assert straight.details["state"]["values"] == {"3": 0.0, "4": pytest.approx(0.2)}
-    resumed = make_engineer("progress")
+    resumed = make_engineer("progress", scale="absolute")
     resumed.load_state(first.to_dict()["details"]["state"])
     again = resumed.propose(stage_context({3: 0.5, 4: 0.4}), CONFIG)
     assert again.config == straight.config and again.details == straight.details
     # sizes never valued (5, 6) get the mean of the valued ones (0.1): floor 0.1 + 0.6 * value / 0.4
     assert {side: spec.data_ratio for side, spec in straight.config.sizes.items()} == \
         pytest.approx({3: 0.1, 4: 0.4, 5: 0.25, 6: 0.25}, abs=1e-4)
+
+
+def test_progress__the_default_log_odds_scale_values_a_rare_skill_s_progress_apart_from_its_rate():
+    import math as m
+
+    # both sizes gain 0.1 of rate; on the log-odds scale the size at 10% -> 20% moves more than 50% -> 60%
+    first = make_engineer("progress", floor=0.1).propose(
+        _rounds_context([{3: 0.5, 4: 0.1, 5: 0.0}, {3: 0.6, 4: 0.2, 5: 0.001}]), CONFIG)
+    values = first.details["state"]["values"]
+    logit = lambda p: m.log(p / (1 - p))  # noqa: E731
+    assert values["3"] == pytest.approx(logit(0.6)) and values["4"] == pytest.approx(logit(0.2) - logit(0.1))
+    assert values["5"] == 0.0  # 0% and 0.1% are both clipped to 1%: no movement
+    shares = {side: spec.data_ratio for side, spec in first.config.sizes.items()}
+    assert shares[4] > shares[3] > shares[5] == 0.1 and "progress (logit)" in first.rationale
+    with pytest.raises(ConfigError, match="progress.scale"):
+        make_engineer("progress", scale="log")
 
 
 def test_progress__no_movement_or_no_signal_moves_nothing_and_bad_options_or_state_are_config_errors():
