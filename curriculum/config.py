@@ -134,6 +134,10 @@ class Training:
     """``rft`` only: passes over each round's kept plans."""
     rft_batch_size: int = 64
     """``rft`` only: kept plans per supervised step."""
+    rft_min_kept: int = 64
+    """``rft`` only: a round that keeps fewer valid plans than this does not fine-tune (its checkpoint stays as
+    it was): several passes over a handful of plans over-fit them (a ``random`` stage of all 10x10 boards, 1%
+    kept, broke the policy). 1 fine-tunes on whatever is kept."""
     loss_type: str = "dapo"
     """``grpo`` only: TRL's loss aggregation (``GRPO_LOSS_TYPES``; ``dapo``: over the batch's tokens)."""
     num_iterations: int = 1
@@ -174,6 +178,7 @@ class Training:
         _check_number("training.rft_rounds", self.rft_rounds, 1, 10_000, integer=True)
         _check_number("training.rft_epochs", self.rft_epochs, 1, 1000, integer=True)
         _check_number("training.rft_batch_size", self.rft_batch_size, 1, 65_536, integer=True)
+        _check_number("training.rft_min_kept", self.rft_min_kept, 1, 10_000_000, integer=True)
         _check_number("training.steps", self.steps, 1, 10_000_000, integer=True)
         _check_number("training.prompts_per_step", self.prompts_per_step, 1, 65_536, integer=True)
         _check_number("training.generations", self.generations, 2, 1024, integer=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Sequence
@@ -605,7 +606,8 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
     samples each at ``temperature``. They are spent in ``rounds`` rounds; in each, the current checkpoint samples
     its share of the stage's instances, the plan judge keeps each instance's best valid sample (no solver plan is
     ever used), and TRL's ``SFTTrainer`` trains on the kept (prompt, own plan) pairs for ``epochs`` passes at
-    ``learning_rate`` (cosine to 0 within the round). Each round's checkpoint is saved under
+    ``learning_rate`` (cosine to 0 within the round); a round that keeps fewer than ``rft_min_kept`` plans does
+    not fine-tune (a handful of plans, passed over many times, is over-fitted). Each round's checkpoint is saved under
     ``out_dir/round-NN`` and skipped on resume; the last one becomes ``out_dir/model``. Returns the same metric
     keys as :func:`grpo_stage` (``reward_mean`` is the sampled valid rate, ``zero_variance_share`` the share of
     instances whose samples all agree, ``signal`` each map size's groups of samples scored like GRPO's groups
@@ -663,7 +665,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
         pairs = [replace_item(item, plan=plan) for item, plan in zip(round_items, kept) if plan is not None]
         round_figures.update(round=round_index + 1, prompts=len(round_items), kept=len(pairs),
                              sample_seconds=time.perf_counter() - began)
-        if pairs:
+        if len(pairs) >= tr.rft_min_kept:
             sft_steps = max(math.ceil(len(pairs) * epochs / batch_size), 1)
             # A fresh Adam moves every weight by about the learning rate per step whatever its gradient; a
             # linear warm-up over the first tenth keeps a converged checkpoint from being knocked off its optimum.
@@ -673,7 +675,10 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
                               label=f"RFT {out_dir.name} round {round_index + 1}/{rounds}")
             round_figures.update(sft_steps=sft_steps, last_loss=info.get("last_loss"))
             shutil.rmtree(folder / "trainer", ignore_errors=True)
-        else:  # nothing valid to learn from: the checkpoint stays as it was
+        else:  # nothing (or too little) valid to learn from: the checkpoint stays as it was
+            if pairs:
+                print(f"RFT {out_dir.name} round {round_index + 1}/{rounds}: {len(pairs)} kept plans, fewer than "
+                      f"training.rft_min_kept={tr.rft_min_kept}: no fine-tuning this round", file=sys.stderr)
             folder.mkdir(parents=True, exist_ok=True)
             shutil.copytree(current, done, dirs_exist_ok=True, ignore=shutil.ignore_patterns("checkpoint_done.json"))
             round_figures.update(sft_steps=0, last_loss=None)

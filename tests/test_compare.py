@@ -131,7 +131,7 @@ TINY_COMPARE = ["stages=1", "training.steps=2", "training.prompts_per_step=2", "
 def _compare_command(out: Path) -> list[str]:
     return [sys.executable, "-m", "curriculum.cli", "train", "--preset", "tiny", "--compare", "--seeds", "2",
             "--name", "cmp", "--output-dir", str(out), "--arm", "fixed=engineer.spec=fixed",
-            "--arm", "rule=engineer.spec=rule", "--arm", "rft=engineer.spec=rule;training.trainer=rft;training.rft_rounds=2", "--set", *TINY_COMPARE]
+            "--arm", "rule=engineer.spec=rule", "--arm", "rft=engineer.spec=rule;training.trainer=rft;training.rft_rounds=2;training.rft_min_kept=1", "--set", *TINY_COMPARE]
 
 
 def test_train_compare__two_seeds_two_arms_end_to_end_then_kill_and_resume(tmp_path):

@@ -133,6 +133,7 @@ def test_presets__validate_and_survive_a_yaml_round_trip(tmp_path, name):
     ("warm_start.enabled", "yes please"),
     ("training.trainer", "ppo"),
     ("training.rft_rounds", 0),
+    ("training.rft_min_kept", 0),
     ("validation.sampled_k", -1),
     ("arm", "a/b"),
     ("model", "huge"),
@@ -296,7 +297,7 @@ def test_run__the_bandit_engineer_s_state_survives_a_sigkill_and_resume(tmp_path
 def test_run__the_progress_engineer_steers_by_the_rejection_sampling_rounds(tmp_path):
     config = small_config(tmp_path, "progress", **{"engineer.spec": "progress", "stages": 1, "training.trainer": "rft",
                                                    "training.rft_rounds": 2, "training.rft_epochs": 1,
-                                                   "training.steps": 8})
+                                                   "training.steps": 8, "training.rft_min_kept": 1})
     Run(config, log=lambda message: None).execute()
     rounds = json.loads((config.run_dir / "stage-01" / "stage.json").read_text())["train"]["signal"]["rounds"]
     decision = json.loads((config.run_dir / "stage-01" / "decision.json").read_text())
@@ -433,7 +434,8 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
 
     model = str(finished_run.run_dir / "warm_start" / "model")
     training = Training(trainer="rft", steps=2, prompts_per_step=3, generations=4, max_completion_length=24,
-                        learning_rate=1e-4, temperature=1.0, rft_rounds=2, rft_epochs=1, rft_batch_size=8)
+                        learning_rate=1e-4, temperature=1.0, rft_rounds=2, rft_epochs=1, rft_batch_size=8,
+                        rft_min_kept=1)
     kwargs = dict(seed=0, cpu_threads=1)
     info = rft_stage(training, model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs)
     assert info["trainer"] == "rft" and [r["prompts"] for r in info["rounds"]] == [3, 3]
@@ -453,6 +455,15 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     again = rft_stage(training, model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs)
     assert [r["kept"] for r in again["rounds"]] == [r["kept"] for r in info["rounds"]]
     assert again["signal"] == info["signal"]  # the first round's groups were read back with it, not lost
+    # rounds that keep fewer plans than rft_min_kept do not fine-tune: the stage's model is its starting one
+    from dataclasses import replace
+
+    guarded = rft_stage(replace(training, rft_min_kept=4), model, items, get_style(finished_run.prompt_style),
+                        tmp_path / "b", **kwargs)
+    assert [r["sft_steps"] for r in guarded["rounds"]] == [0, 0] and [r["kept"] for r in guarded["rounds"]] == \
+        [r["kept"] for r in info["rounds"]]
+    assert (tmp_path / "b" / "model" / "model.safetensors").read_bytes() == \
+        (Path(model) / "model.safetensors").read_bytes()
 
 
 @pytest.mark.parametrize("pair, field", [
