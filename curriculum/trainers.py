@@ -607,8 +607,8 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
     its share of the stage's instances, the plan judge keeps each instance's best valid sample (no solver plan is
     ever used), and TRL's ``SFTTrainer`` trains on the kept (prompt, own plan) pairs for ``epochs`` passes at
     ``learning_rate`` (cosine to 0 within the round); a round that keeps fewer than ``rft_min_kept`` plans does
-    not fine-tune (a handful of plans, passed over many times, is over-fitted). Each round's checkpoint is saved under
-    ``out_dir/round-NN`` and skipped on resume; the last one becomes ``out_dir/model``. Returns the same metric
+    not fine-tune (a handful of plans, passed over many times, is over-fitted). Each round's checkpoint is saved
+    under ``out_dir/round-NN`` and skipped on resume; the last one becomes ``out_dir/model``. Returns the same metric
     keys as :func:`grpo_stage` (``reward_mean`` is the sampled valid rate, ``zero_variance_share`` the share of
     instances whose samples all agree, ``signal`` each map size's groups of samples scored like GRPO's groups
     of a 0/1 valid reward, for the engineer, with ``rounds``: each round's own ``by_size``, in order) plus

@@ -138,8 +138,9 @@ class ProgressEngineer:
             self.rates[side] = previous
             steps = " -> ".join(f"{100 * rate:.1f}%" for rate in series)
             value = self.values.get(side)
-            notes.append(f"size {side}: sampled valid {steps}; progress "
-                         f"{'new' if old is None else f'{old:.4f}'} -> {'none yet' if value is None else f'{value:.4f}'}")
+            before = "new" if old is None else f"{old:.4f}"
+            after = "none yet" if value is None else f"{value:.4f}"
+            notes.append(f"size {side}: sampled valid {steps}; progress {before} -> {after}")
 
         def decide(proposal: StageConfig, reason: str) -> EngineerDecision:
             return make_decision(self.name, config, proposal, reason, proposal=proposal.to_dict(),
