@@ -20,23 +20,19 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
-from engineer.rule import rounded_shares
-from simulator.config import SizeSpec, StageConfig
+from engineer.rule import check_number_options, filled_values, floored_shares, reweighted, side_table
+from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
 
 def softmax_shares(values: dict[int, float], temperature: float, floor: float) -> dict[int, float]:
     """``values`` -> shares ``floor + (1 - n * floor) * softmax(values / temperature)`` (not rounded)."""
     top = max(values.values())
-    exps = {side: math.exp((value - top) / temperature) for side, value in values.items()}
-    total = math.fsum(exps.values())
-    floor = min(floor, 1.0 / len(values))
-    spread = 1.0 - floor * len(values)
-    return {side: floor + spread * e / total for side, e in exps.items()}
+    return floored_shares({side: math.exp((value - top) / temperature) for side, value in values.items()}, floor)
 
 
 @dataclass
@@ -54,18 +50,16 @@ class BanditEngineer:
     counts: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for option, low, high in (("step_size", 1e-6, 1.0), ("temperature", 1e-3, 100.0), ("floor", 0.0, 1.0)):
-            value = getattr(self, option)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-                raise ConfigError(f"bandit.{option}", value, f"a number in [{low}, {high}]")
+        check_number_options("bandit", self, (("step_size", 1e-6, 1.0), ("temperature", 1e-3, 100.0),
+                                              ("floor", 0.0, 1.0)))
         self.load_state({"values": self.values, "counts": self.counts})
 
     def load_state(self, state: dict | None) -> None:
         """Continue from a previous decision's ``details["state"]`` (None or {}: a fresh bandit)."""
         state = state or {}
         try:
-            self.values = {int(side): float(value) for side, value in (state.get("values") or {}).items()}
-            self.counts = {int(side): int(count) for side, count in (state.get("counts") or {}).items()}
+            self.values = side_table(state, "values", float)
+            self.counts = side_table(state, "counts", int)
         except (TypeError, ValueError, AttributeError) as error:
             raise ConfigError("bandit state", state, f"{{values: {{side: number}}, counts: {{side: int}}}} ({error})")
 
@@ -96,17 +90,12 @@ class BanditEngineer:
                                  rationale="\n".join(notes), context_text=context.text,
                                  seconds=time.perf_counter() - started, details={"state": self.state()})
 
-        valued = [self.values[side] for side in config.sizes if side in self.values]
-        if not valued:
+        arms = filled_values(self.values, config.sizes)
+        if arms is None:
             notes.append("no training signal in the context (env_stats.training_signal): no weight moves")
             return decide(config, "bandit: nothing to change")
-        start = math.fsum(valued) / len(valued)
-        arms = {side: self.values.get(side, start) for side in config.sizes}
-        shares = rounded_shares(softmax_shares(arms, self.temperature, self.floor))
-        sizes = {side: SizeSpec(shares[side], spec.hole_ratio, spec.wait_ratio) for side, spec in config.sizes.items()}
-        notes.append("softmax at temperature " + f"{self.temperature:g}: " +
-                     ", ".join(f"{side}x{side} {shares[side]:.4f}" for side in sorted(shares)))
-        proposal = replace(config, sizes=sizes)
+        proposal, shares = reweighted(config, softmax_shares(arms, self.temperature, self.floor))
+        notes.append(f"softmax at temperature {self.temperature:g}: {shares}")
         return decide(proposal, "bandit: accepted" if proposal != config else "bandit: nothing to change")
 
 

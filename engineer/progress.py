@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
-from engineer.rule import rounded_shares
-from simulator.config import SizeSpec, StageConfig
+from engineer.rule import check_number_options, filled_values, floored_shares, reweighted, side_table
+from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
 
@@ -73,12 +73,7 @@ def scaled(rate: float, scale: str) -> float:
 
 def progress_shares(values: dict[int, float], floor: float) -> dict[int, float] | None:
     """``floor`` each plus the rest in proportion to ``values`` (not rounded); None when every value is 0."""
-    total = math.fsum(values.values())
-    if total <= 0.0:
-        return None
-    floor = min(floor, 1.0 / len(values))
-    spread = 1.0 - floor * len(values)
-    return {side: floor + spread * value / total for side, value in values.items()}
+    return floored_shares(values, floor) if math.fsum(values.values()) > 0.0 else None
 
 
 @dataclass
@@ -96,10 +91,7 @@ class ProgressEngineer:
     rates: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for option, low, high in (("step_size", 1e-6, 1.0), ("floor", 0.0, 1.0)):
-            value = getattr(self, option)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-                raise ConfigError(f"progress.{option}", value, f"a number in [{low}, {high}]")
+        check_number_options("progress", self, (("step_size", 1e-6, 1.0), ("floor", 0.0, 1.0)))
         if self.scale not in PROGRESS_SCALES:
             raise ConfigError("progress.scale", self.scale, f"one of {', '.join(PROGRESS_SCALES)}")
         self.load_state({"values": self.values, "rates": self.rates})
@@ -108,8 +100,8 @@ class ProgressEngineer:
         """Continue from a previous decision's ``details["state"]`` (None or {}: a fresh engineer)."""
         state = state or {}
         try:
-            self.values = {int(side): float(value) for side, value in (state.get("values") or {}).items()}
-            self.rates = {int(side): float(value) for side, value in (state.get("rates") or {}).items()}
+            self.values = side_table(state, "values", float)
+            self.rates = side_table(state, "rates", float)
         except (TypeError, ValueError, AttributeError) as error:
             raise ConfigError("progress state", state, f"{{values: {{side: number}}, rates: {{side: number}}}} "
                                                        f"({error})")
@@ -147,20 +139,16 @@ class ProgressEngineer:
                                  rationale="\n".join(notes), context_text=context.text,
                                  seconds=time.perf_counter() - started, details={"state": self.state()})
 
-        valued = [self.values[side] for side in config.sizes if side in self.values]
-        if not valued:
+        values = filled_values(self.values, config.sizes)
+        if values is None:
             notes.append("no sampled rate moved yet (env_stats.training_signal[_rounds]): no weight moves")
             return decide(config, "progress: nothing to change")
-        start = math.fsum(valued) / len(valued)
-        shares = progress_shares({side: self.values.get(side, start) for side in config.sizes}, self.floor)
+        shares = progress_shares(values, self.floor)
         if shares is None:
             notes.append("no size's sampled rate moved: no weight moves")
             return decide(config, "progress: nothing to change")
-        shares = rounded_shares(shares)
-        sizes = {side: SizeSpec(shares[side], spec.hole_ratio, spec.wait_ratio) for side, spec in config.sizes.items()}
-        notes.append(f"floor {self.floor:g}, the rest by progress ({self.scale}): " +
-                     ", ".join(f"{side}x{side} {shares[side]:.4f}" for side in sorted(shares)))
-        proposal = replace(config, sizes=sizes)
+        proposal, text = reweighted(config, shares)
+        notes.append(f"floor {self.floor:g}, the rest by progress ({self.scale}): {text}")
         return decide(proposal, "progress: accepted" if proposal != config else "progress: nothing to change")
 
 

@@ -46,6 +46,47 @@ def rounded_shares(weights: dict[int, float], digits: int = _DIGITS) -> dict[int
     return shares
 
 
+def floored_shares(weights: dict[int, float], floor: float) -> dict[int, float]:
+    """``floor`` each (at most an even share) plus the rest in proportion to ``weights`` (non-negative, summing to
+    more than 0); not rounded."""
+    total = math.fsum(weights.values())
+    floor = min(floor, 1.0 / len(weights))
+    spread = 1.0 - floor * len(weights)
+    return {side: floor + spread * weight / total for side, weight in weights.items()}
+
+
+def check_number_options(engineer: str, owner, bounds) -> None:
+    """ConfigError naming ``engineer.option`` for the first option of ``owner`` that is not a number in its
+    ``(option, low, high)`` bounds (inclusive)."""
+    for option, low, high in bounds:
+        value = getattr(owner, option)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise ConfigError(f"{engineer}.{option}", value, f"a number in [{low}, {high}]")
+
+
+def side_table(state: dict, key: str, cast) -> dict[int, float]:
+    """``state[key]`` (a mapping of map sides to values, absent or None: empty) with int sides and ``cast``
+    values; TypeError or ValueError when it is not one."""
+    return {int(side): cast(value) for side, value in (state.get(key) or {}).items()}
+
+
+def filled_values(values: dict[int, float], sides) -> dict[int, float] | None:
+    """The value of each of ``sides``, a side never valued at the mean of the valued ones; None when none is."""
+    valued = [values[side] for side in sides if side in values]
+    if not valued:
+        return None
+    start = math.fsum(valued) / len(valued)
+    return {side: values.get(side, start) for side in sides}
+
+
+def reweighted(config: StageConfig, shares: dict[int, float]) -> tuple[StageConfig, str]:
+    """``config`` with each size's data ratio from ``shares`` (rounded to 4 decimals, the largest absorbing the
+    rounding; holes, waits and everything else kept), and the new ratios as text (``3x3 0.2500, 4x4 ...``)."""
+    shares = rounded_shares(shares)
+    sizes = {side: SizeSpec(shares[side], spec.hole_ratio, spec.wait_ratio) for side, spec in config.sizes.items()}
+    return replace(config, sizes=sizes), ", ".join(f"{side}x{side} {shares[side]:.4f}" for side in sorted(shares))
+
+
 def hole_ratio_cap(side: int, agents: int, digits: int = _DIGITS) -> float:
     """The largest hole ratio (``digits`` decimals, rounded down, at most ``MAX_HOLE_RATIO``) that leaves at least
     ``agents`` free cells."""
