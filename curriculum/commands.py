@@ -193,7 +193,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
                        f"one arm per engineer ({', '.join(COMPARE_ENGINEERS)})")
     train.add_argument("--name", help="run name (folder under output_dir)")
     train.add_argument("--output-dir", help="parent folder of runs (default runs)")
-    train.add_argument("--set", nargs="*", metavar="KEY=VALUE", help="override fields, e.g. training.steps=10 stages=2")
+    train.add_argument("--set", nargs="*", action="extend", metavar="KEY=VALUE",
+                       help="override fields, e.g. training.steps=10 stages=2 (repeated --set flags add up)")
     train.add_argument("--print-config", action="store_true", help="print the run config as YAML and exit")
     train.add_argument("--rehearse", action="store_true",
                        help="rehearse the preset's exact path on a CPU in minutes: a miniature random Qwen3 on the "
@@ -254,7 +255,7 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
                       "preset's own warm start first)")
     lift.add_argument("--preset", default="tiny", help="preset whose training and validation distributions and "
                       "stage trainer are used (default tiny)")
-    lift.add_argument("--set", nargs="*", metavar="KEY=VALUE", help="run-config overrides of the preset, e.g. "
+    lift.add_argument("--set", nargs="*", action="extend", metavar="KEY=VALUE", help="run-config overrides of the preset, e.g. "
                       "training.trainer=rft training.learning_rate=5e-4")
     lift.add_argument("--seed", type=int, default=1, help="seed of the training instances and trainers (default 1)")
     lift.add_argument("--style", default=None, choices=sorted(PROMPT_STYLES),

@@ -218,3 +218,11 @@ def test_train__seed_and_arm_flags_are_checked_before_any_work(tmp_path, args, f
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and field in result.stderr and "Traceback" not in result.stderr
     assert not any(tmp_path.iterdir())  # nothing was started
+
+
+def test_train__repeated_set_flags_add_up():
+    result = subprocess.run([sys.executable, "-m", "curriculum.cli", "train", "--preset", "small", "--print-config",
+                             "--set", "engineer.spec=progress", "--set", "engineer.options={scale: absolute}",
+                             "stages=2"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "spec: progress" in result.stdout and "scale: absolute" in result.stdout and "stages: 2" in result.stdout
