@@ -392,7 +392,8 @@ class RunConfig:
 
     def with_overrides(self, **changes: Any) -> "RunConfig":
         """A copy with dotted fields replaced (``training.steps=10``); an unknown or non-nested key raises
-        ConfigError naming it and the keys allowed there."""
+        ConfigError naming it and the keys allowed there. In the open sections (:data:`OPEN_SECTIONS`) a new key
+        is added (``engineer.options.scale=absolute``); what it may be is checked where the section is read."""
         data = self.to_dict()
         for dotted, value in changes.items():
             target = data
@@ -406,10 +407,15 @@ class RunConfig:
                     raise ConfigError(dotted, value, f"a run config key; {where!r} is not a section "
                                       f"(sections here: {', '.join(allowed) or 'none'})")
                 target = target[key]
-            if last not in target:
+            if last not in target and ".".join(path) not in OPEN_SECTIONS:
                 raise ConfigError(dotted, value, f"a run config key: {_key_choices(last, target)}")
             target[last] = value
         return RunConfig.from_dict(data)
+
+
+# Sections whose keys are not fixed fields: the engineer's own options (checked by the engineer) and the reward
+# weights (checked against ``policy.rewards.REWARDS``).
+OPEN_SECTIONS = ("engineer.options", "training.rewards")
 
 
 def load_run_config(path: str | Path) -> RunConfig:

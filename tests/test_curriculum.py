@@ -493,6 +493,16 @@ def test_set_overrides__a_misspelt_key_is_answered_with_the_closest_ones():
         preset("tiny").with_overrides(**{"warm_start.stepz": 1})
 
 
+def test_set_overrides__open_sections_take_new_keys_which_their_reader_checks():
+    config = preset("small").with_overrides(**{"engineer.spec": "progress", "engineer.options.scale": "absolute",
+                                               "training.rewards.progress": 0.5})
+    assert config.engineer.options == {"scale": "absolute"} and config.training.rewards["progress"] == 0.5
+    with pytest.raises(ConfigError, match="one of logit, absolute"):
+        preset("small").with_overrides(**{"engineer.spec": "progress", "engineer.options.scale": "log"})
+    with pytest.raises(ConfigError, match="a reward among"):
+        preset("small").with_overrides(**{"training.rewards.bogus": 1.0})
+
+
 def test_set_overrides__exponent_numbers_are_numbers():
     from curriculum.commands import _parse_overrides
 
