@@ -112,7 +112,8 @@ def test_fuzz__stage_configs_load_or_raise_config_error(text, document, as_json)
 @FUZZ
 @given(document=_documents(), pairs=st.lists(st.tuples(
     st.sampled_from(["training.steps", "training.learning_rate", "engineer.context", "stages", "name", "bogus.key",
-                     "training.steps.x", "validation.samples", "seed", "model", "training.rewards"]),
+                     "training.steps.x", "validation.samples", "seed", "model", "training.rewards",
+                     "training.rewards.valid", "training.rewards.x", "engineer.options.low", "engineer.options.x"]),
     hostile_text), max_size=3))
 def test_fuzz__run_configs_and_set_values_load_or_raise_config_error(document, pairs):
     from curriculum.commands import _parse_overrides
