@@ -206,7 +206,9 @@ def _behavior_data(evidence: StageEvidence, config: StageConfig, history: list[H
                    options: ContextOptions) -> dict:
     """``{episodes, valid, optimal, valid_rate, optimal_rate, reward: {mean, std}, completion_tokens_mean,
     by_size: {side: {episodes, valid, optimal, valid_rate, optimal_rate[, reward_mean, reward_std,
-    completion_tokens_mean]}}, by_agents: {k: {...}}, by_agents_size: {"KxS": {...}}}``."""
+    completion_tokens_mean]}}, by_agents: {k: {...}}, by_agents_size: {"KxS": {...}}, by_wait: {"needs_wait" |
+    "no_wait": {...}}, by_size_wait: {"S:needs_wait" | "S:no_wait": {...}}}`` (the wait split: labelled episodes
+    only, a kind without episodes absent; empty for summaries written before it existed)."""
     summary = evidence.failures
     by_size = {}
     for side in _side_order(summary.by_size):
@@ -222,6 +224,8 @@ def _behavior_data(evidence: StageEvidence, config: StageConfig, history: list[H
         "by_size": by_size,
         "by_agents": {k: _group(summary.by_agents[k]) for k in _side_order(summary.by_agents)},
         "by_agents_size": {key: _group(group) for key, group in summary.by_agents_size.items()},
+        "by_wait": {key: _group(group) for key, group in summary.by_wait.items()},
+        "by_size_wait": {key: _group(group) for key, group in summary.by_size_wait.items()},
     }
 
 
@@ -339,6 +343,9 @@ def _group_line(label: str, group: Mapping) -> str:
     )
 
 
+_WAIT_LABELS = {"needs_wait": "needs a wait", "no_wait": "no wait needed"}
+
+
 def _behavior_text(data: Mapping) -> list[str]:
     lines = [
         "## behavior: how the policy did on this stage's validation instances",
@@ -360,6 +367,15 @@ def _behavior_text(data: Mapping) -> list[str]:
     if len(data["by_agents_size"]) > 1:
         lines.append("per agents x size:")
         lines += [_group_line(key, group) for key, group in data["by_agents_size"].items()]
+    by_wait, by_size_wait = data.get("by_wait") or {}, data.get("by_size_wait") or {}
+    if by_wait:
+        lines.append("instances that need a wait (no plan of shortest paths solves them) vs those that do not:")
+        lines += [_group_line(_WAIT_LABELS.get(key, key), group) for key, group in by_wait.items()]
+        sides = sorted({key.partition(":")[0] for key in by_size_wait}, key=lambda side: int(side))
+        for side in sides:
+            parts = [f"{_WAIT_LABELS.get(kind, kind)} {_pct(group['valid_rate'])} of {group['episodes']}"
+                     for kind in ("needs_wait", "no_wait") for group in [by_size_wait.get(f"{side}:{kind}")] if group]
+            lines.append(f"  {side}x{side}: valid " + ", ".join(parts))
     return lines
 
 

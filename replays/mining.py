@@ -18,6 +18,11 @@ Structure of ``to_dict()`` (version 1):
 ``by_size``, ``by_agents``, ``by_agents_size``
     group statistics keyed by map side (``"6"``), agent count (``"3"``) and ``"<agents>x<size>"``
     (``"3x6"``): ``{episodes, valid, optimal, valid_rate, optimal_rate, failures: {category: count}}``.
+``by_wait``, ``by_size_wait``
+    the same group statistics of the labelled episodes split by whether their instance needs a wait (no plan
+    of shortest paths solves it): keys ``"needs_wait"`` and ``"no_wait"``, and per map side ``"6:needs_wait"``,
+    ``"6:no_wait"`` (ascending by side; a kind with no episode is left out). Waiting is a skill of its own: a
+    policy can solve most instances and none that need a wait. Optional when read (absent: empty).
 ``fail_steps``
     ``{category: {step: count}}``: when failures happen (1-based step; 0 for parse errors and for a plan with
     no step at all).
@@ -269,6 +274,10 @@ class FailureSummary:
     """Keyed by agent count (``"3"``), ascending."""
     by_agents_size: Mapping[str, GroupStats]
     """Keyed by ``"<agents>x<size>"`` (``"3x6"``), ascending by agents, then size."""
+    by_wait: Mapping[str, GroupStats]
+    """Labelled episodes keyed by ``"needs_wait"`` / ``"no_wait"`` (a kind without episodes is absent)."""
+    by_size_wait: Mapping[str, GroupStats]
+    """The same per map side, keyed ``"6:needs_wait"`` / ``"6:no_wait"``, ascending by side."""
     fail_steps: Mapping[str, Mapping[str, int]]
     """``{category: {step: count}}``: the 1-based step of each failure (0 for parse errors and empty plans)."""
     fail_cells: Mapping[str, tuple[tuple[int, ...], ...]]
@@ -296,6 +305,8 @@ class FailureSummary:
             "by_size": {key: group.to_dict() for key, group in self.by_size.items()},
             "by_agents": {key: group.to_dict() for key, group in self.by_agents.items()},
             "by_agents_size": {key: group.to_dict() for key, group in self.by_agents_size.items()},
+            "by_wait": {key: group.to_dict() for key, group in self.by_wait.items()},
+            "by_size_wait": {key: group.to_dict() for key, group in self.by_size_wait.items()},
             "fail_steps": {name: dict(steps) for name, steps in self.fail_steps.items()},
             "fail_cells": {side: [list(row) for row in heat] for side, heat in self.fail_cells.items()},
             "instance_stats": {name: stats.to_dict() for name, stats in self.instance_stats.items()},
@@ -317,6 +328,9 @@ class FailureSummary:
         failure_rates = read_table(data, "failure_rates", where, _share)
         groups = {name: read_table(data, name, where, GroupStats.from_dict) for name in (
             "by_size", "by_agents", "by_agents_size")}
+        for name in ("by_wait", "by_size_wait"):  # optional: summaries written before the split lack them
+            groups[name] = read_table(data, name, where, GroupStats.from_dict) if isinstance(data, Mapping) and \
+                name in data else {}
         fail_steps = read_table(data, "fail_steps", where, lambda steps, at: read_mapping(steps, at, _count))
         fail_cells = read_table(data, "fail_cells", where, _heat_map)
         stats = read_key(data, "instance_stats", where, "mapping")
@@ -421,6 +435,11 @@ def summarize(episodes: Iterable, exemplars_per_category: int = 2) -> FailureSum
     valid = col["valid"].astype(bool) if total else everything
     overall = group(everything)
     pairs = sorted(set(zip(col["agents"].tolist(), col["size"].tolist())))
+    labelled = col["labelled"].astype(bool) if total else everything
+    waits = col["needs_wait"].astype(bool) if total else everything
+    kinds = {"needs_wait": labelled & waits, "no_wait": labelled & ~waits}
+    by_size_wait = {f"{s}:{kind}": group((col["size"] == s) & mask) for s in sorted(set(col["size"].tolist()))
+                    for kind, mask in kinds.items() if (mask & (col["size"] == s)).any()}
     fail_steps = {}
     for code in sorted(set(col["failure"][~valid].tolist())) if total else []:
         steps = col["fail_step"][(col["failure"] == code) & ~valid]
@@ -437,6 +456,8 @@ def summarize(episodes: Iterable, exemplars_per_category: int = 2) -> FailureSum
         by_size={str(s): group(col["size"] == s) for s in sorted(set(col["size"].tolist()))},
         by_agents={str(k): group(col["agents"] == k) for k in sorted(set(col["agents"].tolist()))},
         by_agents_size={f"{k}x{s}": group((col["agents"] == k) & (col["size"] == s)) for k, s in pairs},
+        by_wait={kind: group(mask) for kind, mask in kinds.items() if mask.any()},
+        by_size_wait=by_size_wait,
         fail_steps=dict(sorted(fail_steps.items())),
         fail_cells={str(size): tuple(map(tuple, heat.tolist())) for size, heat in sorted(fail_cells.items())},
         instance_stats={"failed": stats(~valid), "succeeded": stats(valid)},
@@ -463,6 +484,9 @@ def render_summary(summary: FailureSummary, exemplars: bool = True) -> str:
         worst = f", most often {top[0]} ({top[1]})" if top[1] else ""
         lines.append(f"  {key}: {group.episodes} episodes, {100 * group.valid_rate:.0f}% / "
                      f"{100 * group.optimal_rate:.0f}%{worst}")
+    if summary.by_wait:
+        lines.append("by need of a wait (valid%): " + ", ".join(
+            f"{key} {100 * group.valid_rate:.0f}% of {group.episodes}" for key, group in summary.by_wait.items()))
     failed, succeeded = summary.instance_stats["failed"], summary.instance_stats["succeeded"]
     lines.append(
         "failed vs succeeded instances: holes {:.2f} vs {:.2f}, needs_wait {:.2f} vs {:.2f}, optimal makespan "

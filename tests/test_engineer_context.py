@@ -13,7 +13,7 @@ from engineer.evidence import StageEvidence, collect_evidence, summarize_episode
 from policy.rollout import judge_episodes
 from policy.scripted import make_scripted
 from replays.errors import ReplayError
-from replays.mining import summarize
+from replays.mining import FailureSummary, summarize
 from replays.types import ReplayHeader
 from replays.writer import write_replay
 from simulator import constants as C
@@ -130,6 +130,21 @@ def test_context__plain_failure_summary_without_size_stats_still_builds(episodes
     context = build_context(summarize(episodes), stage_config, [])
     assert "reward_mean" not in context.data["behavior"]["by_size"]["3"]
     assert context.data["env_stats"]["achieved"] == {}
+
+
+def test_context__behavior_splits_instances_by_need_of_a_wait(episodes, stage_config):
+    behavior = build_context(summarize(episodes), stage_config, [], sections="behavior")
+    waiting = [ep for ep in episodes if ep.labels.needs_wait and ep.labels.size == 5]
+    group = behavior.data["behavior"]["by_size_wait"]["5:needs_wait"]
+    assert (group["episodes"], group["valid"]) == (len(waiting), sum(ep.outcome.valid for ep in waiting))
+    assert set(behavior.data["behavior"]["by_wait"]) == {"needs_wait", "no_wait"}
+    assert "instances that need a wait" in behavior.text
+    line = next(line for line in behavior.text.splitlines() if line.startswith("  5x5: valid needs a wait"))
+    assert f"of {len(waiting)}" in line and "no wait needed" in line
+    old = summarize(episodes).to_dict()
+    del old["by_wait"], old["by_size_wait"]  # a summary written before the split: no such lines
+    before = build_context(FailureSummary.from_dict(old), stage_config, [], sections="behavior")
+    assert before.data["behavior"]["by_wait"] == {} and "need a wait" not in before.text
 
 
 def test_context__history_scores_that_are_not_numbers_become_none(episodes, stage_config):

@@ -9,7 +9,7 @@ import pytest
 
 from policy.rollout import judge_episodes
 from policy.scripted import make_scripted
-from replays.mining import render_summary, summarize, summarize_paths
+from replays.mining import FailureSummary, render_summary, summarize, summarize_paths
 from replays.types import ReplayHeader
 from replays.writer import write_replay
 from simulator import constants as C
@@ -73,6 +73,31 @@ def test_summary__counts_equal_counts_recomputed_from_episodes(episodes_by_polic
     assert summary["instance_stats"]["failed"]["needs_wait_share"] == pytest.approx(
         np.mean([ep.labels.needs_wait for ep in failed])
     )
+
+
+def test_summary__wait_split_equals_the_split_recomputed_from_episodes(episodes_by_policy):
+    episodes = [ep for eps in episodes_by_policy.values() for ep in eps]
+    summary = summarize(episodes)
+    data = summary.to_dict()
+    for side in sorted({ep.labels.size for ep in episodes}):
+        for kind, wanted in (("needs_wait", True), ("no_wait", False)):
+            members = [ep for ep in episodes if ep.labels.size == side and ep.labels.needs_wait == wanted]
+            group = data["by_size_wait"][f"{side}:{kind}"]
+            assert (group["episodes"], group["valid"]) == (len(members), sum(ep.outcome.valid for ep in members))
+    assert sum(group["episodes"] for group in data["by_wait"].values()) == len(episodes)
+    assert FailureSummary.from_dict(data) == summary
+    greedy = summarize(episodes_by_policy["greedy"])  # own shortest paths never wait: none of those is solved
+    assert greedy.by_wait["needs_wait"].valid_rate == 0.0 and greedy.by_wait["no_wait"].valid_rate > 0.0
+    assert "needs_wait 0% of" in render_summary(greedy, exemplars=False)
+
+
+def test_summary__written_before_the_wait_split_reads_back_without_it(episodes_by_policy):
+    data = summarize(episodes_by_policy["greedy"]).to_dict()
+    del data["by_wait"], data["by_size_wait"]
+    old = FailureSummary.from_dict(data)
+    assert old.by_wait == {} and old.by_size_wait == {} and "need of a wait" not in render_summary(old)
+    only_waits = summarize([ep for ep in episodes_by_policy["oracle"] if ep.labels.needs_wait])
+    assert list(only_waits.by_wait) == ["needs_wait"]  # a kind without episodes is left out
 
 
 def test_summary__text_has_marked_exemplars(episodes_by_policy):
