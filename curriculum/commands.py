@@ -8,7 +8,7 @@ import sys
 from policy.prompts import PROMPT_STYLES
 
 # The comparison set of ``train --compare``: same budget and seeds, only the engineer differs.
-COMPARE_ENGINEERS = ("rule", "learnability", "bandit", "progress", "mutate", "fixed", "random", "llm:self")
+COMPARE_ENGINEERS = ("rule", "learnability", "bandit", "progress", "gap", "mutate", "fixed", "random", "llm:self")
 
 
 def _parse_overrides(pairs: list[str]) -> dict:

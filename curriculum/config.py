@@ -250,7 +250,7 @@ class Validation:
 @dataclass(frozen=True)
 class Engineer:
     spec: str = "rule"
-    """``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``, ``progress``, ``mutate``, ``llm:self`` (the current checkpoint), ``llm:base`` (the initial model), or
+    """``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``, ``progress``, ``gap``, ``mutate``, ``llm:self`` (the current checkpoint), ``llm:base`` (the initial model), or
     ``llm:BACKEND_SPEC`` (e.g. ``llm:openai:gpt-4o``)."""
     context: tuple = ENGINEER_CONTEXT
     """Context sections shown to it (ablations switch them off)."""
@@ -258,11 +258,11 @@ class Engineer:
     """The engineer's own options (its fields, ``mapf-lake engineer --option``): for an ``llm:`` engineer
     ``max_new_tokens``, ``temperature``, ``top_p``, ``enable_thinking``, ``timeout_s``; for ``learnability``
     its floor and smoothing; for ``bandit`` its temperature; for ``progress`` its ``scale`` (``logit`` or
-    ``absolute``), floor and step size."""
+    ``absolute``), floor and step size; for ``gap`` its ratio, wait step and highest wait ratio."""
 
     def validate(self) -> None:
         if not isinstance(self.spec, str) or not self.spec:
-            raise ConfigError("engineer.spec", self.spec, "fixed, random, rule, learnability, bandit, progress, mutate, llm:self, llm:base or "
+            raise ConfigError("engineer.spec", self.spec, "fixed, random, rule, learnability, bandit, progress, gap, mutate, llm:self, llm:base or "
                                                         "llm:BACKEND_SPEC")
         unknown = [s for s in self.context if s not in ENGINEER_CONTEXT]
         if unknown:

@@ -1,5 +1,5 @@
 """Engineers, looked up by name: ``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``, ``mutate``,
-``progress``, ``llm:BACKEND_SPEC``.
+``progress``, ``gap``, ``llm:BACKEND_SPEC``.
 
 Every engineer has a ``name`` and ``propose(context, config, seed=0) -> EngineerDecision``; the decision's
 ``config`` is always a valid StageConfig (the previous one when a proposal is rejected). ``make_engineer(spec,
@@ -14,6 +14,7 @@ Every engineer has a ``name`` and ``propose(context, config, seed=0) -> Engineer
   (:mod:`engineer.bandit`); its state is in each decision's ``details`` and continues through ``load_state``.
 * ``progress``: weights sizes by their measured learning progress, the change of the log-odds of their sampled
   valid rate between sampling rounds and stages (:mod:`engineer.progress`); stateful like ``bandit``.
+* ``gap``: raises the wait ratio of sizes whose instances that need a wait the policy fails (:mod:`engineer.gap`).
 * ``mutate``: sizes in the learnable band get one seeded small edit: more holes, more waits, or weight to the
   next side up (:mod:`engineer.mutate`).
 * ``llm:BACKEND_SPEC``: a language model through a policy backend (:mod:`engineer.llm`).
@@ -33,6 +34,7 @@ import numpy as np
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
 from engineer.bandit import BanditEngineer
+from engineer.gap import GapEngineer
 from engineer.learnability import LearnabilityEngineer
 from engineer.llm import LLMEngineer
 from engineer.mutate import MutateEngineer
@@ -148,6 +150,7 @@ ENGINEERS: dict[str, EngineerKind] = {
     "bandit": EngineerKind(BanditEngineer, False, "bandit"),
     "mutate": EngineerKind(MutateEngineer, False, "mutate"),
     "progress": EngineerKind(ProgressEngineer, False, "progress"),
+    "gap": EngineerKind(GapEngineer, False, "gap"),
     "llm": EngineerKind(LLMEngineer, True, "llm:BACKEND_SPEC (llm:hf:PATH, llm:vllm:PATH, llm:openai:MODEL)"),
 }
 ENGINEER_FORMS = ", ".join(kind.form for kind in ENGINEERS.values())

@@ -316,6 +316,25 @@ def test_run__the_progress_engineer_steers_by_the_rejection_sampling_rounds(tmp_
     assert "sampled valid by round" in decision["context_text"]
 
 
+def test_run__the_gap_engineer_reads_the_validation_split_the_run_records(tmp_path):
+    config = small_config(tmp_path, "gap", **{"engineer.spec": "gap", "engineer.options": {"min_episodes": 1},
+                                              "stages": 1, "validation.samples": 40})
+    Run(config, log=lambda message: None).execute()
+    split = json.loads((config.run_dir / "stage-01" / "summary.json").read_text())["by_size_wait"]
+    decision = json.loads((config.run_dir / "stage-01" / "decision.json").read_text())
+    record = json.loads((config.run_dir / "stage-01" / "stage.json").read_text())
+    assert split and decision["engineer"] == "gap" and "instances that need a wait" in decision["context_text"]
+    expected = {}
+    for side, spec in record["config"]["sizes"].items():
+        waits, others = split.get(f"{side}:needs_wait"), split.get(f"{side}:no_wait")
+        up = bool(waits and others and others["valid_rate"] > 0 and waits["valid_rate"] < 0.5 * others["valid_rate"])
+        expected[side] = min(0.6, spec["wait_ratio"] + 0.3) if up else spec["wait_ratio"]
+    assert {side: spec["wait_ratio"] for side, spec in record["next_config"]["sizes"].items()} == \
+        pytest.approx(expected)
+    assert decision["details"]["state"]["start"] == {side: spec["wait_ratio"]
+                                                     for side, spec in record["config"]["sizes"].items()}
+
+
 def test_grpo_stage__lora_trains_merges_and_saves_a_loadable_checkpoint(tmp_path, finished_run):
     from curriculum.trainers import grpo_stage
     from policy.backend_base import Sampling

@@ -309,6 +309,57 @@ def test_progress__no_movement_or_no_signal_moves_nothing_and_bad_options_or_sta
         make_engineer("progress").load_state({"rates": {"3": "high"}})
 
 
+# --- gap -----------------------------------------------------------------------------------------------------
+def _wait_context(split: dict[int, tuple[float, float, int]], config: StageConfig = CONFIG, sections=None):
+    """A context whose validation split is {side: (rate when a wait is needed, rate otherwise, episodes of each)}."""
+    def group(rate: float, n: int) -> dict:
+        valid = round(rate * n)
+        return {"episodes": n, "valid": valid, "optimal": valid, "valid_rate": rate, "optimal_rate": rate,
+                "failures": {"hole": n - valid}}
+
+    by_size_wait = {}
+    for side, (waits, others, n) in split.items():
+        by_size_wait[f"{side}:needs_wait"] = group(waits, n)
+        by_size_wait[f"{side}:no_wait"] = group(others, n)
+    summary = summary_with({side: 0.3 for side in config.sizes}, by_size_wait=by_size_wait, by_wait={})
+    return build_context(summary, config, [], sections=sections)
+
+
+def test_gap__wait_ratio_rises_where_instances_that_need_a_wait_fail_and_steps_back_once_they_do_not():
+    gap = make_engineer("gap")  # ratio 0.5, wait step 0.3, highest wait ratio 0.6, 10 episodes of each kind
+    first = gap.propose(_wait_context({3: (0.0, 0.6, 30), 4: (0.3, 0.5, 30), 5: (0.0, 0.0, 30), 6: (0.0, 0.4, 9)}),
+                        CONFIG)
+    waits = {side: spec.wait_ratio for side, spec in first.config.sizes.items()}
+    assert waits == {3: 0.6, 4: 0.3, 5: 0.3, 6: 0.3}  # gap; closed (0.3 >= 0.5 x 0.5) at its start; none solved; too few
+    assert all(spec.data_ratio == 0.25 and spec.hole_ratio == 0.2 for spec in first.config.sizes.values())
+    assert first.accepted and first.details["state"] == {"start": {"3": 0.3, "4": 0.3, "5": 0.3, "6": 0.3}}
+    assert "size 3: valid_rate 0.0% when a wait is needed, 60.0% otherwise; gap" in first.rationale
+    assert "size 5" in first.rationale and "nothing solved" in first.rationale
+    # the next stage: 3x3 now solves them (0.4 >= 0.5 x 0.6): back toward the run's start, never below it
+    resumed = make_engineer("gap")
+    resumed.load_state(first.to_dict()["details"]["state"])
+    second = resumed.propose(_wait_context({3: (0.4, 0.6, 30)}), first.config)
+    assert second.config.sizes[3].wait_ratio == 0.3 and "back toward the run's start" in second.rationale
+    capped = make_engineer("gap", wait_step=0.25, max_wait=0.5).propose(_wait_context({3: (0.0, 0.6, 30)}), CONFIG)
+    assert capped.config.sizes[3].wait_ratio == 0.5  # 0.3 + 0.25, at most 0.5
+
+
+def test_gap__without_the_split_or_with_one_agent_nothing_moves_and_bad_options_or_state_are_config_errors():
+    old = make_engineer("gap").propose(build_context(summary_with({3: 0.5}), CONFIG, []), CONFIG)
+    assert old.diff == [] and "no validation split" in old.rationale  # a summary written before the split
+    hidden = make_engineer("gap").propose(_wait_context({3: (0.0, 0.6, 30)}, sections=("failures",)), CONFIG)
+    assert hidden.diff == []  # the behavior ablation hides the evidence
+    alone = StageConfig.from_dict({"agents": 1, "samples": 10, "sizes": {
+        3: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})
+    single = make_engineer("gap").propose(_wait_context({3: (0.0, 0.6, 30)}, config=alone), alone)
+    assert single.diff == [] and "nothing ever waits" in single.rationale
+    for option, value in (("ratio", 1.5), ("wait_step", -0.1), ("max_wait", True), ("min_episodes", 2.5)):
+        with pytest.raises(ConfigError, match=f"gap.{option}"):
+            make_engineer("gap", **{option: value})
+    with pytest.raises(ConfigError, match="gap state"):
+        make_engineer("gap").load_state({"start": {"3": "low"}})
+
+
 # --- rule ----------------------------------------------------------------------------------------------------
 def test_rule__weight_moves_from_solved_and_hopeless_sizes_to_mid_range_ones():
     decision = _propose("rule", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05})
@@ -395,7 +446,7 @@ def test_make_engineer__bad_specs_are_config_errors(spec):
 def test_make_engineer__unknown_option_names_the_allowed_ones():
     with pytest.raises(ConfigError, match="low, high"):
         make_engineer("rule", lo=0.1)
-    assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "bandit", "mutate", "progress", "llm"}
+    assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "bandit", "mutate", "progress", "gap", "llm"}
 
 
 # --- llm with stand-in backends ------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ seeds.json.new docs/results/small-rft/seeds.json (RUNS_DIR holds the folders rft
 --preset small --compare --name rft ...`).
 
 Per arm and seed: warm start, each stage's greedy valid rate and sampled pass@1, the final suite's mean valid
-rate, the greedy valid rate per size (warm start, then each stage), the data ratio of every size in each stage's
+rate, the greedy valid rate per size and on the instances that need a wait vs the others (warm start, then
+each stage), the data ratio of every size in each stage's
 config, and (rejection-sampling stages) the share of each size's sampled groups that disagree (what the bandit
 engineer values) and each sampling round's own sampled valid rate per size (what the progress engineer
 values); each stage's answer churn on the validation set, training seconds and share of instances with a
@@ -46,6 +47,14 @@ def _by_size(summary: Path) -> dict[str, float]:
     return {side: figures["valid_rate"] for side, figures in json.loads(summary.read_text())["by_size"].items()}
 
 
+def _by_wait(replays: Path) -> dict[str, float]:
+    """Greedy valid rate of one validation on the instances that need a wait and on the others (from its
+    replays, so runs whose summaries predate the split have it too)."""
+    from replays.mining import summarize_paths
+
+    return {kind: round(group.valid_rate, 4) for kind, group in summarize_paths(replays, 0).by_wait.items()}
+
+
 def from_folder(path: Path) -> dict | None:
     run = load_run(path)
     if len(run["stages"]) < run["manifest"]["run_config"]["stages"] or "final" not in run:
@@ -60,6 +69,8 @@ def from_folder(path: Path) -> dict | None:
                "mix": [{str(side): spec.data_ratio for side, spec in s.config.sizes.items()} for s in run["stages"]],
                "by_size": [_by_size(path / "warm_start" / "summary.json")]
                + [_by_size(path / f"stage-{s.stage:02d}" / "summary.json") for s in run["stages"]],
+               "by_wait": [_by_wait(path / "warm_start" / "validation.mlr")]
+               + [_by_wait(path / f"stage-{s.stage:02d}" / "validation.mlr") for s in run["stages"]],
                "shared_from": [Path(s.shared_from).name if s.shared_from else None for s in run["stages"]],
                "churn": [s.churn for s in run["stages"]],
                "train_seconds": [round((s.timings or {}).get("train", 0.0), 1) for s in run["stages"]],
