@@ -569,9 +569,12 @@ def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, genera
     Best = least makespan, then least sum of costs, then fewest written actions. Returns the kept plans per
     instance and the round's figures: sampled valid rate (the reward mean of a 0/1 reward), the share of
     instances whose samples all agree (all valid or all invalid: a GRPO group with zero reward variance), and
-    the share of instances with at least one valid sample (the ones that teach anything). Each of ``signals``
+    the share of instances with at least one valid sample (the ones that teach anything), and for the instances
+    that need a wait (when there are any) their number, sampled valid rate and how many kept a plan. Each of ``signals``
     (``policy.rewards.StageReward``) tallies each instance's samples as one group of the 0/1 valid reward: the
     stage's training signal per map size, as a GRPO stage records it."""
+    import numpy as np
+
     from policy.rollout import judge_answers
 
     verdicts = judge_answers([item for item in items for _ in range(generations)], plans)
@@ -595,6 +598,11 @@ def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, genera
     figures = {"sampled_valid_rate": float(valid.mean()) if len(valid) else 0.0,
                "zero_variance_share": agree / max(len(items), 1),
                "solved_share": sum(plan is not None for plan in kept) / max(len(items), 1)}
+    waiting = [index for index, item in enumerate(items) if item.needs_wait]
+    if waiting:  # the skill apart: how often the samples solve the instances that need a wait
+        rows = np.asarray(valid[:len(items) * generations], bool).reshape(len(items), generations)[waiting]
+        figures.update(needs_wait=len(waiting), needs_wait_sampled_valid_rate=float(rows.mean()),
+                       needs_wait_kept=int(rows.any(axis=1).sum()))
     return kept, figures
 
 

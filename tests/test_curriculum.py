@@ -423,6 +423,28 @@ def test_bench_lift__grpo_and_sft_peer_validated_on_the_same_held_out_instances(
         bench_lift(model, validation=5)
 
 
+def test_best_valid_plans__count_the_instances_that_need_a_wait_apart():
+    from curriculum.trainers import _best_valid_plans
+    from simulator.config import StageConfig
+    from simulator.generator import generate
+    from simulator.types import JointPlan
+
+    items = generate(StageConfig.from_dict({"agents": 2, "samples": 8, "seed": 5, "sizes": {
+        4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.5}}})).instances
+    waiting = [index for index, item in enumerate(items) if item.needs_wait]
+    assert 0 < len(waiting) < len(items)
+    empty = JointPlan.from_sequences([[], []])
+    # three samples each: the solver's plan only for the first instance that needs a wait and for every other one
+    plans = [p for index, item in enumerate(items)
+             for p in ((item.plan if index not in waiting[1:] else empty), empty, None)]
+    kept, figures = _best_valid_plans(items, plans, 3)
+    assert figures["needs_wait"] == len(waiting) and figures["needs_wait_kept"] == 1
+    assert figures["needs_wait_sampled_valid_rate"] == pytest.approx(1 / (3 * len(waiting)))
+    no_waits = [item for item in items if not item.needs_wait]
+    _, plain = _best_valid_plans(no_waits, [item.plan for item in no_waits], 1)
+    assert "needs_wait" not in plain
+
+
 def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, finished_run):
     from curriculum.trainers import _best_valid_plans, rft_stage
     from policy.prompts import get_style

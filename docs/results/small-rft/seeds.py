@@ -12,7 +12,8 @@ rate, the greedy valid rate per size and on the instances that need a wait vs th
 each stage), the data ratio of every size in each stage's
 config, and (rejection-sampling stages) the share of each size's sampled groups that disagree (what the bandit
 engineer values) and each sampling round's own sampled valid rate per size (what the progress engineer
-values); each stage's answer churn on the validation set, training seconds and share of instances with a
+values; with it, each round's instances that need a wait, how many kept a plan and their sampled valid rate);
+each stage's answer churn on the validation set, training seconds and share of instances with a
 kept plan (pass@8). Per arm: mean and 95% Student-t interval
 over its seeds of valid, pass@1, lift, pass@1 lift and final, and the paired difference against `fixed` on the
 seeds both have. Shares are fractions; the README prints them as percentages.
@@ -84,6 +85,10 @@ def from_folder(path: Path) -> dict | None:
         figures["round_sampled_valid"] = [
             [{side: round(f["valid_rate"], 4) for side, f in by_size.items()} for by_size in (sig or {}).get("rounds", [])]
             for sig in signal]
+    rounds = [(s.train or {}).get("rounds") or [] for s in run["stages"]]
+    if any("needs_wait" in r for stage in rounds for r in stage):
+        figures["round_needs_wait"] = [[{key: r.get(key) for key in (
+            "needs_wait", "needs_wait_kept", "needs_wait_sampled_valid_rate")} for r in stage] for stage in rounds]
     return figures
 
 
