@@ -258,7 +258,7 @@ class Engineer:
     """The engineer's own options (its fields, ``mapf-lake engineer --option``): for an ``llm:`` engineer
     ``max_new_tokens``, ``temperature``, ``top_p``, ``enable_thinking``, ``timeout_s``; for ``learnability``
     its floor and smoothing; for ``bandit`` its temperature; for ``progress`` its ``scale`` (``logit`` or
-    ``absolute``), floor and step size; for ``gap`` its ratio, wait step and highest wait ratio."""
+    ``absolute``), floor and step size; for ``gap`` its ratio and the lesson's hole and wait ratios."""
 
     def validate(self) -> None:
         if not isinstance(self.spec, str) or not self.spec:

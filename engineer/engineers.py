@@ -14,7 +14,8 @@ Every engineer has a ``name`` and ``propose(context, config, seed=0) -> Engineer
   (:mod:`engineer.bandit`); its state is in each decision's ``details`` and continues through ``load_state``.
 * ``progress``: weights sizes by their measured learning progress, the change of the log-odds of their sampled
   valid rate between sampling rounds and stages (:mod:`engineer.progress`); stateful like ``bandit``.
-* ``gap``: raises the wait ratio of sizes whose instances that need a wait the policy fails (:mod:`engineer.gap`).
+* ``gap``: while the policy fails the instances that need a wait, the smallest size becomes a lesson in waiting on
+  open maps (:mod:`engineer.gap`).
 * ``mutate``: sizes in the learnable band get one seeded small edit: more holes, more waits, or weight to the
   next side up (:mod:`engineer.mutate`).
 * ``llm:BACKEND_SPEC``: a language model through a policy backend (:mod:`engineer.llm`).

@@ -325,23 +325,29 @@ def _wait_context(split: dict[int, tuple[float, float, int]], config: StageConfi
     return build_context(summary, config, [], sections=sections)
 
 
-def test_gap__wait_ratio_rises_where_instances_that_need_a_wait_fail_and_steps_back_once_they_do_not():
-    gap = make_engineer("gap")  # ratio 0.5, wait step 0.3, highest wait ratio 0.6, 10 episodes of each kind
-    first = gap.propose(_wait_context({3: (0.0, 0.6, 30), 4: (0.3, 0.5, 30), 5: (0.0, 0.0, 30), 6: (0.0, 0.4, 9)}),
+def test_gap__the_smallest_size_teaches_waiting_on_open_maps_while_a_size_has_a_gap_then_gets_its_settings_back():
+    gap = make_engineer("gap")  # ratio 0.5, lesson holes 0, lesson wait 1, 10 episodes of each kind
+    first = gap.propose(_wait_context({3: (0.3, 0.5, 30), 4: (0.0, 0.6, 30), 5: (0.0, 0.0, 30), 6: (0.0, 0.4, 9)}),
                         CONFIG)
-    waits = {side: spec.wait_ratio for side, spec in first.config.sizes.items()}
-    assert waits == {3: 0.6, 4: 0.3, 5: 0.3, 6: 0.3}  # gap; closed (0.3 >= 0.5 x 0.5) at its start; none solved; too few
-    assert all(spec.data_ratio == 0.25 and spec.hole_ratio == 0.2 for spec in first.config.sizes.values())
-    assert first.accepted and first.details["state"] == {"start": {"3": 0.3, "4": 0.3, "5": 0.3, "6": 0.3}}
-    assert "size 3: valid_rate 0.0% when a wait is needed, 60.0% otherwise; gap" in first.rationale
+    # 3x3: no gap (0.3 >= 0.5 x 0.5); 4x4: a gap; 5x5: nothing solved; 6x6: too few episodes
+    sizes = first.config.sizes
+    assert (sizes[3].hole_ratio, sizes[3].wait_ratio) == (0.0, 1.0)  # the smallest size is the lesson
+    assert all((sizes[side].hole_ratio, sizes[side].wait_ratio) == (0.2, 0.3) for side in (4, 5, 6))
+    assert all(spec.data_ratio == 0.25 for spec in sizes.values()) and first.accepted
+    assert first.details["state"]["start"]["3"] == {"hole_ratio": 0.2, "wait_ratio": 0.3}
+    assert "size 4: valid_rate 0.0% when a wait is needed, 60.0% otherwise: a gap" in first.rationale
     assert "size 5" in first.rationale and "nothing solved" in first.rationale
-    # the next stage: 3x3 now solves them (0.4 >= 0.5 x 0.6): back toward the run's start, never below it
+    # still a gap at 4x4: the lesson stays; no gap anywhere: the lesson size gets its start settings back, also
+    # after a resume
+    assert gap.propose(_wait_context({3: (0.5, 0.6, 30), 4: (0.1, 0.6, 30)}), first.config).diff == []
     resumed = make_engineer("gap")
     resumed.load_state(first.to_dict()["details"]["state"])
-    second = resumed.propose(_wait_context({3: (0.4, 0.6, 30)}), first.config)
-    assert second.config.sizes[3].wait_ratio == 0.3 and "back toward the run's start" in second.rationale
-    capped = make_engineer("gap", wait_step=0.25, max_wait=0.5).propose(_wait_context({3: (0.0, 0.6, 30)}), CONFIG)
-    assert capped.config.sizes[3].wait_ratio == 0.5  # 0.3 + 0.25, at most 0.5
+    done = resumed.propose(_wait_context({3: (0.5, 0.6, 30), 4: (0.4, 0.6, 30)}), first.config)
+    assert done.config == CONFIG and "gets back its start settings" in done.rationale
+    other = make_engineer("gap", lesson_holes=0.1, lesson_wait=0.8).propose(_wait_context({4: (0.0, 0.6, 30)}), CONFIG)
+    assert (other.config.sizes[3].hole_ratio, other.config.sizes[3].wait_ratio) == (0.1, 0.8)
+    hopeless = make_engineer("gap").propose(_wait_context({3: (0.0, 0.0, 30), 4: (0.0, 0.0, 30)}), CONFIG)
+    assert hopeless.diff == [] and "no size with evidence" in hopeless.rationale
 
 
 def test_gap__without_the_split_or_with_one_agent_nothing_moves_and_bad_options_or_state_are_config_errors():
@@ -353,11 +359,11 @@ def test_gap__without_the_split_or_with_one_agent_nothing_moves_and_bad_options_
         3: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})
     single = make_engineer("gap").propose(_wait_context({3: (0.0, 0.6, 30)}, config=alone), alone)
     assert single.diff == [] and "nothing ever waits" in single.rationale
-    for option, value in (("ratio", 1.5), ("wait_step", -0.1), ("max_wait", True), ("min_episodes", 2.5)):
+    for option, value in (("ratio", 1.5), ("lesson_holes", 0.95), ("lesson_wait", True), ("min_episodes", 2.5)):
         with pytest.raises(ConfigError, match=f"gap.{option}"):
             make_engineer("gap", **{option: value})
     with pytest.raises(ConfigError, match="gap state"):
-        make_engineer("gap").load_state({"start": {"3": "low"}})
+        make_engineer("gap").load_state({"start": {"3": {"hole_ratio": "low", "wait_ratio": 0.3}}})
 
 
 # --- rule ----------------------------------------------------------------------------------------------------
