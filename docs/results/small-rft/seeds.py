@@ -5,7 +5,9 @@ match the recorded ones: a rerun of the same seed reproduces them on the same co
 
 Usage, from the repository root: python docs/results/small-rft/seeds.py RUNS_DIR > seeds.json.new && mv
 seeds.json.new docs/results/small-rft/seeds.json (RUNS_DIR holds the folders rft-ARM-sSEED of `mapf-lake train
---preset small --compare --name rft ...`).
+--preset small --compare --name rft ...`). `--install TAG` records RUNS_DIR's runs as arms `ARM@TAG`, paired
+with `fixed@TAG`: runs made on another installation (other library versions: the same seed's warm start then
+differs) are kept apart from the recorded ones instead of replacing them.
 
 Per arm and seed: warm start, each stage's greedy valid rate and sampled pass@1, the final suite's mean valid
 rate, the greedy valid rate per size and on the instances that need a wait vs the others (warm start, then
@@ -111,7 +113,7 @@ def derived(figures: dict) -> dict:
     return out
 
 
-def main(runs_dir: str) -> dict:
+def main(runs_dir: str, install: str | None = None) -> dict:
     per_arm = earlier()
     per_arm.setdefault("fixed", {}).update(recorded())
     for path in sorted(Path(runs_dir).glob("rft-*-s*")):
@@ -121,6 +123,7 @@ def main(runs_dir: str) -> dict:
         if figures is not None:
             run = load_run(path)
             arm, seed = run_arm(run), run_seed(run)
+            arm = f"{arm}@{install}" if install else arm
             before = per_arm.get(arm, {}).get(seed)
             if before is not None:
                 same = all(before.get(key) == figures.get(key) for key in ("warm", "stages", "stages_pass1", "final"))
@@ -135,19 +138,21 @@ def main(runs_dir: str) -> dict:
             got = {seed: v[key] for seed, v in values.items() if key in v}
             if got:
                 entry[key] = mean_interval(list(got.values())).to_dict()
-            if arm != "fixed":
-                ref = {seed: v[key] for seed, v in ((s, derived(f)) for s, f in per_arm["fixed"].items()) if key in v}
+            reference = "fixed" + arm[arm.index("@"):] if "@" in arm else "fixed"
+            if arm != reference and reference in per_arm:
+                ref = {seed: v[key] for seed, v in ((s, derived(f)) for s, f in per_arm[reference].items()) if key in v}
                 diff = paired_difference(got, ref)
                 if diff is not None:
                     entry[key + "_vs_fixed"] = diff.to_dict()
         arms[arm] = entry
     warm = {seed: f["warm"] for seed, f in per_arm["fixed"].items()}
-    return {"command": "python docs/results/small-rft/seeds.py RUNS_DIR", "arms": arms,
+    return {"command": "python docs/results/small-rft/seeds.py RUNS_DIR [--install TAG]", "arms": arms,
             "warm_start": {"per_seed": warm, "valid": mean_interval(list(warm.values())).to_dict()},
             "per_seed": {arm: {str(seed): f for seed, f in sorted(seeds.items())} for arm, seeds in per_arm.items()}}
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    if len(args) not in (1, 3) or (len(args) == 3 and args[1] != "--install"):
         sys.exit(__doc__.split("\n\n")[1])
-    print(json.dumps(main(sys.argv[1]), indent=1))
+    print(json.dumps(main(args[0], args[2] if len(args) == 3 else None), indent=1))
