@@ -258,7 +258,8 @@ class Engineer:
     """The engineer's own options (its fields, ``mapf-lake engineer --option``): for an ``llm:`` engineer
     ``max_new_tokens``, ``temperature``, ``top_p``, ``enable_thinking``, ``timeout_s``; for ``learnability``
     its floor and smoothing; for ``bandit`` its temperature; for ``progress`` its ``scale`` (``logit`` or
-    ``absolute``), floor and step size; for ``gap`` its ratio and the lesson's hole and wait ratios."""
+    ``absolute``), floor and step size; for ``gap`` its ratio, the lesson's hole and wait ratios,
+    ``hole_step`` and ``advance`` (how the lesson's holes rise once its training samples solve it)."""
 
     def validate(self) -> None:
         if not isinstance(self.spec, str) or not self.spec:

@@ -15,12 +15,18 @@ for sizes with at least ``min_episodes`` episodes of each kind. A size has a **g
 * While some size has a gap, the smallest used size becomes the **lesson**: every instance needs a wait
   (``wait_ratio`` = ``lesson_wait``) on an open map (``hole_ratio`` = ``lesson_holes``); its data ratio and every
   other size keep their settings, so the skills the policy has keep their data.
+* With ``hole_step`` > 0 the lesson moves toward the maps the policy fails on: a stage after one that trained
+  the lesson, when the last sampling round's valid rate on the lesson size (``env_stats.training_signal_rounds``,
+  the training samples only; every lesson instance needs a wait) reached ``advance``, the lesson's hole ratio
+  rises by ``hole_step``, up to the size's start hole ratio (capped so that the agents still fit). Below
+  ``advance``, or with no round recorded, it stays where it is. ``hole_step`` 0 (the default) keeps every lesson
+  on the open map.
 * Once no size has a gap, the lesson size gets back the settings it had when the run started.
 
 Configs with one agent (nothing ever waits) and contexts without the split (the ``behavior`` section switched
 off, or summaries written before the split existed) change nothing. Agents, samples, seed, slip, horizon and the
-data ratios never change. The starting settings (``start``: each size's hole and wait ratio) are the engineer's
-state, in every decision record (``details["state"]``), handed back by the run through
+data ratios never change. The starting settings (``start``: each size's hole and wait ratio) and the hole ratio
+of the lesson last given (``lesson``, None when none is in place) are the engineer's state, in every decision record (``details["state"]``), handed back by the run through
 :meth:`GapEngineer.load_state`, so a resumed run restores the same ones.
 """
 
@@ -31,6 +37,7 @@ from dataclasses import dataclass, field, replace
 
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
+from engineer.progress import rate_series
 from engineer.rule import RULE_METRICS, check_number_options, hole_ratio_cap
 from simulator.config import SizeSpec, StageConfig
 from simulator.errors import ConfigError
@@ -47,7 +54,8 @@ def wait_rates(by_size_wait: dict, side: int, min_episodes: int, metric: str) ->
 
 @dataclass
 class GapEngineer:
-    """See the module docstring. Options: ``make_engineer("gap", ratio=0.5, lesson_holes=0.0, lesson_wait=1.0)``."""
+    """See the module docstring. Options: ``make_engineer("gap", ratio=0.5, lesson_holes=0.0, lesson_wait=1.0,
+    hole_step=0.0, advance=0.15)``."""
 
     ratio: float = 0.5
     """A size has a gap when its rate on instances that need a wait is below this share of its other rate."""
@@ -55,20 +63,26 @@ class GapEngineer:
     """Hole ratio of the lesson size while there is a gap (capped so that the agents still fit)."""
     lesson_wait: float = 1.0
     """Wait ratio of the lesson size while there is a gap."""
+    hole_step: float = 0.0
+    """How much the lesson's hole ratio rises after a stage whose last round reached ``advance`` (0: never)."""
+    advance: float = 0.15
+    """The lesson size's sampled valid rate in the last training round at which the lesson moves on."""
     min_episodes: int = 10
     """Fewer validation episodes of either kind of a size than this: no evidence from that size."""
     metric: str = "valid_rate"
     name: str = "gap"
     start: dict = field(default_factory=dict)
+    lesson: float | None = None
 
     def __post_init__(self) -> None:
         check_number_options("gap", self, (("ratio", 0.0, 1.0), ("lesson_holes", 0.0, 0.9),
-                                           ("lesson_wait", 0.0, 1.0)))
+                                           ("lesson_wait", 0.0, 1.0), ("hole_step", 0.0, 0.9),
+                                           ("advance", 0.0, 1.0)))
         if isinstance(self.min_episodes, bool) or not isinstance(self.min_episodes, int) or self.min_episodes < 0:
             raise ConfigError("gap.min_episodes", self.min_episodes, "an integer >= 0")
         if self.metric not in RULE_METRICS:
             raise ConfigError("gap.metric", self.metric, f"one of {', '.join(RULE_METRICS)}")
-        self.load_state({"start": self.start})
+        self.load_state({"start": self.start, "lesson": self.lesson})
 
     def load_state(self, state: dict | None) -> None:
         """Continue from a previous decision's ``details["state"]`` (None or {}: a fresh engineer)."""
@@ -76,12 +90,38 @@ class GapEngineer:
         try:
             self.start = {int(side): (float(spec["hole_ratio"]), float(spec["wait_ratio"]))
                           for side, spec in (state.get("start") or {}).items()}
+            lesson = state.get("lesson")
+            self.lesson = None if lesson is None else float(lesson)
         except (TypeError, ValueError, KeyError, AttributeError) as error:
-            raise ConfigError("gap state", state, f"{{start: {{side: {{hole_ratio, wait_ratio}}}}}} ({error!r})")
+            raise ConfigError("gap state", state,
+                              f"{{start: {{side: {{hole_ratio, wait_ratio}}}}, lesson: hole ratio or null}} ({error!r})")
 
     def state(self) -> dict:
         return {"start": {str(side): {"hole_ratio": holes, "wait_ratio": waits}
-                          for side, (holes, waits) in sorted(self.start.items())}}
+                          for side, (holes, waits) in sorted(self.start.items())}, "lesson": self.lesson}
+
+    def _lesson_holes(self, context: EngineerContext, config: StageConfig, side: int, notes: list[str]) -> float:
+        """The lesson's hole ratio for the next stage: ``lesson_holes`` when no lesson is in place, else the one in
+        place, raised by ``hole_step`` when its last round reached ``advance``."""
+        cap = hole_ratio_cap(side, config.agents_max)
+        spec = config.sizes[side]
+        if self.lesson is None or (spec.hole_ratio, spec.wait_ratio) != (self.lesson, self.lesson_wait):
+            return min(self.lesson_holes, cap)
+        if self.hole_step <= 0.0:
+            return self.lesson
+        rates = rate_series(context.section("env_stats") or {}, side)
+        if not rates:
+            notes.append(f"no sampling round recorded on {side}x{side}: the lesson stays at holes {self.lesson:g}")
+            return self.lesson
+        top = min(max(self.start[side][0], self.lesson_holes), cap)
+        if rates[-1] < self.advance:
+            notes.append(f"{side}x{side}'s last round solved {100 * rates[-1]:.1f}% of the lesson (below "
+                         f"{100 * self.advance:g}%): the lesson stays at holes {self.lesson:g}")
+            return self.lesson
+        holes = round(min(self.lesson + self.hole_step, top), 4)
+        notes.append(f"{side}x{side}'s last round solved {100 * rates[-1]:.1f}% of the lesson (at least "
+                     f"{100 * self.advance:g}%): the lesson moves from holes {self.lesson:g} to {holes:g}")
+        return holes
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """A lesson in waiting on the smallest size while a size has a gap, the start settings back once none
@@ -127,12 +167,14 @@ class GapEngineer:
         lesson = min(used)
         spec = config.sizes[lesson]
         if gaps:
-            holes = min(self.lesson_holes, hole_ratio_cap(lesson, config.agents_max))
+            holes = self._lesson_holes(context, config, lesson, notes)
             waits = self.lesson_wait
+            self.lesson = holes
             notes.append(f"gap at {', '.join(f'{side}x{side}' for side in gaps)}: {lesson}x{lesson} is the lesson, "
-                         f"every instance needing a wait (wait ratio {waits:g}) on an open map (holes {holes:g})")
+                         f"every instance needing a wait (wait ratio {waits:g}) on maps with holes {holes:g}")
         else:
             holes, waits = self.start[lesson]
+            self.lesson = None
             notes.append(f"no gap: {lesson}x{lesson} gets back its start settings (holes {holes:g}, wait {waits:g})")
         sizes = dict(config.sizes)
         sizes[lesson] = SizeSpec(spec.data_ratio, holes, waits)

@@ -310,8 +310,10 @@ def test_progress__no_movement_or_no_signal_moves_nothing_and_bad_options_or_sta
 
 
 # --- gap -----------------------------------------------------------------------------------------------------
-def _wait_context(split: dict[int, tuple[float, float, int]], config: StageConfig = CONFIG, sections=None):
-    """A context whose validation split is {side: (rate when a wait is needed, rate otherwise, episodes of each)}."""
+def _wait_context(split: dict[int, tuple[float, float, int]], config: StageConfig = CONFIG, sections=None,
+                  rounds: list[dict[int, float]] | None = None):
+    """A context whose validation split is {side: (rate when a wait is needed, rate otherwise, episodes of each)},
+    with the training rounds' sampled valid rates [{side: rate}] when given."""
     def group(rate: float, n: int) -> dict:
         valid = round(rate * n)
         return {"episodes": n, "valid": valid, "optimal": valid, "valid_rate": rate, "optimal_rate": rate,
@@ -321,7 +323,16 @@ def _wait_context(split: dict[int, tuple[float, float, int]], config: StageConfi
     for side, (waits, others, n) in split.items():
         by_size_wait[f"{side}:needs_wait"] = group(waits, n)
         by_size_wait[f"{side}:no_wait"] = group(others, n)
-    summary = summary_with({side: 0.3 for side in config.sizes}, by_size_wait=by_size_wait, by_wait={})
+    extra = {}
+    if rounds:
+        def figures(rate: float) -> dict:
+            return {"groups": 8, "reward_mean": rate, "valid_rate": rate, "zero_variance_share": 0.0,
+                    "abs_advantage_mean": 0.5}
+
+        extra["training_signal"] = {
+            "by_size": {str(side): figures(rate) for side, rate in rounds[-1].items()}, "trainer": "rft",
+            "rounds": [{str(side): figures(rate) for side, rate in by_size.items()} for by_size in rounds]}
+    summary = summary_with({side: 0.3 for side in config.sizes}, by_size_wait=by_size_wait, by_wait={}, **extra)
     return build_context(summary, config, [], sections=sections)
 
 
@@ -350,6 +361,35 @@ def test_gap__the_smallest_size_teaches_waiting_on_open_maps_while_a_size_has_a_
     assert hopeless.diff == [] and "no size with evidence" in hopeless.rationale
 
 
+def test_gap__with_a_hole_step_the_lesson_moves_toward_the_holed_maps_once_its_last_round_reaches_advance():
+    gap = make_engineer("gap", hole_step=0.1, advance=0.3)
+    split = {3: (0.0, 0.5, 30), 4: (0.0, 0.6, 30)}
+    first = gap.propose(_wait_context(split, rounds=[{3: 0.9}]), CONFIG)  # no lesson yet: it starts open
+    assert first.config.sizes[3].hole_ratio == 0.0 and first.details["state"]["lesson"] == 0.0
+    # the lesson's last round below advance: it stays; no round recorded: it stays
+    below = gap.propose(_wait_context(split, rounds=[{3: 0.5, 4: 0.1}, {3: 0.29, 4: 0.1}]), first.config)
+    assert below.diff == [] and "below 30%" in below.rationale
+    assert gap.propose(_wait_context(split), first.config).diff == []
+    # the last round (not the best one) reached advance: holes 0 -> 0.1 -> 0.2, never above the start's 0.2
+    second = gap.propose(_wait_context(split, rounds=[{3: 0.1}, {3: 0.3}]), first.config)
+    assert (second.config.sizes[3].hole_ratio, second.config.sizes[3].wait_ratio) == (0.1, 1.0)
+    assert "moves from holes 0 to 0.1" in second.rationale and second.details["state"]["lesson"] == 0.1
+    resumed = make_engineer("gap", hole_step=0.1, advance=0.3)
+    resumed.load_state(second.details["state"])
+    third = resumed.propose(_wait_context(split, rounds=[{3: 0.4}]), second.config)
+    assert third.config.sizes[3].hole_ratio == 0.2
+    assert resumed.propose(_wait_context(split, rounds=[{3: 0.6}]), third.config).diff == []
+    # no gap: the start settings come back and the next gap starts a fresh lesson on the open map
+    done = resumed.propose(_wait_context({3: (0.4, 0.5, 30), 4: (0.5, 0.6, 30)}), third.config)
+    assert done.config == CONFIG and done.details["state"]["lesson"] is None
+    again = resumed.propose(_wait_context(split, rounds=[{3: 0.9}]), done.config)
+    assert again.config.sizes[3].hole_ratio == 0.0
+    # without a hole step (the default) the lesson stays open whatever its rounds
+    open_only = make_engineer("gap")
+    lesson = open_only.propose(_wait_context(split), CONFIG)
+    assert open_only.propose(_wait_context(split, rounds=[{3: 0.9}]), lesson.config).diff == []
+
+
 def test_gap__without_the_split_or_with_one_agent_nothing_moves_and_bad_options_or_state_are_config_errors():
     old = make_engineer("gap").propose(build_context(summary_with({3: 0.5}), CONFIG, []), CONFIG)
     assert old.diff == [] and "no validation split" in old.rationale  # a summary written before the split
@@ -359,11 +399,14 @@ def test_gap__without_the_split_or_with_one_agent_nothing_moves_and_bad_options_
         3: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})
     single = make_engineer("gap").propose(_wait_context({3: (0.0, 0.6, 30)}, config=alone), alone)
     assert single.diff == [] and "nothing ever waits" in single.rationale
-    for option, value in (("ratio", 1.5), ("lesson_holes", 0.95), ("lesson_wait", True), ("min_episodes", 2.5)):
+    for option, value in (("ratio", 1.5), ("lesson_holes", 0.95), ("lesson_wait", True), ("min_episodes", 2.5),
+                          ("hole_step", -0.1), ("advance", 1.5)):
         with pytest.raises(ConfigError, match=f"gap.{option}"):
             make_engineer("gap", **{option: value})
     with pytest.raises(ConfigError, match="gap state"):
         make_engineer("gap").load_state({"start": {"3": {"hole_ratio": "low", "wait_ratio": 0.3}}})
+    with pytest.raises(ConfigError, match="gap state"):
+        make_engineer("gap").load_state({"start": {}, "lesson": "open"})
 
 
 # --- rule ----------------------------------------------------------------------------------------------------
