@@ -261,26 +261,27 @@ def _cell(stats: dict | None, signed: bool = False) -> str:
 
 
 def render_seed_comparison(result: dict) -> str:
-    """The comparison as text: one row per arm, mean ± 95% half width over seeds, paired differences."""
+    """The comparison as text: one row per arm, mean ± 95% half width over seeds, paired differences (a space
+    always parts two cells, however wide an interval)."""
     shown = [key for key, _, _ in COMPARE_METRICS
              if any(key in entry["metrics"] for entry in result["arms"].values())]
     labels = {key: label for key, label, _ in COMPARE_METRICS}
     reference = result["reference"]
     lines = ["mean ± 95% interval over seeds (Student t), held-out validation; pass@1 sampled"]
-    head = f"{'arm':<13}{'seeds':>5}" + "".join(f"{labels[key]:>12}" for key in shown)
+    head = f"{'arm':<13}{'seeds':>5}" + "".join(f" {labels[key]:>11}" for key in shown)
     lines.append(head)
     for arm, entry in result["arms"].items():
         lines.append(f"{arm[:12]:<13}{len(entry['seeds']):>5}"
-                     + "".join(f"{_cell(entry['metrics'].get(key)):>12}" for key in shown))
+                     + "".join(f" {_cell(entry['metrics'].get(key)):>11}" for key in shown))
     if reference:
         lines.append(f"paired difference against {reference} (same seeds), points")
-        lines.append(f"{'arm':<13}{'pairs':>5}" + "".join(f"{labels[key]:>12}" for key in shown))
+        lines.append(f"{'arm':<13}{'pairs':>5}" + "".join(f" {labels[key]:>11}" for key in shown))
         for arm, entry in result["arms"].items():
             if arm == reference:
                 continue
             pairs = max((d["n"] for d in entry["vs_reference"].values()), default=0)
             lines.append(f"{arm[:12]:<13}{pairs:>5}"
-                         + "".join(f"{_cell(entry['vs_reference'].get(key), signed=True):>12}" for key in shown))
+                         + "".join(f" {_cell(entry['vs_reference'].get(key), signed=True):>11}" for key in shown))
     seeds = sorted({seed for entry in result["arms"].values() for seed in entry["seeds"]})
     lines.append(f"seeds: {', '.join(map(str, seeds))}")
     return "\n".join(lines)

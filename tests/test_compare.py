@@ -99,6 +99,14 @@ def test_seed_comparison__means_intervals_and_paired_differences():
         seed_comparison(runs + [_fake_run("rule", 0, 0.1)])
 
 
+def test_seed_comparison__a_wide_interval_never_runs_into_the_next_cell():
+    from curriculum.report import render_seed_comparison, seed_comparison
+
+    text = render_seed_comparison(seed_comparison([_fake_run("fixed", 0, 0.9), _fake_run("fixed", 1, 0.1)]))
+    row = next(line for line in text.splitlines() if line.startswith("fixed"))
+    assert row.split()[1:5] == ["2", "50.0", "±", "508.2"]  # 2 seeds, then the valid cell on its own
+
+
 def test_seed_comparison__without_the_reference_arm_has_no_differences():
     from curriculum.report import render_seed_comparison, seed_comparison
 
