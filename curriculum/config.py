@@ -259,7 +259,12 @@ class Engineer:
     ``max_new_tokens``, ``temperature``, ``top_p``, ``enable_thinking``, ``timeout_s``; for ``learnability``
     its floor and smoothing; for ``bandit`` its temperature; for ``progress`` its ``scale`` (``logit`` or
     ``absolute``), floor and step size; for ``gap`` its ratio, the lesson's hole and wait ratios,
-    ``hole_step`` and ``advance`` (how the lesson's holes rise once its training samples solve it)."""
+    ``hole_step`` and ``advance`` (how the lesson's holes rise once its training samples solve it), and its
+    ``remedy`` (``lesson`` or ``drop``)."""
+    plan_first: bool = False
+    """Ask the engineer for stage 1's config too, from the warm start's validation (or the untrained model's,
+    without a warm start), instead of training stage 1 on ``initial_config`` as given. The decision is kept in
+    ``warm_start/decision.json`` (``untrained/decision.json``)."""
 
     def validate(self) -> None:
         if not isinstance(self.spec, str) or not self.spec:
@@ -268,6 +273,8 @@ class Engineer:
         unknown = [s for s in self.context if s not in ENGINEER_CONTEXT]
         if unknown:
             raise ConfigError("engineer.context", unknown[0], f"sections among {ENGINEER_CONTEXT}")
+        if not isinstance(self.plan_first, bool):
+            raise ConfigError("engineer.plan_first", self.plan_first, "true or false")
         if not isinstance(self.options, dict) or not all(isinstance(k, str) for k in self.options):
             raise ConfigError("engineer.options", self.options, "a mapping of option names to values")
         if "backend" in self.options:

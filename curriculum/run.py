@@ -7,6 +7,7 @@ Run folder (``RunConfig.run_dir``)::
     model-init/              the embedded tiny model (model: tiny), created at start
     warm_start/model/        supervised warm start checkpoint (model + tokenizer)
     warm_start/validation.mlr, warm_start/summary.json   the warm-started model on the validation set
+    warm_start/decision.json the engineer's choice of stage 1's config (only with ``engineer.plan_first``)
     stage-01/config.yaml     the stage config trained on
     stage-01/model/          the stage's checkpoint (model + tokenizer); stage-01/trainer/ TRL's own checkpoints
     stage-01/validation.mlr  validation replays;  stage-01/summary.json  their failure summary
@@ -303,6 +304,10 @@ class Run:
             warm = _read_summary(self.dir / "warm_start" / "summary.json")
             history.append(HistoryEntry(stage=0, config=None, **self._scores(warm)))
         current = cfg.initial_config
+        if cfg.engineer.plan_first and self.main:
+            current = self._plan_first(model, base_model, history)
+        elif cfg.engineer.plan_first:  # the other processes take the main one's decision
+            current = StageConfig.from_dict(json.loads(wait_for_file(self._plan_path()).read_text())["config"])
         for record in self.completed_stages():
             history.append(record.history_entry())
             current, model = record.next_config, record.model
@@ -346,7 +351,6 @@ class Run:
     def _stage(self, stage: int, model: str, base_model: str, config: StageConfig, validation_items,
                history) -> StageRecord:
         from curriculum.trainers import train_stage
-        from engineer import build_context, make_engineer
 
         cfg = self.config
         clock = _PhaseClock()
@@ -388,36 +392,14 @@ class Run:
             self.log(f"stage {stage}: greedy answers changed on {100 * churn['changed']:.1f}% of the validation "
                      f"set (valid gained {churn['gained']}, lost {churn['lost']})")
         clock.lap("records")
-        decision_path = folder / "decision.json"
-        if decision_path.exists():
-            decision = json.loads(decision_path.read_text())
-        else:
-            spec = cfg.engineer.spec
-            options = dict(cfg.engineer.options)
-            if spec == "llm:self":
-                spec = f"llm:hf:{checkpoint}"
-                cached = getattr(self, "_vllm_engine", None)
-                if cached is not None and cached[0] == checkpoint:  # the engine that just validated it
-                    spec, options["backend"] = f"llm:vllm:{checkpoint}", cached[1]
-            elif spec == "llm:base":
-                spec = f"llm:hf:{base_model}"
-            engineer = make_engineer(spec, **options)
-            if hasattr(engineer, "load_state"):  # a stateful engineer continues from its previous decision
-                previous = self.stage_dir(stage - 1) / "decision.json"
-                engineer.load_state((json.loads(previous.read_text()).get("details") or {}).get("state")
-                                    if stage > 1 and previous.exists() else None)
-            history_for_engineer = history + [HistoryEntry(stage=stage, config=config, **self._scores(summary),
-                                                           zero_variance_share=train_info.get("zero_variance_share"))]
-            # the generator's own report and the trainer's own groups: what the stage really trained on
-            signal = train_info.get("signal")
-            evidence = replace(
-                summary,
-                generation={side: read_size_report(report, f"generation.{side}")
-                            for side, report in generation.items()},
-                training_signal=TrainingSignal.from_dict(signal, "train.signal") if signal else None)
-            context = build_context(evidence, config, history_for_engineer, sections=tuple(cfg.engineer.context))
-            decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage)).to_dict()
-            _write_json(decision_path, decision)
+        signal = train_info.get("signal")
+        evidence = replace(  # the generator's own report and the trainer's own groups: what the stage trained on
+            summary,
+            generation={side: read_size_report(report, f"generation.{side}") for side, report in generation.items()},
+            training_signal=TrainingSignal.from_dict(signal, "train.signal") if signal else None)
+        decision = self._decide(stage, checkpoint, base_model, config, evidence, history + [HistoryEntry(
+            stage=stage, config=config, **self._scores(summary),
+            zero_variance_share=train_info.get("zero_variance_share"))], folder / "decision.json")
         self.release_eval_backend()
         clock.lap("engineer")
         outcome = StageDecision.from_decision(decision)
@@ -430,6 +412,49 @@ class Run:
             shared_from=(folder / _SHARED_FROM).read_text() if (folder / _SHARED_FROM).exists() else None)
         _write_json(folder / "stage.json", record.to_dict())
         return record
+
+    def _decide(self, stage: int, checkpoint: str, base_model: str, config: StageConfig, evidence: StageEvidence,
+                history: list[HistoryEntry], decision_path: Path) -> dict:
+        """The engineer's decision after ``stage`` (0: before stage 1, from the warm start) as its record's dict:
+        read back from ``decision_path`` when a resumed run made it already, else asked for and written there."""
+        from engineer import build_context, make_engineer
+
+        if decision_path.exists():
+            return json.loads(decision_path.read_text())
+        cfg = self.config
+        spec = cfg.engineer.spec
+        options = dict(cfg.engineer.options)
+        if spec == "llm:self":
+            spec = f"llm:hf:{checkpoint}"
+            cached = getattr(self, "_vllm_engine", None)
+            if cached is not None and cached[0] == checkpoint:  # the engine that just validated it
+                spec, options["backend"] = f"llm:vllm:{checkpoint}", cached[1]
+        elif spec == "llm:base":
+            spec = f"llm:hf:{base_model}"
+        engineer = make_engineer(spec, **options)
+        if hasattr(engineer, "load_state"):  # a stateful engineer continues from its previous decision
+            previous = self.stage_dir(stage - 1) / "decision.json" if stage > 1 else self._plan_path()
+            engineer.load_state((json.loads(previous.read_text()).get("details") or {}).get("state")
+                                if stage >= 1 and previous.exists() else None)
+        context = build_context(evidence, config, history, sections=tuple(cfg.engineer.context))
+        decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage)).to_dict()
+        _write_json(decision_path, decision)
+        return decision
+
+    def _plan_path(self) -> Path:
+        """Where the decision made before stage 1 (``engineer.plan_first``) is kept."""
+        return self.dir / ("warm_start" if self.config.warm_start.enabled else "untrained") / "decision.json"
+
+    def _plan_first(self, model: str, base_model: str, history: list[HistoryEntry]) -> StageConfig:
+        """Stage 1's config as the engineer decides it from the model it starts from (``engineer.plan_first``)."""
+        cfg = self.config
+        folder = self._plan_path().parent
+        evidence = _read_summary(folder / "summary.json")
+        decision = self._decide(0, model, base_model, cfg.initial_config, evidence, history, self._plan_path())
+        outcome = StageDecision.from_decision(decision)
+        self.log(f"before stage 1: engineer {outcome.engineer} {_OUTCOME_WORDS[outcome.outcome]}"
+                 f" ({outcome.reason}); changes: {', '.join(outcome.diff) or 'none'}")
+        return StageConfig.from_dict(decision["config"])
 
     def _write_metrics(self) -> None:
         lines = []

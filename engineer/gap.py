@@ -23,6 +23,13 @@ for sizes with at least ``min_episodes`` episodes of each kind. A size has a **g
   on the open map.
 * Once no size has a gap, the lesson size gets back the settings it had when the run started.
 
+With ``remedy="drop"`` the engineer gives no lesson: it stops spending samples on what the policy cannot yet
+learn. Each size with a gap trains on instances that need no wait only (wait ratio 0, its holes and data ratio
+kept), and a size whose gap has closed gets back its start wait ratio; sizes without evidence keep their settings.
+On the ``small`` preset's policies the samples solve 0-3% of the holed instances that need a wait, so those
+instances take a third of the sampling budget and give almost no kept plans (README, "Where the held-out failures
+are"). Asked before stage 1 (``engineer.plan_first``), it decides from the warm start's validation.
+
 Configs with one agent (nothing ever waits) and contexts without the split (the ``behavior`` section switched
 off, or summaries written before the split existed) change nothing. Agents, samples, seed, slip, horizon and the
 data ratios never change. The starting settings (``start``: each size's hole and wait ratio) and the hole ratio
@@ -41,6 +48,8 @@ from engineer.progress import rate_series
 from engineer.rule import RULE_METRICS, check_number_options, hole_ratio_cap
 from simulator.config import SizeSpec, StageConfig
 from simulator.errors import ConfigError
+
+GAP_REMEDIES = ("lesson", "drop")
 
 
 def wait_rates(by_size_wait: dict, side: int, min_episodes: int, metric: str) -> tuple[float, float] | None:
@@ -69,6 +78,8 @@ class GapEngineer:
     """The lesson size's sampled valid rate in the last training round at which the lesson moves on."""
     min_episodes: int = 10
     """Fewer validation episodes of either kind of a size than this: no evidence from that size."""
+    remedy: str = "lesson"
+    """``lesson`` (teach waiting on the smallest size) or ``drop`` (train each size with a gap without waits)."""
     metric: str = "valid_rate"
     name: str = "gap"
     start: dict = field(default_factory=dict)
@@ -80,6 +91,8 @@ class GapEngineer:
                                            ("advance", 0.0, 1.0)))
         if isinstance(self.min_episodes, bool) or not isinstance(self.min_episodes, int) or self.min_episodes < 0:
             raise ConfigError("gap.min_episodes", self.min_episodes, "an integer >= 0")
+        if self.remedy not in GAP_REMEDIES:
+            raise ConfigError("gap.remedy", self.remedy, f"one of {', '.join(GAP_REMEDIES)}")
         if self.metric not in RULE_METRICS:
             raise ConfigError("gap.metric", self.metric, f"one of {', '.join(RULE_METRICS)}")
         self.load_state({"start": self.start, "lesson": self.lesson})
@@ -123,6 +136,20 @@ class GapEngineer:
                      f"{100 * self.advance:g}%): the lesson moves from holes {self.lesson:g} to {holes:g}")
         return holes
 
+    def _drop(self, config: StageConfig, gaps: list[int], evidenced: list[int], notes: list[str]) -> StageConfig:
+        """``config`` with each size of ``gaps`` trained without waits and each other size of ``evidenced`` back at
+        its start wait ratio."""
+        sizes = dict(config.sizes)
+        for side in evidenced:
+            spec = sizes[side]
+            waits = 0.0 if side in gaps else self.start[side][1]
+            if waits != spec.wait_ratio:
+                sizes[side] = SizeSpec(spec.data_ratio, spec.hole_ratio, waits)
+                notes.append(f"{side}x{side}: wait ratio {spec.wait_ratio:g} -> {waits:g} ("
+                             + ("instances that need a wait leave its training while it has a gap)" if side in gaps
+                                else "its gap has closed: the start wait ratio comes back)"))
+        return replace(config, sizes=sizes)
+
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """A lesson in waiting on the smallest size while a size has a gap, the start settings back once none
         has; ``seed`` is unused (the rule is deterministic)."""
@@ -144,7 +171,7 @@ class GapEngineer:
             notes.append("no validation split by need of a wait (behavior.by_size_wait): no evidence")
             return decide(config, "gap: nothing to change")
         used = config.used_sizes()
-        gaps, evidenced = [], 0
+        gaps, evidenced_sides = [], []
         for side in used:
             rates = wait_rates(by_size_wait, side, self.min_episodes, self.metric)
             if rates is None:
@@ -155,15 +182,18 @@ class GapEngineer:
             if others <= 0.0:
                 notes.append(f"{seen}: nothing solved, no evidence of which skill is missing")
                 continue
-            evidenced += 1
+            evidenced_sides.append(side)
             if waits < self.ratio * others:
                 gaps.append(side)
                 notes.append(f"{seen}: a gap (below {self.ratio:g} x)")
             else:
                 notes.append(f"{seen}: no gap")
-        if not evidenced:
+        if not evidenced_sides:
             notes.append("no size with evidence: nothing to change")
             return decide(config, "gap: nothing to change")
+        if self.remedy == "drop":
+            proposal = self._drop(config, gaps, evidenced_sides, notes)
+            return decide(proposal, "gap: accepted" if proposal != config else "gap: nothing to change")
         lesson = min(used)
         spec = config.sizes[lesson]
         if gaps:

@@ -339,6 +339,28 @@ def test_run__the_gap_engineer_reads_the_validation_split_the_run_records(tmp_pa
                                                      for side, spec in sizes.items()}
 
 
+def test_run__plan_first_lets_the_engineer_choose_stage_1_from_the_warm_start(tmp_path):
+    options = {"low": 0.0, "high": 1.0, "min_episodes": 1}  # every size in the band: each gets one edit
+    config = small_config(tmp_path, "plan", **{"engineer.spec": "mutate", "engineer.options": options, "stages": 1,
+                                               "engineer.plan_first": True})
+    lines: list[str] = []
+    Run(config, log=lines.append).execute()
+    plan = json.loads((config.run_dir / "warm_start" / "decision.json").read_text())
+    record = json.loads((config.run_dir / "stage-01" / "stage.json").read_text())
+    given = StageConfig.from_dict(config.initial_config.to_dict())
+    # stage 1 trained on the engineer's plan, made from the warm start's validation, not on the config as given
+    assert plan["engineer"] == "mutate" and plan["diff"]
+    assert StageConfig.from_dict(plan["config"]).sizes == StageConfig.from_dict(record["config"]).sizes != given.sizes
+    assert (config.run_dir / "stage-01" / "config.yaml").exists()
+    assert any(line.startswith("before stage 1: engineer mutate") for line in lines), lines
+    # a second run of the same folder reads the plan back instead of asking again
+    before = (config.run_dir / "warm_start" / "decision.json").stat().st_mtime_ns
+    Run(config, log=lambda message: None).execute()
+    assert (config.run_dir / "warm_start" / "decision.json").stat().st_mtime_ns == before
+    with pytest.raises(ConfigError, match="engineer.plan_first"):
+        small_config(tmp_path, "bad", **{"engineer.plan_first": "yes"})
+
+
 def test_grpo_stage__lora_trains_merges_and_saves_a_loadable_checkpoint(tmp_path, finished_run):
     from curriculum.trainers import grpo_stage
     from policy.backend_base import Sampling

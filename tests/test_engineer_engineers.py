@@ -390,6 +390,30 @@ def test_gap__with_a_hole_step_the_lesson_moves_toward_the_holed_maps_once_its_l
     assert open_only.propose(_wait_context(split, rounds=[{3: 0.9}]), lesson.config).diff == []
 
 
+def test_gap__the_drop_remedy_trains_each_size_with_a_gap_without_waits_until_its_gap_closes():
+    gap = make_engineer("gap", remedy="drop")
+    first = gap.propose(_wait_context({3: (0.3, 0.5, 30), 4: (0.0, 0.6, 30), 5: (0.0, 0.0, 30), 6: (0.0, 0.4, 9)}),
+                        CONFIG)
+    # 4x4 has a gap; 3x3 none; 5x5 solved nothing and 6x6 has too few episodes: no evidence, kept
+    sizes = first.config.sizes
+    assert {side: (spec.hole_ratio, spec.wait_ratio) for side, spec in sizes.items()} == {
+        3: (0.2, 0.3), 4: (0.2, 0.0), 5: (0.2, 0.3), 6: (0.2, 0.3)}
+    assert all(spec.data_ratio == 0.25 for spec in sizes.values()) and first.accepted
+    assert "4x4: wait ratio 0.3 -> 0" in first.rationale and first.details["state"]["lesson"] is None
+    # every size with a gap: no waits anywhere; a resumed engineer still knows the start ratios
+    everywhere = {side: (0.0, 0.5, 30) for side in (3, 4, 5, 6)}
+    second = gap.propose(_wait_context(everywhere), first.config)
+    assert all(spec.wait_ratio == 0.0 and spec.hole_ratio == 0.2 for spec in second.config.sizes.values())
+    resumed = make_engineer("gap", remedy="drop")
+    resumed.load_state(second.details["state"])
+    assert resumed.propose(_wait_context(everywhere), second.config).diff == []
+    closed = resumed.propose(_wait_context({3: (0.4, 0.5, 30), 4: (0.0, 0.5, 30)}), second.config)
+    assert closed.config.sizes[3].wait_ratio == 0.3 and closed.config.sizes[4].wait_ratio == 0.0
+    assert "its gap has closed" in closed.rationale
+    with pytest.raises(ConfigError, match="gap.remedy"):
+        make_engineer("gap", remedy="skip")
+
+
 def test_gap__without_the_split_or_with_one_agent_nothing_moves_and_bad_options_or_state_are_config_errors():
     old = make_engineer("gap").propose(build_context(summary_with({3: 0.5}), CONFIG, []), CONFIG)
     assert old.diff == [] and "no validation split" in old.rationale  # a summary written before the split
