@@ -16,7 +16,8 @@ config, and (rejection-sampling stages) the share of each size's sampled groups 
 engineer values) and each sampling round's own sampled valid rate per size (what the progress engineer
 values; with it, each round's instances that need a wait, how many kept a plan and their sampled valid rate);
 each stage's answer churn on the validation set, training seconds and share of instances with a
-kept plan (pass@8). Per arm: mean and 95% Student-t interval
+kept plan (pass@8); the library versions and commit the run was made with (its manifest), and with
+`engineer.plan_first` the changes the engineer made to stage 1's config (`plan_diff`). Per arm: mean and 95% Student-t interval
 over its seeds of valid, pass@1, lift, pass@1 lift and final, and the paired difference against `fixed` on the
 seeds both have. Shares are fractions; the README prints them as percentages.
 """
@@ -77,7 +78,11 @@ def from_folder(path: Path) -> dict | None:
                "shared_from": [Path(s.shared_from).name if s.shared_from else None for s in run["stages"]],
                "churn": [s.churn for s in run["stages"]],
                "train_seconds": [round((s.timings or {}).get("train", 0.0), 1) for s in run["stages"]],
-               "kept_share": [(s.train or {}).get("solved_share") for s in run["stages"]]}
+               "kept_share": [(s.train or {}).get("solved_share") for s in run["stages"]],
+               "versions": run["manifest"].get("versions"), "git_commit": run["manifest"].get("git_commit")}
+    plan = path / "warm_start" / "decision.json"  # engineer.plan_first: the engineer chose stage 1's config
+    if plan.exists():
+        figures["plan_diff"] = json.loads(plan.read_text()).get("diff")
     signal = [(s.train or {}).get("signal") for s in run["stages"]]
     if any(signal):
         figures["disagreeing_groups"] = [
