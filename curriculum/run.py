@@ -570,13 +570,20 @@ _SHARED_FROM = "shared_from.txt"  # in a copied stage: the run folder that train
 def share_stage(source: RunConfig, target: RunConfig, stage: int, config: StageConfig) -> bool:
     """Copy ``source``'s finished stage ``stage`` (its config, trained model and validation) into ``target``'s run
     folder when training it again would repeat the same experiment: the runs differ only in the engineer (and
-    name/arm), so they share the warm start and seeds, and every stage so far trained on the same stage config in
+    name/arm, and ``initial_config`` where it is not the warm start's data), so they share the warm start and seeds, and every stage so far trained on the same stage config in
     both, ``config`` (``target``'s next stage, seed set) included. Compared arms whose engineers agree (``rule``
     keeping a config ``fixed`` keeps, an ``llm:`` engineer falling back) then pay for a stage once per seed; stage
     1 is always shared. The engineer's decision is not copied: ``target`` makes its own. Returns whether anything
     was shared (False when the settings or any stage config differ, or ``source``'s stage is not finished)."""
     def neutral(run: RunConfig) -> dict:
-        return {key: value for key, value in run.to_dict().items() if key not in _STAGE_NEUTRAL}
+        data = {key: value for key, value in run.to_dict().items() if key not in _STAGE_NEUTRAL}
+        # ``initial_config`` reaches training only through stage 1's config (compared below, so a stage 1 an
+        # engineer planned into a sibling's config is shared) and, without a warm-start config of its own,
+        # through the warm start's data: that is what is compared
+        initial = data.pop("initial_config")
+        if run.warm_start.enabled and not data["warm_start"]["config"]:
+            data["warm_start"]["config"] = initial
+        return data
 
     src, dst = stage_folder(source.run_dir, stage), stage_folder(target.run_dir, stage)
     if neutral(source) != neutral(target) or not (src / "stage.json").exists() or (dst / "model").exists():

@@ -827,3 +827,16 @@ def test_run__a_stage_the_sibling_arm_trained_on_the_same_configs_is_copied_not_
     Run(other, log=lines.append, siblings=[first, agrees]).execute()
     assert not [line for line in lines if "shared with" in line]
     assert "shared_from" not in json.loads((other.run_dir / "stage-02" / "stage.json").read_text())
+    # a different initial_config whose stage 1 (an engineer's plan) is the sibling's: the same experiment, shared;
+    # with a warm start trained on initial_config (no warm-start config of its own) it is not
+    from curriculum.run import share_stage
+
+    stage1 = StageConfig.from_dict(json.loads((first.run_dir / "stage-01" / "stage.json").read_text())["config"])
+    planned = small_config(tmp_path, "planned", **{"engineer.spec": "gap", "arm": "planned",
+                                                   "warm_start.enabled": False, "initial_config.sizes.3.wait_ratio": 0.0})
+    assert planned.initial_config != first.initial_config
+    assert share_stage(first, planned, 1, stage1)
+    assert (planned.run_dir / "stage-01" / "model" / "model.safetensors").exists()
+    own = {"warm_start.enabled": True, "warm_start.config": {}}
+    warm = small_config(tmp_path, "warm", **{"arm": "warm", **own, "initial_config.sizes.3.wait_ratio": 0.0})
+    assert not share_stage(first.with_overrides(**own), warm, 1, stage1)
