@@ -433,9 +433,10 @@ class Run:
             spec = f"llm:hf:{base_model}"
         engineer = make_engineer(spec, **options)
         if hasattr(engineer, "load_state"):  # a stateful engineer continues from its previous decision
-            previous = self.stage_dir(stage - 1) / "decision.json" if stage > 1 else self._plan_path()
+            previous = (self.stage_dir(stage - 1) / "decision.json" if stage > 1
+                        else self._plan_path() if stage == 1 and cfg.engineer.plan_first else None)
             engineer.load_state((json.loads(previous.read_text()).get("details") or {}).get("state")
-                                if stage >= 1 and previous.exists() else None)
+                                if previous is not None and previous.exists() else None)
         context = build_context(evidence, config, history, sections=tuple(cfg.engineer.context))
         decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage)).to_dict()
         _write_json(decision_path, decision)
@@ -447,10 +448,9 @@ class Run:
 
     def _plan_first(self, model: str, base_model: str, history: list[HistoryEntry]) -> StageConfig:
         """Stage 1's config as the engineer decides it from the model it starts from (``engineer.plan_first``)."""
-        cfg = self.config
-        folder = self._plan_path().parent
-        evidence = _read_summary(folder / "summary.json")
-        decision = self._decide(0, model, base_model, cfg.initial_config, evidence, history, self._plan_path())
+        path = self._plan_path()
+        evidence = _read_summary(path.parent / "summary.json")
+        decision = self._decide(0, model, base_model, self.config.initial_config, evidence, history, path)
         outcome = StageDecision.from_decision(decision)
         self.log(f"before stage 1: engineer {outcome.engineer} {_OUTCOME_WORDS[outcome.outcome]}"
                  f" ({outcome.reason}); changes: {', '.join(outcome.diff) or 'none'}")
@@ -570,8 +570,8 @@ _SHARED_FROM = "shared_from.txt"  # in a copied stage: the run folder that train
 def share_stage(source: RunConfig, target: RunConfig, stage: int, config: StageConfig) -> bool:
     """Copy ``source``'s finished stage ``stage`` (its config, trained model and validation) into ``target``'s run
     folder when training it again would repeat the same experiment: the runs differ only in the engineer (and
-    name/arm, and ``initial_config`` where it is not the warm start's data), so they share the warm start and seeds, and every stage so far trained on the same stage config in
-    both, ``config`` (``target``'s next stage, seed set) included. Compared arms whose engineers agree (``rule``
+    name/arm, and ``initial_config`` where it is not the warm start's data), so they share the warm start and
+    seeds, and every stage so far trained on the same stage config in both, ``config`` (``target``'s next stage, seed set) included. Compared arms whose engineers agree (``rule``
     keeping a config ``fixed`` keeps, an ``llm:`` engineer falling back) then pay for a stage once per seed; stage
     1 is always shared. The engineer's decision is not copied: ``target`` makes its own. Returns whether anything
     was shared (False when the settings or any stage config differ, or ``source``'s stage is not finished)."""
