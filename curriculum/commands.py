@@ -9,6 +9,17 @@ from policy.prompts import PROMPT_STYLES
 
 # The comparison set of ``train --compare``: same budget and seeds, only the engineer differs.
 COMPARE_ENGINEERS = ("rule", "learnability", "bandit", "progress", "gap", "mutate", "fixed", "random", "llm:self")
+# Default arms beyond one per engineer: an engineer with options that a bare spec cannot say. ``gap-drop`` is the
+# ``gap`` engineer that trains each size without the instances that need a wait while it fails them, deciding
+# stage 1 too (README, "An engineer that drops what the policy cannot learn yet").
+COMPARE_EXTRA_ARMS = {"gap-drop": {"engineer.spec": "gap", "engineer.options.remedy": "drop",
+                                   "engineer.plan_first": True}}
+
+
+def default_arms() -> dict[str, dict]:
+    """The arms ``train --compare`` runs without ``--arm``: one per compared engineer, then the extra arms."""
+    arms = {spec.replace(":", "-"): {"engineer.spec": spec} for spec in COMPARE_ENGINEERS}
+    return {**arms, **COMPARE_EXTRA_ARMS}
 
 
 def _parse_overrides(pairs: list[str]) -> dict:
@@ -103,11 +114,11 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _parse_arms(specs: list[str] | None) -> dict[str, dict]:
-    """``--arm NAME=KEY=VALUE[;KEY=VALUE...]`` -> {name: overrides}; none given: one arm per compared engineer."""
+    """``--arm NAME=KEY=VALUE[;KEY=VALUE...]`` -> {name: overrides}; none given: :func:`default_arms`."""
     from simulator.errors import ConfigError
 
     if not specs:
-        return {spec.replace(":", "-"): {"engineer.spec": spec} for spec in COMPARE_ENGINEERS}
+        return default_arms()
     arms: dict[str, dict] = {}
     for spec in specs:
         name, sep, rest = spec.partition("=")
@@ -171,7 +182,7 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
             "or rejection-sampling fine-tuning (training.trainer; reward = the plan judge), validate on held-out "
             "instances, write replays, summarise failures, let the engineer write the next stage's config; "
             "finally evaluate on a benchmark suite. --compare runs the comparison arms (default: the engineers "
-            f"{', '.join(COMPARE_ENGINEERS)}) with the same budget, for --seeds seeds. Example: mapf-lake train "
+            f"{', '.join(COMPARE_ENGINEERS)}, and {', '.join(COMPARE_EXTRA_ARMS)}) with the same budget, for --seeds seeds. Example: mapf-lake train "
             "--preset small --compare --seeds 3 --arm rule=engineer.spec=rule --arm fixed=engineer.spec=fixed"
         ),
     )
@@ -190,7 +201,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     train.add_argument("--arm", action="append", metavar="NAME=KEY=VALUE[;KEY=VALUE]",
                        help="with --compare: a named arm of run-config overrides (repeat for more), e.g. "
                        "--arm fixed=engineer.spec=fixed --arm nofail=engineer.context=[behavior]; default: "
-                       f"one arm per engineer ({', '.join(COMPARE_ENGINEERS)})")
+                       f"one arm per engineer ({', '.join(COMPARE_ENGINEERS)}) and {', '.join(COMPARE_EXTRA_ARMS)} "
+                       "(the gap engineer with remedy drop, planning stage 1)")
     train.add_argument("--name", help="run name (folder under output_dir)")
     train.add_argument("--output-dir", help="parent folder of runs (default runs)")
     train.add_argument("--set", nargs="*", action="extend", metavar="KEY=VALUE",

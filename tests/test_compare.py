@@ -118,8 +118,14 @@ def test_seed_comparison__without_the_reference_arm_has_no_differences():
 
 def test_parse_arms__named_overrides_and_clear_errors():
     from curriculum.commands import COMPARE_ENGINEERS, _parse_arms
+    from curriculum.config import preset
 
-    assert _parse_arms(None) == {spec.replace(":", "-"): {"engineer.spec": spec} for spec in COMPARE_ENGINEERS}
+    defaults = _parse_arms(None)
+    assert {name: arm for name, arm in defaults.items() if name != "gap-drop"} == {
+        spec.replace(":", "-"): {"engineer.spec": spec} for spec in COMPARE_ENGINEERS}
+    # the extra default arm is a valid run config on the preset it was measured on
+    config = preset("small").with_overrides(**defaults["gap-drop"])
+    assert (config.engineer.spec, config.engineer.options, config.engineer.plan_first) == ("gap", {"remedy": "drop"}, True)
     arms = _parse_arms(["nofail=engineer.context=[behavior]", "rft=training.trainer=rft;training.steps=3"])
     assert arms == {"nofail": {"engineer.context": ["behavior"]},
                     "rft": {"training.trainer": "rft", "training.steps": 3}}
