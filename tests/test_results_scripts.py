@@ -1,0 +1,44 @@
+"""The analysis scripts under docs/results read real replay files the way the README's tables say."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _module(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rollout(tmp_path: Path, policy: str) -> Path:
+    out = tmp_path / policy
+    subprocess.run([sys.executable, "-m", "curriculum.cli", "rollout", "--policy", policy, "--out", str(out),
+                    "--size", "3", "4", "--holes", "0.1", "--wait-ratio", "0.5", "--n", "60", "--seed", "3"],
+                   check=True, capture_output=True, cwd=ROOT)
+    (replay,) = out.glob("*.mlr")
+    return replay
+
+
+def test_ceiling__counts_solved_and_waiting_answers_per_size_and_half(tmp_path):
+    from replays.mining import summarize_paths
+
+    ceiling = _module(ROOT / "docs" / "results" / "small-rft" / "ceiling.py")
+    oracle, greedy = _rollout(tmp_path, "oracle"), _rollout(tmp_path, "greedy")
+    for replay in (oracle, greedy):
+        rows = ceiling.tally(str(replay))
+        summary = summarize_paths([replay])
+        # the same instances and verdicts as the failure summary the engineer reads
+        assert {key: (row["episodes"], row["valid"]) for key, row in rows.items()} == {
+            key: (group.episodes, group.valid) for key, group in summary.by_size_wait.items()}
+    rows = ceiling.tally(str(oracle))
+    waiting = [row for key, row in rows.items() if key.endswith("needs_wait")]
+    assert all(row["valid"] == row["episodes"] for row in rows.values())  # the solver's plans are all valid
+    # some optimal plans of instances that need a wait write a wait (others detour), none writes one elsewhere
+    assert 0 < sum(row["writes_a_wait"] for row in waiting) <= sum(row["episodes"] for row in waiting)
+    assert sum(row["writes_a_wait"] for key, row in rows.items() if key.endswith("no_wait")) == 0
+    assert sum(row["valid"] for row in ceiling.tally(str(greedy)).values()) < 60  # the greedy policy fails some
