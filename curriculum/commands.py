@@ -182,7 +182,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
             "or rejection-sampling fine-tuning (training.trainer; reward = the plan judge), validate on held-out "
             "instances, write replays, summarise failures, let the engineer write the next stage's config; "
             "finally evaluate on a benchmark suite. --compare runs the comparison arms (default: one per engineer, "
-            f"{', '.join(COMPARE_ENGINEERS)}, plus {', '.join(COMPARE_EXTRA_ARMS)}) with the same budget, for --seeds seeds. Example: mapf-lake train "
+            f"{', '.join(COMPARE_ENGINEERS)}, plus {', '.join(COMPARE_EXTRA_ARMS)}) with the same budget, for "
+            "--seeds seeds. Example: mapf-lake train "
             "--preset small --compare --seeds 3 --arm rule=engineer.spec=rule --arm fixed=engineer.spec=fixed"
         ),
     )
