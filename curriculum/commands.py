@@ -61,7 +61,12 @@ def _train(args: argparse.Namespace) -> int:
                           "used with --compare (a single run has one seed: --set seed=N)")
 
     if args.resume:
-        resume(args.resume)
+        overrides = _parse_overrides(args.set)
+        if set(overrides) - {"stages"} or args.compare or args.name or args.output_dir:
+            extra = sorted(set(overrides) - {"stages"})
+            raise ConfigError("--resume", args.resume, "alone, or with --set stages=N to extend the run (its other "
+                              "settings are the folder's run.yaml)" + (f"; got --set {', '.join(extra)}" if extra else ""))
+        resume(args.resume, stages=overrides.get("stages"))
         print(render_report(load_run(args.resume)))
         return 0
     config = load_run_config(args.config) if args.config else preset(args.preset)
@@ -193,7 +198,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
                         "qwen3-4b (GPU, the paper: thinking on) or qwen3-4b-nothink (GPU, thinking off); "
                         "default tiny")
     source.add_argument("--config", help="run config YAML (start from --print-config)")
-    source.add_argument("--resume", metavar="RUN", help="continue the run in this folder after a crash or kill")
+    source.add_argument("--resume", metavar="RUN", help="continue the run in this folder after a crash or kill; with --set stages=N, "
+                        "give a run (a finished one too) more stages")
     train.add_argument("--compare", action="store_true", help="run the engineers' comparison set and print the table")
     train.add_argument("--seeds", type=int, default=1, help="with --compare: run every arm for N seeds (the run "
                        "seed, +1, ...; warm start shared per seed, a stage another arm already trained on the same "

@@ -15,6 +15,7 @@ Run folder (``RunConfig.run_dir``)::
     stage-01/stage.json      the stage record, written last: a stage is complete exactly when this file exists
     metrics.jsonl            one line per completed stage (rewritten atomically)
     final/                   evaluation replays of the last checkpoint;  final/table.json
+    final-stage-NN/          after an extension (below): the final evaluation of the run's earlier last stage
 
 Resume (``mapf-lake train --resume RUN``): completed stages are read back; within an unfinished stage every
 step that left its file (checkpoint marker, replays, decision) is skipped; a killed GRPO stage continues from
@@ -23,6 +24,10 @@ evaluation sets, the rule/fixed/random engineers' decisions given the same summa
 stage finished before the kill. What may differ: the weights of a stage resumed from a mid-stage TRL checkpoint
 (CPU float sums and the data order replayed by the Trainer are equal in practice, but not promised by PyTorch),
 and with them that stage's metrics, and timings everywhere.
+
+Extension (``mapf-lake train --resume RUN --set stages=N``, or a ``--compare`` rerun with a larger ``stages``): the
+same, with more stages than the folder was made with. No engineer sees the stage count, so the added stages are
+the ones a run made with N stages would have trained; the manifest records the extension (``extended``).
 """
 
 from __future__ import annotations
@@ -152,13 +157,46 @@ class Run:
             except ConfigError:
                 pass  # compared as written: the mismatch below names the folder
             recorded = json.loads(json.dumps(recorded, default=str))
-            if recorded != json.loads(json.dumps(self.config.to_dict(), default=str)):
+            current = json.loads(json.dumps(self.config.to_dict(), default=str))
+            if recorded != current and {**recorded, "stages": current["stages"]} == current:
+                self._extend(int(recorded["stages"]))
+            elif recorded != current:
                 raise ConfigError("run", str(self.dir), "the same run config as the run folder's manifest "
                                   "(use --resume RUN, or a new name / output_dir)")
             return
         save_run_config(self.config, self.dir / "run.yaml")
         _write_json(manifest, {"run_config": self.config.to_dict(), "versions": _versions(), "seed": self.config.seed,
                                "git_commit": _git_commit(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+
+    def _extend(self, recorded_stages: int) -> None:
+        """Give a run folder more stages than it was made with (``--resume RUN --set stages=N``, or a comparison
+        rerun with a larger ``stages``): the finished stages are kept and the loop continues after them, exactly as
+        a run made with N stages would (no engineer sees the stage count). The final evaluation of the earlier last
+        stage is kept as ``final-stage-NN/``. Fewer stages than are finished: ConfigError, nothing is touched."""
+        if not self.main:  # the main process extends the folder; the others only train
+            return
+        done = len(self.completed_stages())
+        if self.config.stages < max(done, recorded_stages):
+            raise ConfigError("stages", self.config.stages, f"at least {max(done, recorded_stages)}: the run folder "
+                              f"{self.dir} was made with {recorded_stages} stages and {done} are finished "
+                              "(a run can be extended, not cut)")
+        final = self.dir / "final"
+        if final.exists():
+            kept = self.dir / f"final-stage-{recorded_stages:02d}"
+            if kept.exists():
+                shutil.rmtree(kept)
+            final.rename(kept)
+        save_run_config(self.config, self.dir / "run.yaml")
+        manifest = self.dir / "manifest.json"
+        data = json.loads(manifest.read_text())
+        data["run_config"] = self.config.to_dict()
+        data.setdefault("extended", []).append({"from_stages": recorded_stages, "to_stages": self.config.stages,
+                                                "git_commit": _git_commit(), "versions": _versions(),
+                                                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        _write_json(manifest, data)
+        self.log(f"{self.config.name}: extended from {recorded_stages} to {self.config.stages} stages"
+                 + (f" (the {recorded_stages}-stage final evaluation kept in final-stage-{recorded_stages:02d}/)"
+                    if (self.dir / f"final-stage-{recorded_stages:02d}").exists() else ""))
 
     # --- the model -----------------------------------------------------------------------------------------
     def initial_model(self) -> str:
@@ -511,13 +549,16 @@ def answer_churn(before: Path, after: Path) -> dict:
             "lost": sum(a[1] and not b[1] for a, b in zip(old, new)), "episodes": len(old)}
 
 
-def resume(run_dir: str | Path, log: Log = _log_to_stderr) -> dict:
-    """Continue the run in ``run_dir`` (its ``run.yaml``) after a crash or kill."""
+def resume(run_dir: str | Path, log: Log = _log_to_stderr, stages: int | None = None) -> dict:
+    """Continue the run in ``run_dir`` (its ``run.yaml``) after a crash or kill; ``stages``: extend it to that
+    many stages (a finished run too; see :meth:`Run._extend`)."""
     path = Path(run_dir) / "run.yaml"
     if not path.exists():
         raise ConfigError("--resume", str(run_dir), "a run folder with run.yaml (made by mapf-lake train)")
     config = load_run_config(path)
     config = replace(config, output_dir=str(Path(run_dir).parent), name=Path(run_dir).name)
+    if stages is not None:
+        config = config.with_overrides(stages=stages)
     return Run(config, log).execute()
 
 

@@ -274,6 +274,32 @@ def test_run__resume_after_sigkill_matches_an_uninterrupted_run(tmp_path, finish
         assert resumed["decision"]["accepted"] == clean["decision"]["accepted"]
 
 
+def test_resume__extends_a_finished_run_to_more_stages_as_if_it_had_them_from_the_start(tmp_path, finished_run):
+    short = small_config(tmp_path, "extended", stages=1)
+    Run(short, log=lambda message: None).execute()
+    cli = [sys.executable, "-m", "curriculum.cli", "train", "--resume", str(short.run_dir)]
+    for bad, named in ((["--set", "training.steps=3"], "training.steps"), (["--set", "stages=0"], "stages")):
+        refused = subprocess.run(cli + bad, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert refused.returncode == 2 and named in refused.stderr and "Traceback" not in refused.stderr
+    assert (short.run_dir / "final" / "table.json").exists() and not (short.run_dir / "stage-02").exists()
+    result = subprocess.run(cli + ["--set", "stages=2"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "extended from 1 to 2 stages" in result.stderr
+    # stage 2 is what the two-stage run trained: the same config, the same engineer decision after it
+    for number in (1, 2):
+        extended = json.loads((short.run_dir / f"stage-0{number}" / "stage.json").read_text())
+        reference = json.loads((finished_run.run_dir / f"stage-0{number}" / "stage.json").read_text())
+        assert extended["config"] == reference["config"] and extended["next_config"] == reference["next_config"]
+    manifest = json.loads((short.run_dir / "manifest.json").read_text())
+    assert manifest["run_config"]["stages"] == 2 and manifest["extended"][0]["from_stages"] == 1
+    assert (short.run_dir / "final-stage-01" / "table.json").exists() and (short.run_dir / "final" / "table.json").exists()
+    assert [json.loads(line)["stage"] for line in (short.run_dir / "metrics.jsonl").read_text().splitlines()] == [1, 2]
+    # a run cannot be cut below its finished stages: a clear error, and the folder is left as it was
+    with pytest.raises(ConfigError, match="extended, not cut"):
+        Run(short.with_overrides(stages=1), log=lambda message: None).execute()
+    assert json.loads((short.run_dir / "manifest.json").read_text())["run_config"]["stages"] == 2
+
+
 def test_run__the_bandit_engineer_s_state_survives_a_sigkill_and_resume(tmp_path):
     from curriculum.config import save_run_config
 
