@@ -106,7 +106,7 @@ def test_report_and_compare__read_the_run(finished_run, tmp_path):
     assert "small" in compare_table([run, run])
 
 
-@pytest.mark.parametrize("name", ["tiny", "small", "small-grpo", "qwen3-4b"])
+@pytest.mark.parametrize("name", ["tiny", "small", "small-grpo", "small-frontier", "qwen3-4b"])
 def test_presets__validate_and_survive_a_yaml_round_trip(tmp_path, name):
     from curriculum.config import load_run_config, save_run_config
 
