@@ -866,3 +866,17 @@ def test_run__a_stage_the_sibling_arm_trained_on_the_same_configs_is_copied_not_
     own = {"warm_start.enabled": True, "warm_start.config": {}}
     warm = small_config(tmp_path, "warm", **{"arm": "warm", **own, "initial_config.sizes.3.wait_ratio": 0.0})
     assert not share_stage(first.with_overrides(**own), warm, 1, stage1)
+
+
+def test_frontier_stages_script__reads_every_stage_of_a_run_folder(finished_run):
+    import importlib.util
+
+    path = ROOT / "docs" / "results" / "small-rft" / "frontier_stages.py"
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    figures = module.run_figures(finished_run.run_dir)
+    metrics = [json.loads(line) for line in (finished_run.run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [stage["valid"] for stage in figures["stages"]] == [line["valid_rate"] for line in metrics]
+    assert figures["seed"] == finished_run.seed and set(figures["warm_by_size"]) <= {"3", "4", "5", "6"}
+    assert all(abs(sum(stage["sizes"].values()) - 1.0) < 1e-9 for stage in figures["stages"])
