@@ -194,12 +194,12 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     )
     source = train.add_mutually_exclusive_group()
     source.add_argument("--preset", default="tiny", help="tiny (CPU quick demo), small (CPU, a warm start with "
-                        "room for RL, rejection-sampling fine-tuning stages), small-grpo (the same with GRPO stages), small-frontier (small with a warm start on sides 3-4 only), "
-                        "qwen3-4b (GPU, the paper: thinking on) or qwen3-4b-nothink (GPU, thinking off); "
+                        "room for RL, rejection-sampling fine-tuning stages), small-grpo (the same with GRPO stages), "
+                        "small-frontier (small with a warm start on sides 3-4 only), qwen3-4b (GPU, the paper: thinking on) or qwen3-4b-nothink (GPU, thinking off); "
                         "default tiny")
     source.add_argument("--config", help="run config YAML (start from --print-config)")
-    source.add_argument("--resume", metavar="RUN", help="continue the run in this folder after a crash or kill; with --set stages=N, "
-                        "give a run (a finished one too) more stages")
+    source.add_argument("--resume", metavar="RUN", help="continue the run in this folder after a crash or kill; "
+                        "with --set stages=N, give a run (a finished one too) more stages")
     train.add_argument("--compare", action="store_true", help="run the engineers' comparison set and print the table")
     train.add_argument("--seeds", type=int, default=1, help="with --compare: run every arm for N seeds (the run "
                        "seed, +1, ...; warm start shared per seed, a stage another arm already trained on the same "
