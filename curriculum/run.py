@@ -180,9 +180,8 @@ class Run:
             raise ConfigError("stages", self.config.stages, f"at least {max(done, recorded_stages)}: the run folder "
                               f"{self.dir} was made with {recorded_stages} stages and {done} are finished "
                               "(a run can be extended, not cut)")
-        final = self.dir / "final"
+        final, kept = self.dir / "final", self.dir / f"final-stage-{recorded_stages:02d}"
         if final.exists():
-            kept = self.dir / f"final-stage-{recorded_stages:02d}"
             if kept.exists():
                 shutil.rmtree(kept)
             final.rename(kept)
@@ -195,8 +194,7 @@ class Run:
                                                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         _write_json(manifest, data)
         self.log(f"{self.config.name}: extended from {recorded_stages} to {self.config.stages} stages"
-                 + (f" (the {recorded_stages}-stage final evaluation kept in final-stage-{recorded_stages:02d}/)"
-                    if (self.dir / f"final-stage-{recorded_stages:02d}").exists() else ""))
+                 + (f" (the {recorded_stages}-stage final evaluation kept in {kept.name}/)" if kept.exists() else ""))
 
     # --- the model -----------------------------------------------------------------------------------------
     def initial_model(self) -> str:

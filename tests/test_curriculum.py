@@ -875,7 +875,7 @@ def test_frontier_stages_script__reads_every_stage_of_a_run_folder(finished_run)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    figures = module.run_figures(finished_run.run_dir)
+    figures = module.frontier_figures(finished_run.run_dir)
     metrics = [json.loads(line) for line in (finished_run.run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [stage["valid"] for stage in figures["stages"]] == [line["valid_rate"] for line in metrics]
     assert figures["seed"] == finished_run.seed and set(figures["warm_by_size"]) <= {"3", "4", "5", "6"}

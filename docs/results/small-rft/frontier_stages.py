@@ -7,28 +7,27 @@ import json
 import sys
 from pathlib import Path
 
+from curriculum.report import load_run, run_arm, run_seed
+
 
 def by_size(summary: Path) -> dict[str, float]:
     return {side: figures["valid_rate"] for side, figures in json.loads(summary.read_text())["by_size"].items()}
 
 
-def run_figures(run: Path) -> dict:
-    manifest = json.loads((run / "manifest.json").read_text())["run_config"]
-    stages = []
-    for number in range(1, int(manifest["stages"]) + 1):
-        folder = run / f"stage-{number:02d}"
-        if not (folder / "stage.json").exists():
-            break
-        record = json.loads((folder / "stage.json").read_text())
-        stages.append({"valid": record["scores"]["valid_rate"], "by_size": by_size(folder / "summary.json"),
-                       "sizes": {side: spec["data_ratio"] for side, spec in record["config"]["sizes"].items()},
-                       "rounds": [{"kept": r["kept"], "sampled_valid_rate": round(r["sampled_valid_rate"], 4)}
-                                  for r in record["train"].get("rounds", [])]})
-    return {"arm": manifest["arm"], "seed": manifest["seed"],
-            "warm_by_size": by_size(run / "warm_start" / "summary.json"), "stages": stages}
+def frontier_figures(run_dir: Path) -> dict:
+    """One run folder's figures (read through ``curriculum.report.load_run``, which checks every record)."""
+    run = load_run(run_dir)
+    stages = [{"valid": record.scores.valid_rate,
+               "by_size": by_size(run_dir / f"stage-{record.stage:02d}" / "summary.json"),
+               "sizes": {str(side): spec.data_ratio for side, spec in record.config.sizes.items()},
+               "rounds": [{"kept": r["kept"], "sampled_valid_rate": round(r["sampled_valid_rate"], 4)}
+                          for r in record.train.get("rounds", [])]}
+              for record in run["stages"]]
+    return {"arm": run_arm(run), "seed": run_seed(run),
+            "warm_by_size": by_size(run_dir / "warm_start" / "summary.json"), "stages": stages}
 
 
 if __name__ == "__main__":
-    runs = {Path(arg).name: run_figures(Path(arg)) for arg in sys.argv[1:]}
+    runs = {Path(arg).name: frontier_figures(Path(arg)) for arg in sys.argv[1:]}
     print(json.dumps({"command": "python docs/results/small-rft/frontier_stages.py " + " ".join(
         Path(arg).name for arg in sys.argv[1:]), "runs": runs}, indent=1))
