@@ -30,6 +30,18 @@ On the ``small`` preset's policies the samples solve 0-3% of the holed instances
 instances take a third of the sampling budget and give almost no kept plans (README, "Where the held-out failures
 are"). Asked before stage 1 (``engineer.plan_first``), it decides from the warm start's validation.
 
+With ``weigh="yield"`` the engineer also moves data between sizes toward the frontier. A stage trained on its
+own valid samples learns a size from the plans its samples solve there: at equal data a size solved 60% of the
+time gives six times the kept plans of one solved 10%, so the stages keep teaching what the policy can already do
+(``small-frontier``'s rounds keep 300+ plans on 3x3 and 30-60 on 5x5). Each evidenced size's **yield** is its
+sampled valid rate in the last training round (``env_stats.training_signal_rounds``, training samples only);
+before any round (a plan asked before stage 1) its validation rate on the kind of instances it will train on (the
+no-wait rate when it trains without waits). A size whose yield is at least ``reach`` gets the score ``1 /
+yield``, so the kept plans per size even out; one below ``reach`` (its samples solve almost nothing: more data
+there buys no plans) scores 0. The scored and unscored sizes then share the data ratio they held: ``floor`` each,
+the rest in proportion to the scores; when no size reaches ``reach`` nothing moves. Hole and wait ratios are
+decided first, as above.
+
 Configs with one agent (nothing ever waits) and contexts without the split (the ``behavior`` section switched
 off, or summaries written before the split existed) change nothing. Agents, samples, seed, slip, horizon and the
 data ratios never change. The starting settings (``start``: each size's hole and wait ratio) and the hole ratio
@@ -39,17 +51,19 @@ of the lesson last given (``lesson``, None when none is in place) are the engine
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field, replace
 
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
 from engineer.progress import rate_series
-from engineer.rule import RULE_METRICS, check_number_options, hole_ratio_cap
+from engineer.rule import RULE_METRICS, check_number_options, floored_shares, hole_ratio_cap, reweighted
 from simulator.config import SizeSpec, StageConfig
 from simulator.errors import ConfigError
 
 GAP_REMEDIES = ("lesson", "drop")
+GAP_WEIGHS = ("keep", "yield")
 
 
 def wait_rates(by_size_wait: dict, side: int, min_episodes: int, metric: str) -> tuple[float, float] | None:
@@ -64,7 +78,7 @@ def wait_rates(by_size_wait: dict, side: int, min_episodes: int, metric: str) ->
 @dataclass
 class GapEngineer:
     """See the module docstring. Options: ``make_engineer("gap", ratio=0.5, lesson_holes=0.0, lesson_wait=1.0,
-    hole_step=0.0, advance=0.15)``."""
+    hole_step=0.0, advance=0.15, remedy="lesson", weigh="keep", reach=0.05, floor=0.1)``."""
 
     ratio: float = 0.5
     """A size has a gap when its rate on instances that need a wait is below this share of its other rate."""
@@ -80,6 +94,13 @@ class GapEngineer:
     """Fewer validation episodes of either kind of a size than this: no evidence from that size."""
     remedy: str = "lesson"
     """``lesson`` (teach waiting on the smallest size) or ``drop`` (train each size with a gap without waits)."""
+    weigh: str = "keep"
+    """``keep`` (data ratios never change) or ``yield`` (data toward the sizes whose samples solve least, above
+    ``reach``)."""
+    reach: float = 0.05
+    """With ``weigh="yield"``: a size whose yield is below this gets only ``floor``."""
+    floor: float = 0.1
+    """With ``weigh="yield"``: least data share of each evidenced size (times the share they hold together)."""
     metric: str = "valid_rate"
     name: str = "gap"
     start: dict = field(default_factory=dict)
@@ -88,11 +109,13 @@ class GapEngineer:
     def __post_init__(self) -> None:
         check_number_options("gap", self, (("ratio", 0.0, 1.0), ("lesson_holes", 0.0, 0.9),
                                            ("lesson_wait", 0.0, 1.0), ("hole_step", 0.0, 0.9),
-                                           ("advance", 0.0, 1.0)))
+                                           ("advance", 0.0, 1.0), ("reach", 0.0, 1.0), ("floor", 0.0, 1.0)))
         if isinstance(self.min_episodes, bool) or not isinstance(self.min_episodes, int) or self.min_episodes < 0:
             raise ConfigError("gap.min_episodes", self.min_episodes, "an integer >= 0")
         if self.remedy not in GAP_REMEDIES:
             raise ConfigError("gap.remedy", self.remedy, f"one of {', '.join(GAP_REMEDIES)}")
+        if self.weigh not in GAP_WEIGHS:
+            raise ConfigError("gap.weigh", self.weigh, f"one of {', '.join(GAP_WEIGHS)}")
         if self.metric not in RULE_METRICS:
             raise ConfigError("gap.metric", self.metric, f"one of {', '.join(RULE_METRICS)}")
         self.load_state({"start": self.start, "lesson": self.lesson})
@@ -150,6 +173,45 @@ class GapEngineer:
                                 else "its gap has closed: the start wait ratio comes back)"))
         return replace(config, sizes=sizes)
 
+    def _yields(self, context: EngineerContext, proposal: StageConfig, by_size_wait: dict, evidenced: list[int],
+                notes: list[str]) -> dict[int, float]:
+        """Each evidenced size's yield: its last training round's sampled valid rate, else its validation rate on
+        the instances it will train on (the no-wait rate when ``proposal`` trains it without waits)."""
+        env_stats = context.section("env_stats") or {}
+        yields = {}
+        for side in evidenced:
+            rates = rate_series(env_stats, side)
+            if rates:
+                yields[side] = rates[-1]
+                notes.append(f"size {side}: the last round's samples solved {100 * rates[-1]:.1f}%")
+                continue
+            waits, others = wait_rates(by_size_wait, side, self.min_episodes, self.metric)
+            if proposal.sizes[side].wait_ratio == 0.0:
+                yields[side] = others
+                notes.append(f"size {side}: no round yet, validation {100 * others:.1f}% on instances without a wait")
+            else:
+                share = proposal.sizes[side].wait_ratio
+                yields[side] = share * waits + (1.0 - share) * others
+                notes.append(f"size {side}: no round yet, validation {100 * yields[side]:.1f}% at wait ratio "
+                             f"{share:g}")
+        return yields
+
+    def _weigh(self, context: EngineerContext, proposal: StageConfig, by_size_wait: dict, evidenced: list[int],
+               notes: list[str]) -> StageConfig:
+        """``proposal`` with the evidenced sizes' data ratios shared by ``1 / yield`` above ``reach`` (``floor``
+        each); unchanged when no size reaches ``reach``."""
+        yields = self._yields(context, proposal, by_size_wait, evidenced, notes)
+        scores = {side: (1.0 / rate if rate >= self.reach else 0.0) for side, rate in yields.items()}
+        if not any(scores.values()):
+            notes.append(f"no size's yield reaches {100 * self.reach:g}%: the data ratios stay")
+            return proposal
+        mass = math.fsum(proposal.sizes[side].data_ratio for side in scores)
+        weights = {side: spec.data_ratio for side, spec in proposal.sizes.items()}
+        weights.update({side: mass * share for side, share in floored_shares(scores, self.floor).items()})
+        weighed, text = reweighted(proposal, weights)
+        notes.append(f"data by 1 / yield (sizes below {100 * self.reach:g}% get the floor {self.floor:g}): {text}")
+        return weighed
+
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """A lesson in waiting on the smallest size while a size has a gap, the start settings back once none
         has; ``seed`` is unused (the rule is deterministic)."""
@@ -193,6 +255,8 @@ class GapEngineer:
             return decide(config, "gap: nothing to change")
         if self.remedy == "drop":
             proposal = self._drop(config, gaps, evidenced_sides, notes)
+            if self.weigh == "yield":
+                proposal = self._weigh(context, proposal, by_size_wait, evidenced_sides, notes)
             return decide(proposal, "gap: accepted" if proposal != config else "gap: nothing to change")
         lesson = min(used)
         spec = config.sizes[lesson]
@@ -209,6 +273,8 @@ class GapEngineer:
         sizes = dict(config.sizes)
         sizes[lesson] = SizeSpec(spec.data_ratio, holes, waits)
         proposal = replace(config, sizes=sizes)
+        if self.weigh == "yield":
+            proposal = self._weigh(context, proposal, by_size_wait, evidenced_sides, notes)
         return decide(proposal, "gap: accepted" if proposal != config else "gap: nothing to change")
 
 

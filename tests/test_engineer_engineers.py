@@ -414,6 +414,40 @@ def test_gap__the_drop_remedy_trains_each_size_with_a_gap_without_waits_until_it
         make_engineer("gap", remedy="skip")
 
 
+def test_gap__weigh_yield_moves_data_by_one_over_the_sampled_rate_with_a_floor_and_nothing_below_reach():
+    gap = make_engineer("gap", remedy="drop", weigh="yield", reach=0.05, floor=0.1)
+    split = {3: (0.0, 0.6, 30), 4: (0.3, 0.4, 30), 5: (0.0, 0.1, 30), 6: (0.0, 0.02, 30)}
+    # before any round: the validation rate on what each size will train on; 3x3, 5x5 and 6x6 have a gap and
+    # train without waits (0.6, 0.1, 0.02); 4x4 keeps waits 0.3: 0.3 x 0.3 + 0.7 x 0.4 = 0.37
+    first = gap.propose(_wait_context(split), CONFIG)
+    scores = {3: 1 / 0.6, 4: 1 / 0.37, 5: 1 / 0.1, 6: 0.0}  # 6x6 below reach: the floor only
+    total = sum(scores.values())
+    expected = {side: round(0.1 + 0.6 * score / total, 4) for side, score in scores.items()}
+    shares = {side: spec.data_ratio for side, spec in first.config.sizes.items()}
+    assert shares == pytest.approx(expected, abs=2e-4) and sum(shares.values()) == pytest.approx(1.0)
+    assert shares[5] > shares[4] > shares[3] > shares[6] == 0.1
+    assert [first.config.sizes[side].wait_ratio for side in (3, 4, 5, 6)] == [0.0, 0.3, 0.0, 0.0]
+    assert "size 4: no round yet, validation 37.0% at wait ratio 0.3" in first.rationale
+    # after a stage: the last round's sampled rates, not the validation ones (the best round does not count)
+    after = gap.propose(_wait_context(split, rounds=[{3: 0.9, 4: 0.9, 5: 0.9, 6: 0.9},
+                                                     {3: 0.5, 4: 0.5, 5: 0.25, 6: 0.25}]), first.config)
+    shares = {side: spec.data_ratio for side, spec in after.config.sizes.items()}
+    assert shares == pytest.approx({3: 0.2, 4: 0.2, 5: 0.3, 6: 0.3}, abs=2e-4)  # 0.1 + 0.6 x (2, 2, 4, 4) / 12
+    assert "size 5: the last round's samples solved 25.0%" in after.rationale
+    # no size's yield reaches reach: the data ratios stay; the default (keep) never moves them
+    low = make_engineer("gap", remedy="drop", weigh="yield", reach=0.7).propose(_wait_context(split), CONFIG)
+    assert all(spec.data_ratio == 0.25 for spec in low.config.sizes.values()) and "reaches 70%" in low.rationale
+    kept = make_engineer("gap", remedy="drop").propose(_wait_context(split), CONFIG)
+    assert all(spec.data_ratio == 0.25 for spec in kept.config.sizes.values())
+    # with the lesson remedy the lesson is decided first, then the weights
+    lesson = make_engineer("gap", weigh="yield").propose(_wait_context(split), CONFIG)
+    assert (lesson.config.sizes[3].hole_ratio, lesson.config.sizes[3].wait_ratio) == (0.0, 1.0)
+    assert lesson.config.sizes[6].data_ratio == 0.1
+    for option, value in (("weigh", "even"), ("reach", 1.5), ("floor", -0.1)):
+        with pytest.raises(ConfigError, match=f"gap.{option}"):
+            make_engineer("gap", **{option: value})
+
+
 def test_gap__without_the_split_or_with_one_agent_nothing_moves_and_bad_options_or_state_are_config_errors():
     old = make_engineer("gap").propose(build_context(summary_with({3: 0.5}), CONFIG, []), CONFIG)
     assert old.diff == [] and "no validation split" in old.rationale  # a summary written before the split
