@@ -33,18 +33,20 @@ are"). Asked before stage 1 (``engineer.plan_first``), it decides from the warm 
 With ``weigh="yield"`` the engineer also moves data between sizes toward the frontier. A stage trained on its
 own valid samples learns a size from the plans its samples solve there: at equal data a size solved 60% of the
 time gives six times the kept plans of one solved 10%, so the stages keep teaching what the policy can already do
-(``small-frontier``'s rounds keep 300+ plans on 3x3 and 30-60 on 5x5). Each evidenced size's **yield** is its
-sampled valid rate in the last training round (``env_stats.training_signal_rounds``, training samples only);
-before any round (a plan asked before stage 1) its validation rate on the kind of instances it will train on (the
-no-wait rate when it trains without waits). A size whose yield is at least ``reach`` gets the score ``1 /
-yield``, so the kept plans per size even out; one below ``reach`` (its samples solve almost nothing: more data
-there buys no plans) scores 0. The scored and unscored sizes then share the data ratio they held: ``floor`` each,
-the rest in proportion to the scores; when no size reaches ``reach`` nothing moves. Hole and wait ratios are
-decided first, as above.
+(``small-frontier``'s rounds keep 300+ plans on 3x3 and 30-60 on 5x5). Each used size's **yield** is its sampled
+valid rate in the last training round (``env_stats.training_signal_rounds``, training samples only); before any
+round (a plan asked before stage 1) its validation rate on the kind of instances it will train on (the no-wait
+rate when it trains without waits; a size that solves nothing has the yield 0, one with fewer than
+``min_episodes`` episodes of a kind has none and keeps its data ratio). A size whose yield is at least ``reach``
+gets the score ``1 / yield``, so the kept plans per size even out; one below ``reach`` (its samples solve almost
+nothing: more data there buys no plans) scores 0. The sizes with a yield then share the data ratio they held:
+``floor`` each, the rest in proportion to the scores; when no size reaches ``reach`` nothing moves. Hole and wait
+ratios are decided first, as above, and like them the weights move only when some size has evidence of a gap or
+of none.
 
 Configs with one agent (nothing ever waits) and contexts without the split (the ``behavior`` section switched
-off, or summaries written before the split existed) change nothing. Agents, samples, seed, slip, horizon and the
-data ratios never change. The starting settings (``start``: each size's hole and wait ratio) and the hole ratio
+off, or summaries written before the split existed) change nothing. Agents, samples, seed, slip and horizon never
+change, nor the data ratios unless ``weigh="yield"``. The starting settings (``start``: each size's hole and wait ratio) and the hole ratio
 of the lesson last given (``lesson``, None when none is in place) are the engineer's state, in every decision record (``details["state"]``), handed back by the run through
 :meth:`GapEngineer.load_state`, so a resumed run restores the same ones.
 """
@@ -173,19 +175,23 @@ class GapEngineer:
                                 else "its gap has closed: the start wait ratio comes back)"))
         return replace(config, sizes=sizes)
 
-    def _yields(self, context: EngineerContext, proposal: StageConfig, by_size_wait: dict, evidenced: list[int],
+    def _yields(self, context: EngineerContext, proposal: StageConfig, by_size_wait: dict, sides: list[int],
                 notes: list[str]) -> dict[int, float]:
-        """Each evidenced size's yield: its last training round's sampled valid rate, else its validation rate on
-        the instances it will train on (the no-wait rate when ``proposal`` trains it without waits)."""
+        """The yield of each of ``sides`` that has one: its last training round's sampled valid rate, else its
+        validation rate on the instances it will train on (the no-wait rate when ``proposal`` trains it without
+        waits; none with fewer than ``min_episodes`` validation episodes of a kind)."""
         env_stats = context.section("env_stats") or {}
         yields = {}
-        for side in evidenced:
+        for side in sides:
             rates = rate_series(env_stats, side)
             if rates:
                 yields[side] = rates[-1]
                 notes.append(f"size {side}: the last round's samples solved {100 * rates[-1]:.1f}%")
                 continue
-            waits, others = wait_rates(by_size_wait, side, self.min_episodes, self.metric)
+            split = wait_rates(by_size_wait, side, self.min_episodes, self.metric)
+            if split is None:
+                continue
+            waits, others = split
             if proposal.sizes[side].wait_ratio == 0.0:
                 yields[side] = others
                 notes.append(f"size {side}: no round yet, validation {100 * others:.1f}% on instances without a wait")
@@ -196,11 +202,11 @@ class GapEngineer:
                              f"{share:g}")
         return yields
 
-    def _weigh(self, context: EngineerContext, proposal: StageConfig, by_size_wait: dict, evidenced: list[int],
+    def _weigh(self, context: EngineerContext, proposal: StageConfig, by_size_wait: dict,
                notes: list[str]) -> StageConfig:
-        """``proposal`` with the evidenced sizes' data ratios shared by ``1 / yield`` above ``reach`` (``floor``
-        each); unchanged when no size reaches ``reach``."""
-        yields = self._yields(context, proposal, by_size_wait, evidenced, notes)
+        """``proposal`` with the data ratios of the used sizes that have a yield shared by ``1 / yield`` above
+        ``reach`` (``floor`` each); unchanged when no size reaches ``reach``."""
+        yields = self._yields(context, proposal, by_size_wait, proposal.used_sizes(), notes)
         scores = {side: (1.0 / rate if rate >= self.reach else 0.0) for side, rate in yields.items()}
         if not any(scores.values()):
             notes.append(f"no size's yield reaches {100 * self.reach:g}%: the data ratios stay")
@@ -256,7 +262,7 @@ class GapEngineer:
         if self.remedy == "drop":
             proposal = self._drop(config, gaps, evidenced_sides, notes)
             if self.weigh == "yield":
-                proposal = self._weigh(context, proposal, by_size_wait, evidenced_sides, notes)
+                proposal = self._weigh(context, proposal, by_size_wait, notes)
             return decide(proposal, "gap: accepted" if proposal != config else "gap: nothing to change")
         lesson = min(used)
         spec = config.sizes[lesson]
@@ -274,7 +280,7 @@ class GapEngineer:
         sizes[lesson] = SizeSpec(spec.data_ratio, holes, waits)
         proposal = replace(config, sizes=sizes)
         if self.weigh == "yield":
-            proposal = self._weigh(context, proposal, by_size_wait, evidenced_sides, notes)
+            proposal = self._weigh(context, proposal, by_size_wait, notes)
         return decide(proposal, "gap: accepted" if proposal != config else "gap: nothing to change")
 
 

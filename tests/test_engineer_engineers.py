@@ -416,9 +416,10 @@ def test_gap__the_drop_remedy_trains_each_size_with_a_gap_without_waits_until_it
 
 def test_gap__weigh_yield_moves_data_by_one_over_the_sampled_rate_with_a_floor_and_nothing_below_reach():
     gap = make_engineer("gap", remedy="drop", weigh="yield", reach=0.05, floor=0.1)
-    split = {3: (0.0, 0.6, 30), 4: (0.3, 0.4, 30), 5: (0.0, 0.1, 30), 6: (0.0, 0.02, 30)}
-    # before any round: the validation rate on what each size will train on; 3x3, 5x5 and 6x6 have a gap and
-    # train without waits (0.6, 0.1, 0.02); 4x4 keeps waits 0.3: 0.3 x 0.3 + 0.7 x 0.4 = 0.37
+    split = {3: (0.0, 0.6, 30), 4: (0.3, 0.4, 30), 5: (0.0, 0.1, 30), 6: (0.0, 0.0, 30)}
+    # before any round: the validation rate on what each size will train on; 3x3 and 5x5 have a gap and train
+    # without waits (0.6, 0.1); 4x4 keeps waits 0.3: 0.3 x 0.3 + 0.7 x 0.4 = 0.37; 6x6 solves nothing (no evidence
+    # of a gap, so its waits stay) and has the yield 0
     first = gap.propose(_wait_context(split), CONFIG)
     scores = {3: 1 / 0.6, 4: 1 / 0.37, 5: 1 / 0.1, 6: 0.0}  # 6x6 below reach: the floor only
     total = sum(scores.values())
@@ -426,7 +427,13 @@ def test_gap__weigh_yield_moves_data_by_one_over_the_sampled_rate_with_a_floor_a
     shares = {side: spec.data_ratio for side, spec in first.config.sizes.items()}
     assert shares == pytest.approx(expected, abs=2e-4) and sum(shares.values()) == pytest.approx(1.0)
     assert shares[5] > shares[4] > shares[3] > shares[6] == 0.1
-    assert [first.config.sizes[side].wait_ratio for side in (3, 4, 5, 6)] == [0.0, 0.3, 0.0, 0.0]
+    assert [first.config.sizes[side].wait_ratio for side in (3, 4, 5, 6)] == [0.0, 0.3, 0.0, 0.3]
+    # a size with too few validation episodes has no yield and keeps its data ratio; the others share the rest
+    unseen = gap.propose(_wait_context({side: split[side] for side in (3, 4, 5)}), CONFIG)
+    assert unseen.config.sizes[6].data_ratio == 0.25
+    scores = {3: 1 / 0.6, 4: 1 / 0.37, 5: 1 / 0.1}
+    assert {side: unseen.config.sizes[side].data_ratio for side in scores} == pytest.approx(
+        {side: 0.75 * (0.1 + 0.7 * score / sum(scores.values())) for side, score in scores.items()}, abs=2e-4)
     assert "size 4: no round yet, validation 37.0% at wait ratio 0.3" in first.rationale
     # after a stage: the last round's sampled rates, not the validation ones (the best round does not count)
     after = gap.propose(_wait_context(split, rounds=[{3: 0.9, 4: 0.9, 5: 0.9, 6: 0.9},
