@@ -28,6 +28,14 @@ def test_cli__help_lists_commands():
         assert command in out
 
 
+def test_cli_engineer__help_names_every_registered_engineer():
+    from engineer.engineers import ENGINEERS
+
+    out = " ".join(run("engineer", "--help").stdout.split())
+    named = out.split("Engineers:", 1)[1].split(";", 1)[0]
+    assert [kind for kind in ENGINEERS if kind not in named] == []
+
+
 def test_cli_gen__prints_instances_and_writes_jsonl(tmp_path):
     out = run("gen", "--size", "4", "--agents", "2", "--n", "3", "--seed", "1").stdout
     assert out.count("optimal plan:") == 3 and "checksum" in out
