@@ -15,7 +15,8 @@ Every engineer has a ``name`` and ``propose(context, config, seed=0) -> Engineer
 * ``progress``: weights sizes by their measured learning progress, the change of the log-odds of their sampled
   valid rate between sampling rounds and stages (:mod:`engineer.progress`); stateful like ``bandit``.
 * ``gap``: while the policy fails the instances that need a wait, the smallest size becomes a lesson in waiting on
-  open maps (:mod:`engineer.gap`).
+  open maps, or (``remedy="drop"``) those instances leave the training; ``weigh="yield"`` also shares the data by
+  1 / each size's sampled valid rate (:mod:`engineer.gap`).
 * ``mutate``: sizes in the learnable band get one seeded small edit: more holes, more waits, or weight to the
   next side up (:mod:`engineer.mutate`).
 * ``llm:BACKEND_SPEC``: a language model through a policy backend (:mod:`engineer.llm`).
