@@ -103,7 +103,7 @@ class GapEngineer:
     reach: float = 0.05
     """With ``weigh="yield"``: a size whose yield is below this gets only ``floor``."""
     floor: float = 0.1
-    """With ``weigh="yield"``: least data share of each evidenced size (times the share they hold together)."""
+    """With ``weigh="yield"``: least data share of each size with a yield (times the share they hold together)."""
     metric: str = "valid_rate"
     name: str = "gap"
     start: dict = field(default_factory=dict)
@@ -193,14 +193,9 @@ class GapEngineer:
             if split is None:
                 continue
             waits, others = split
-            if proposal.sizes[side].wait_ratio == 0.0:
-                yields[side] = others
-                notes.append(f"size {side}: no round yet, validation {100 * others:.1f}% on instances without a wait")
-            else:
-                share = proposal.sizes[side].wait_ratio
-                yields[side] = share * waits + (1.0 - share) * others
-                notes.append(f"size {side}: no round yet, validation {100 * yields[side]:.1f}% at wait ratio "
-                             f"{share:g}")
+            share = proposal.sizes[side].wait_ratio
+            yields[side] = share * waits + (1.0 - share) * others
+            notes.append(f"size {side}: no round yet, validation {100 * yields[side]:.1f}% at wait ratio {share:g}")
         return yields
 
     def _weigh(self, context: EngineerContext, proposal: StageConfig, by_size_wait: dict,
@@ -262,9 +257,16 @@ class GapEngineer:
             return decide(config, "gap: nothing to change")
         if self.remedy == "drop":
             proposal = self._drop(config, gaps, evidenced_sides, notes)
-            if self.weigh == "yield":
-                proposal = self._weigh(context, proposal, by_size_wait, notes)
-            return decide(proposal, "gap: accepted" if proposal != config else "gap: nothing to change")
+        else:
+            proposal = self._lesson(context, config, gaps, used, notes)
+        if self.weigh == "yield":
+            proposal = self._weigh(context, proposal, by_size_wait, notes)
+        return decide(proposal, "gap: accepted" if proposal != config else "gap: nothing to change")
+
+    def _lesson(self, context: EngineerContext, config: StageConfig, gaps: list[int], used: list[int],
+                notes: list[str]) -> StageConfig:
+        """``config`` with the smallest used size a lesson in waiting while ``gaps`` is not empty, else with its
+        start settings back."""
         lesson = min(used)
         spec = config.sizes[lesson]
         if gaps:
@@ -279,10 +281,7 @@ class GapEngineer:
             notes.append(f"no gap: {lesson}x{lesson} gets back its start settings (holes {holes:g}, wait {waits:g})")
         sizes = dict(config.sizes)
         sizes[lesson] = SizeSpec(spec.data_ratio, holes, waits)
-        proposal = replace(config, sizes=sizes)
-        if self.weigh == "yield":
-            proposal = self._weigh(context, proposal, by_size_wait, notes)
-        return decide(proposal, "gap: accepted" if proposal != config else "gap: nothing to change")
+        return replace(config, sizes=sizes)
 
 
 __all__ = ["GapEngineer", "wait_rates"]
