@@ -13,6 +13,7 @@ import time
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Static
 
@@ -103,33 +104,38 @@ class WatchApp(App):
         key = (state.index, step, state.playing, state.speed_index, state.failures_only, state.message)
         if key == self._shown:
             return
+        try:  # a tick can land while the app closes, after its widgets are gone: nothing to draw then
+            board_widget, pane = self.query_one("#board", Static), self.query_one("#board-pane")
+            events_widget, facts_widget = self.query_one("#events", Static), self.query_one("#facts", Static)
+            box, completion = self.query_one("#completion-box", VerticalScroll), self.query_one("#completion", Static)
+        except NoMatches:
+            return
         self._shown = key
         scene = state.loaded.timeline.scene(step)
         # The board gets about half the terminal; cells grow while the map still fits.
         shape = cell_shape(scene.instance, max(20, self.size.width // 2 - 6), max(6, self.size.height - 8))
         board = board_text(scene, cell=shape)
-        self.query_one("#board", Static).update(board)
+        board_widget.update(board)
         # the pane is as wide as the map (the legend and events wrap inside it), so the panel gets the rest
         width = max((len(line) for line in board.plain.splitlines()), default=20)
-        self.query_one("#board-pane").styles.width = max(width + 4, 26)
+        pane.styles.width = max(width + 4, 26)
         events = Text()
         for sentence, is_failure in scene.sentences():  # every failure of the step, each in its own sentence
             events.append(sentence + "\n", style="bold red" if is_failure else "yellow")
-        self.query_one("#events", Static).update(events)
+        events_widget.update(events)
         facts = facts_text(state.facts())
         facts.append(state.status_line(), style="italic")
         if state.message:
             facts.append("\n" + state.message, style="yellow")
-        self.query_one("#facts", Static).update(facts)
-        box = self.query_one("#completion-box", VerticalScroll)
+        facts_widget.update(facts)
         if state.completion:
             width = max(20, box.size.width - 3) if box.size.width else 60
             text, first = completion_text(state.completion, step, width)
-            self.query_one("#completion", Static).update(text)
+            completion.update(text)
             if first is not None:
                 box.scroll_to(y=max(0, first - 3), animate=False)
         else:
-            self.query_one("#completion", Static).update(Text("no completion text recorded", style="dim"))
+            completion.update(Text("no completion text recorded", style="dim"))
 
     # --- actions: one WatchState call each, then a redraw --------------------------------------------------
     def _after(self) -> None:

@@ -342,3 +342,18 @@ async def test_play_app__a_step_with_several_failures_is_told_in_full(tmp_path):
     verdict = game.verdict()
     assert "agent 3 fell into the hole" in verdict and "agents 0 and 2 collided" in verdict
     assert [line for line in game.log() if line.startswith("step 1")] == list(MULTI_SENTENCES)
+
+
+async def test_watch_app__a_tick_that_lands_while_the_app_closes_draws_nothing(tmp_path):
+    # While playing, the 20 Hz timer can fire after the widgets are removed on quit; that tick must not raise.
+    cases = write_cases(tmp_path / "cases.mlr")
+    with ReplaySource(cases) as source:
+        state = WatchState(source, 0)
+        app = WatchApp(state)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("space")
+            await app.screen.query_one("Horizontal").remove()  # what closing does to the widgets
+            app._shown = None
+            state.step_by(1)
+            app.refresh_view()
+            assert app._shown is None  # nothing drawn, so the view is not marked as shown
