@@ -57,7 +57,7 @@ _ACHIEVED_KEYS = (
 )
 _GENERATED_KEYS = ("count", "requested_hole_ratio", "achieved_hole_ratio", "requested_wait_ratio",
                    "achieved_wait_ratio", "candidates", "rejected_unsolvable", "rejected_solver_limit",
-                   "rejected_wait_label")
+                   "rejected_wait_label", "rejected_makespan")
 _SIGNAL_KEYS = ("groups", "reward_mean", "valid_rate", "zero_variance_share", "abs_advantage_mean")
 _HISTORY_SCORES = ("valid_rate", "optimal_rate", "zero_variance_share")
 
@@ -207,8 +207,9 @@ def _behavior_data(evidence: StageEvidence, config: StageConfig, history: list[H
     """``{episodes, valid, optimal, valid_rate, optimal_rate, reward: {mean, std}, completion_tokens_mean,
     by_size: {side: {episodes, valid, optimal, valid_rate, optimal_rate[, reward_mean, reward_std,
     completion_tokens_mean]}}, by_agents: {k: {...}}, by_agents_size: {"KxS": {...}}, by_wait: {"needs_wait" |
-    "no_wait": {...}}, by_size_wait: {"S:needs_wait" | "S:no_wait": {...}}}`` (the wait split: labelled episodes
-    only, a kind without episodes absent; empty for summaries written before it existed)."""
+    "no_wait": {...}}, by_size_wait: {"S:needs_wait" | "S:no_wait": {...}}, by_size_makespan: {"S:M": {...}}}``
+    (the wait split and the split by optimal makespan ``M``: labelled episodes only, a group without episodes
+    absent; empty for summaries written before they existed)."""
     summary = evidence.failures
     by_size = {}
     for side in _side_order(summary.by_size):
@@ -226,6 +227,7 @@ def _behavior_data(evidence: StageEvidence, config: StageConfig, history: list[H
         "by_agents_size": {key: _group(group) for key, group in summary.by_agents_size.items()},
         "by_wait": {key: _group(group) for key, group in summary.by_wait.items()},
         "by_size_wait": {key: _group(group) for key, group in summary.by_size_wait.items()},
+        "by_size_makespan": {key: _group(group) for key, group in summary.by_size_makespan.items()},
     }
 
 
@@ -376,6 +378,14 @@ def _behavior_text(data: Mapping) -> list[str]:
             parts = [f"{_WAIT_LABELS.get(kind, kind)} {_pct(group['valid_rate'])} of {group['episodes']}"
                      for kind in ("needs_wait", "no_wait") for group in [by_size_wait.get(f"{side}:{kind}")] if group]
             lines.append(f"  {side}x{side}: valid " + ", ".join(parts))
+    by_length = data.get("by_size_makespan") or {}
+    if by_length:
+        lines.append("valid per optimal makespan (the plan length asked; makespan valid/episodes):")
+        sides: dict[str, list[str]] = {}
+        for key, group in by_length.items():
+            side, _, makespan = key.partition(":")
+            sides.setdefault(side, []).append(f"{makespan} {group['valid']}/{group['episodes']}")
+        lines += [f"  {side}x{side}: " + ", ".join(parts) for side, parts in sides.items()]
     return lines
 
 
@@ -410,7 +420,8 @@ def _env_stats_text(data: Mapping) -> list[str]:
         lines.append("what the generator made of the current config (the stage's training instances):")
         for side, made in data["generated"].items():
             rejected = ", ".join(f"{made[key]} {key.removeprefix('rejected_').replace('_', ' ')}"
-                                 for key in ("rejected_unsolvable", "rejected_solver_limit", "rejected_wait_label")
+                                 for key in ("rejected_unsolvable", "rejected_solver_limit", "rejected_wait_label",
+                                             "rejected_makespan")
                                  if made.get(key))
             lines.append(
                 f"  {side}x{side}: {made['count']} instances; holes {_num(made['achieved_hole_ratio'], 3)} "

@@ -74,9 +74,11 @@ class SizeStats:
 
 def read_size_report(data: Any, where: str = "generation") -> SizeReport:
     """The generator's own report of one map side (``simulator.generator.SizeReport``) from its document
-    (``dataclasses.asdict(report)``, as the stage record holds it); a missing or ill-typed field names its path."""
+    (``dataclasses.asdict(report)``, as the stage record holds it); a missing or ill-typed field names its path
+    (``rejected_makespan`` may be missing: records written before makespan bounds existed lack it)."""
     return SizeReport(**{item.name: read_key(data, item.name, where, "number" if "ratio" in item.name else "int")
-                         for item in fields(SizeReport)})
+                         for item in fields(SizeReport)
+                         if item.name != "rejected_makespan" or (isinstance(data, Mapping) and item.name in data)})
 
 
 @dataclass(frozen=True)

@@ -44,9 +44,20 @@ nothing: more data there buys no plans) scores 0. The sizes with a yield then sh
 ratios are decided first, as above, and like them the weights move only when some size has evidence of a gap or
 of none.
 
+With ``lengths="frontier"`` the engineer also sets how long a plan each size asks for. The validation replays
+split by optimal makespan (``behavior.by_size_makespan``) show that the plan's length, more than the map's side,
+is where the policy stops (``small-frontier``'s warm starts solve 94% of the 4x4 instances of makespan 1, 19% of
+makespan 4 and none of 7; 56% of the 5x5 ones of makespan 1). For each used size that trains without waits,
+among the makespans with at least ``min_length_episodes`` validation episodes, the band's top ``max_makespan``
+is the longest one whose rate reaches ``reach`` (longer plans are almost never solved: samples there keep no
+plan) and its bottom ``min_makespan`` the shortest one up to the top whose rate is below ``solved`` (shorter
+plans are solved already: samples there teach nothing new). A size with no makespan reaching ``reach``, or one
+that trains with waits, gets no bounds (a band with waits may not exist on a small map). The next stage's
+validation moves the band.
+
 Configs with one agent (nothing ever waits) and contexts without the split (the ``behavior`` section switched
 off, or summaries written before the split existed) change nothing. Agents, samples, seed, slip and horizon never
-change, nor the data ratios unless ``weigh="yield"``. The starting settings (``start``: each size's hole and wait
+change, nor the data ratios unless ``weigh="yield"``, nor the makespan bounds unless ``lengths="frontier"``. The starting settings (``start``: each size's hole and wait
 ratio) and the hole ratio of the lesson last given (``lesson``, None when none is in place) are the engineer's
 state, in every decision record (``details["state"]``), handed back by the run through
 :meth:`GapEngineer.load_state`, so a resumed run restores the same ones.
@@ -62,11 +73,32 @@ from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
 from engineer.progress import rate_series
 from engineer.rule import RULE_METRICS, check_number_options, floored_shares, hole_ratio_cap, reweighted
-from simulator.config import SizeSpec, StageConfig
+from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
 GAP_REMEDIES = ("lesson", "drop")
 GAP_WEIGHS = ("keep", "yield")
+GAP_LENGTHS = ("keep", "frontier")
+
+
+def length_band(by_size_makespan: dict, side: int, min_episodes: int, reach: float, solved: float,
+                metric: str = "valid_rate") -> tuple[int, int] | None:
+    """``(min_makespan, max_makespan)`` of ``side`` from the behavior section's ``by_size_makespan``: over the
+    makespans with at least ``min_episodes`` (at least 1) episodes, the longest whose rate reaches ``reach`` and
+    the shortest up to it whose rate is below ``solved`` (the longest itself when all are at least ``solved``);
+    None when no makespan reaches ``reach``."""
+    rates = {}
+    for key, group in by_size_makespan.items():
+        head, _, tail = str(key).partition(":")
+        if head == str(side) and tail.isdigit() and isinstance(group, dict) and \
+                group.get("episodes", 0) >= max(min_episodes, 1):
+            rates[int(tail)] = float(group[metric])
+    reaching = [makespan for makespan, rate in rates.items() if rate >= reach]
+    if not reaching:
+        return None
+    top = max(reaching)
+    open_ = [makespan for makespan, rate in rates.items() if rate < solved and makespan <= top]
+    return (min(open_) if open_ else top), top
 
 
 def wait_rates(by_size_wait: dict, side: int, min_episodes: int, metric: str) -> tuple[float, float] | None:
@@ -81,7 +113,8 @@ def wait_rates(by_size_wait: dict, side: int, min_episodes: int, metric: str) ->
 @dataclass
 class GapEngineer:
     """See the module docstring. Options: ``make_engineer("gap", ratio=0.5, lesson_holes=0.0, lesson_wait=1.0,
-    hole_step=0.0, advance=0.15, remedy="lesson", weigh="keep", reach=0.05, floor=0.1)``."""
+    hole_step=0.0, advance=0.15, remedy="lesson", weigh="keep", reach=0.05, floor=0.1, lengths="keep",
+    solved=0.8, min_length_episodes=5)``."""
 
     ratio: float = 0.5
     """A size has a gap when its rate on instances that need a wait is below this share of its other rate."""
@@ -104,6 +137,13 @@ class GapEngineer:
     """With ``weigh="yield"``: a size whose yield is below this gets only ``floor``."""
     floor: float = 0.1
     """With ``weigh="yield"``: least data share of each size with a yield (times the share they hold together)."""
+    lengths: str = "keep"
+    """``keep`` (makespan bounds never change) or ``frontier`` (each size without waits trains on the plan lengths
+    its validation solves sometimes but not mostly)."""
+    solved: float = 0.8
+    """With ``lengths="frontier"``: a makespan solved at least this often is below the band."""
+    min_length_episodes: int = 5
+    """With ``lengths="frontier"``: fewer validation episodes of a size and makespan than this: no evidence."""
     metric: str = "valid_rate"
     name: str = "gap"
     start: dict = field(default_factory=dict)
@@ -112,13 +152,18 @@ class GapEngineer:
     def __post_init__(self) -> None:
         check_number_options("gap", self, (("ratio", 0.0, 1.0), ("lesson_holes", 0.0, 0.9),
                                            ("lesson_wait", 0.0, 1.0), ("hole_step", 0.0, 0.9),
-                                           ("advance", 0.0, 1.0), ("reach", 0.0, 1.0), ("floor", 0.0, 1.0)))
-        if isinstance(self.min_episodes, bool) or not isinstance(self.min_episodes, int) or self.min_episodes < 0:
-            raise ConfigError("gap.min_episodes", self.min_episodes, "an integer >= 0")
+                                           ("advance", 0.0, 1.0), ("reach", 0.0, 1.0), ("floor", 0.0, 1.0),
+                                           ("solved", 0.0, 1.0)))
+        for name in ("min_episodes", "min_length_episodes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"gap.{name}", value, "an integer >= 0")
         if self.remedy not in GAP_REMEDIES:
             raise ConfigError("gap.remedy", self.remedy, f"one of {', '.join(GAP_REMEDIES)}")
         if self.weigh not in GAP_WEIGHS:
             raise ConfigError("gap.weigh", self.weigh, f"one of {', '.join(GAP_WEIGHS)}")
+        if self.lengths not in GAP_LENGTHS:
+            raise ConfigError("gap.lengths", self.lengths, f"one of {', '.join(GAP_LENGTHS)}")
         if self.metric not in RULE_METRICS:
             raise ConfigError("gap.metric", self.metric, f"one of {', '.join(RULE_METRICS)}")
         self.load_state({"start": self.start, "lesson": self.lesson})
@@ -170,7 +215,7 @@ class GapEngineer:
             spec = sizes[side]
             waits = 0.0 if side in gaps else self.start[side][1]
             if waits != spec.wait_ratio:
-                sizes[side] = SizeSpec(spec.data_ratio, spec.hole_ratio, waits)
+                sizes[side] = replace(spec, wait_ratio=waits)
                 notes.append(f"{side}x{side}: wait ratio {spec.wait_ratio:g} -> {waits:g} ("
                              + ("instances that need a wait leave its training while it has a gap)" if side in gaps
                                 else "its gap has closed: the start wait ratio comes back)"))
@@ -213,6 +258,31 @@ class GapEngineer:
         weighed, text = reweighted(proposal, weights)
         notes.append(f"data by 1 / yield (sizes below {100 * self.reach:g}% get the floor {self.floor:g}): {text}")
         return weighed
+
+    def _lengths(self, context: EngineerContext, proposal: StageConfig, notes: list[str]) -> StageConfig:
+        """``proposal`` with each used size's makespan bounds set to its :func:`length_band` when it trains without
+        waits and has one, cleared otherwise."""
+        by_length = (context.section("behavior") or {}).get("by_size_makespan") or {}
+        if not by_length:
+            notes.append("no validation split by optimal makespan (behavior.by_size_makespan): lengths stay")
+            return proposal
+        sizes = dict(proposal.sizes)
+        for side in proposal.used_sizes():
+            spec = sizes[side]
+            band = None
+            if spec.wait_ratio > 0:
+                notes.append(f"{side}x{side} trains with waits: no makespan bounds")
+            else:
+                band = length_band(by_length, side, self.min_length_episodes, self.reach, self.solved, self.metric)
+                if band is None:
+                    notes.append(f"{side}x{side}: no makespan solved at least {100 * self.reach:g}% of the time "
+                                 f"(with {self.min_length_episodes}+ episodes): no makespan bounds")
+                else:
+                    notes.append(f"{side}x{side}: plans of makespan {band[0]}..{band[1]} (solved at least "
+                                 f"{100 * self.reach:g}% up to {band[1]}, below {100 * self.solved:g}% from {band[0]})")
+            least, most = band if band is not None else (None, None)
+            sizes[side] = replace(spec, min_makespan=least, max_makespan=most)
+        return replace(proposal, sizes=sizes)
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """A lesson in waiting on the smallest size while a size has a gap, the start settings back once none
@@ -259,6 +329,8 @@ class GapEngineer:
             proposal = self._drop(config, gaps, evidenced_sides, notes)
         else:
             proposal = self._lesson(context, config, gaps, used, notes)
+        if self.lengths == "frontier":
+            proposal = self._lengths(context, proposal, notes)
         if self.weigh == "yield":
             proposal = self._weigh(context, proposal, by_size_wait, notes)
         return decide(proposal, "gap: accepted" if proposal != config else "gap: nothing to change")
@@ -280,8 +352,8 @@ class GapEngineer:
             self.lesson = None
             notes.append(f"no gap: {lesson}x{lesson} gets back its start settings (holes {holes:g}, wait {waits:g})")
         sizes = dict(config.sizes)
-        sizes[lesson] = SizeSpec(spec.data_ratio, holes, waits)
+        sizes[lesson] = replace(spec, hole_ratio=holes, wait_ratio=waits)
         return replace(config, sizes=sizes)
 
 
-__all__ = ["GapEngineer", "wait_rates"]
+__all__ = ["GapEngineer", "length_band", "wait_rates"]

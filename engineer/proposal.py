@@ -68,6 +68,7 @@ from simulator.config import (
     MAX_HORIZON,
     MAX_SAMPLES,
     MAX_SEED,
+    REQUIRED_SIZE_KEYS,
     SIZE_KEYS,
     TOP_LEVEL_KEYS,
     StageConfig,
@@ -379,13 +380,15 @@ def _repair_sizes(sizes: Any, previous: StageConfig, repairs: list[str]) -> Any:
         where = f"sizes.{side}"
         fixed: dict[str, Any] = {}
         for name, value in entry.items():
-            if name in SIZE_KEYS:
+            if name in REQUIRED_SIZE_KEYS:
                 fixed[name] = _as_number(value, f"{where}.{name}", repairs)
+            elif name in SIZE_KEYS:  # a makespan bound: an integer or null
+                fixed[name] = None if value is None else _as_integer(value, f"{where}.{name}", repairs)
             else:
                 repairs.append(f"{where}: dropped unknown key {str(name)[:60]!r}")
         previous_spec = previous.sizes.get(side) if _is_int(side) else None
         for name in SIZE_KEYS:
-            if name not in fixed and previous_spec is not None:
+            if name not in fixed and previous_spec is not None and getattr(previous_spec, name) is not None:
                 fixed[name] = getattr(previous_spec, name)
                 repairs.append(f"{where}.{name}: missing; kept the previous {fixed[name]!r}")
         table[side] = fixed
@@ -411,7 +414,7 @@ def _merge_partial(table: dict, previous: StageConfig, repairs: list[str]) -> No
     for side in missing:
         spec = previous.sizes[side]
         share = spec.data_ratio * (1.0 - listed) / rest if rest > 0 else (1.0 - listed) / len(missing)
-        table[side] = {"data_ratio": share, "hole_ratio": spec.hole_ratio, "wait_ratio": spec.wait_ratio}
+        table[side] = {**spec.to_dict(), "data_ratio": share}
     repairs.append(f"sizes {', '.join(str(s) for s in sorted(missing))}: not in the answer, whose data ratios "
                    f"summed to {listed:.4g}; kept from the current config, scaled to fill the rest (a partial answer)")
 
@@ -492,7 +495,7 @@ def _cut_off(parsed: ParsedAnswer) -> str | None:
     sizes = parsed.document.get("sizes") if isinstance(parsed.document, Mapping) else None
     if isinstance(sizes, Mapping):
         for side, entry in sizes.items():
-            lacking = [key for key in SIZE_KEYS if not isinstance(entry, Mapping) or key not in entry]
+            lacking = [key for key in REQUIRED_SIZE_KEYS if not isinstance(entry, Mapping) or key not in entry]
             if lacking:
                 return (f"the answer stops inside its config block (cut off at the length limit?): size {side} "
                         f"lacks {', '.join(lacking)}, and sizes after it may be lost")

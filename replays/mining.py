@@ -23,6 +23,10 @@ Structure of ``to_dict()`` (version 1):
     of shortest paths solves it): keys ``"needs_wait"`` and ``"no_wait"``, and per map side ``"6:needs_wait"``,
     ``"6:no_wait"`` (ascending by side; a kind with no episode is left out). Waiting is a skill of its own: a
     policy can solve most instances and none that need a wait. Optional when read (absent: empty).
+``by_size_makespan``
+    the same group statistics of the labelled episodes per map side and optimal makespan, keyed
+    ``"<side>:<makespan>"`` (``"5:3"``), ascending by side, then makespan: how long a plan the policy can still
+    write. Optional when read (absent: empty).
 ``fail_steps``
     ``{category: {step: count}}``: when failures happen (1-based step; 0 for parse errors and for a plan with
     no step at all).
@@ -278,6 +282,8 @@ class FailureSummary:
     """Labelled episodes keyed by ``"needs_wait"`` / ``"no_wait"`` (a kind without episodes is absent)."""
     by_size_wait: Mapping[str, GroupStats]
     """The same per map side, keyed ``"6:needs_wait"`` / ``"6:no_wait"``, ascending by side."""
+    by_size_makespan: Mapping[str, GroupStats]
+    """Labelled episodes per map side and optimal makespan, keyed ``"5:3"``, ascending by side, then makespan."""
     fail_steps: Mapping[str, Mapping[str, int]]
     """``{category: {step: count}}``: the 1-based step of each failure (0 for parse errors and empty plans)."""
     fail_cells: Mapping[str, tuple[tuple[int, ...], ...]]
@@ -307,6 +313,7 @@ class FailureSummary:
             "by_agents_size": {key: group.to_dict() for key, group in self.by_agents_size.items()},
             "by_wait": {key: group.to_dict() for key, group in self.by_wait.items()},
             "by_size_wait": {key: group.to_dict() for key, group in self.by_size_wait.items()},
+            "by_size_makespan": {key: group.to_dict() for key, group in self.by_size_makespan.items()},
             "fail_steps": {name: dict(steps) for name, steps in self.fail_steps.items()},
             "fail_cells": {side: [list(row) for row in heat] for side, heat in self.fail_cells.items()},
             "instance_stats": {name: stats.to_dict() for name, stats in self.instance_stats.items()},
@@ -328,7 +335,7 @@ class FailureSummary:
         failure_rates = read_table(data, "failure_rates", where, _share)
         groups = {name: read_table(data, name, where, GroupStats.from_dict) for name in (
             "by_size", "by_agents", "by_agents_size")}
-        for name in ("by_wait", "by_size_wait"):  # optional: summaries written before the split lack them
+        for name in ("by_wait", "by_size_wait", "by_size_makespan"):  # optional: older summaries lack them
             groups[name] = read_table(data, name, where, GroupStats.from_dict) if isinstance(data, Mapping) and \
                 name in data else {}
         fail_steps = read_table(data, "fail_steps", where, lambda steps, at: read_mapping(steps, at, _count))
@@ -440,6 +447,8 @@ def summarize(episodes: Iterable, exemplars_per_category: int = 2) -> FailureSum
     kinds = {"needs_wait": labelled & waits, "no_wait": labelled & ~waits}
     by_size_wait = {f"{s}:{kind}": group((col["size"] == s) & mask) for s in sorted(set(col["size"].tolist()))
                     for kind, mask in kinds.items() if (mask & (col["size"] == s)).any()}
+    lengths = sorted(set(zip(col["size"][labelled].tolist(), col["makespan"][labelled].tolist()))) if total else []
+    by_size_makespan = {f"{s}:{m}": group(labelled & (col["size"] == s) & (col["makespan"] == m)) for s, m in lengths}
     fail_steps = {}
     for code in sorted(set(col["failure"][~valid].tolist())) if total else []:
         steps = col["fail_step"][(col["failure"] == code) & ~valid]
@@ -458,6 +467,7 @@ def summarize(episodes: Iterable, exemplars_per_category: int = 2) -> FailureSum
         by_agents_size={f"{k}x{s}": group((col["agents"] == k) & (col["size"] == s)) for k, s in pairs},
         by_wait={kind: group(mask) for kind, mask in kinds.items() if mask.any()},
         by_size_wait=by_size_wait,
+        by_size_makespan=by_size_makespan,
         fail_steps=dict(sorted(fail_steps.items())),
         fail_cells={str(size): tuple(map(tuple, heat.tolist())) for size, heat in sorted(fail_cells.items())},
         instance_stats={"failed": stats(~valid), "succeeded": stats(valid)},

@@ -15,10 +15,13 @@ A YAML or JSON mapping. ``agents``, ``samples`` and ``sizes`` are required; the 
 
 Per size: ``data_ratio`` is that size's share of the stage's samples (the shares sum to 1 within 1e-6; 0 keeps a
 size listed but unused), ``hole_ratio`` the share of cells that are holes (at most 0.9), ``wait_ratio`` the share
-of that size's instances whose optimal solution needs at least one agent to wait.
+of that size's instances whose optimal solution needs at least one agent to wait. Optional per size,
+``min_makespan`` and ``max_makespan`` (integers 1..4096, or null: no bound) keep only instances whose optimal
+makespan lies between them, the length of plan the stage asks for (e.g. ``{..., min_makespan: 2, max_makespan: 4}``).
 
 Canonical form (what :meth:`StageConfig.to_dict` and :func:`save_config` write): keys in the order above, every
-optional key written out, ``agents`` as an integer when min == max and as ``[min, max]`` otherwise, size keys as
+optional top-level key written out (a size's makespan bounds only when set, so documents without them read and
+write as before), ``agents`` as an integer when min == max and as ``[min, max]`` otherwise, size keys as
 decimal strings without leading zeros (``"4"``; JSON allows only string keys) in ascending numeric order, floats
 written with ``repr`` so they load back bit for bit. Input may also use integer size keys (YAML ``4:``).
 
@@ -34,6 +37,7 @@ the document's dotted form, e.g. ``sizes.6.hole_ratio``, the value and the allow
   ``free = s * s - holes`` free cells, and needs ``free >= agents max``. The reason: starts are distinct among
   themselves and so are goals (an agent's start may be its own goal), so K agents need K free cells and no more;
 * a size in use with ``wait_ratio > 0`` needs ``agents max >= 2``: a lone agent never has to wait;
+* ``min_makespan`` <= ``max_makespan`` when both are set;
 * unknown keys are rejected with the list of allowed keys; duplicate keys (also ``4`` next to ``"4"``) too.
 
 Sizes with ``data_ratio == 0`` are range-checked but skip the capacity and wait rules: they produce nothing.
@@ -71,7 +75,8 @@ DATA_RATIO_TOLERANCE = 1e-6  # how far the data ratios' sum may be from 1
 
 TOP_LEVEL_KEYS = ("agents", "samples", "seed", "slip", "horizon", "sizes")
 REQUIRED_KEYS = ("agents", "samples", "sizes")
-SIZE_KEYS = ("data_ratio", "hole_ratio", "wait_ratio")
+SIZE_KEYS = ("data_ratio", "hole_ratio", "wait_ratio", "min_makespan", "max_makespan")
+REQUIRED_SIZE_KEYS = SIZE_KEYS[:3]
 FORMATS = ("yaml", "json")
 _SIZES_ALLOWED = "a non-empty mapping of map side -> {data_ratio, hole_ratio, wait_ratio}"
 _SUFFIX_FORMATS = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
@@ -137,11 +142,24 @@ class SizeSpec:
     """Share of this size's cells that are holes, in [0, 0.9]; see :meth:`hole_count` for the exact count."""
     wait_ratio: float
     """Share of this size's instances whose optimal solution needs at least one agent to wait, in [0, 1]."""
+    min_makespan: int | None = None
+    """Least optimal makespan of this size's instances, 1..MAX_HORIZON; None: no lower bound."""
+    max_makespan: int | None = None
+    """Greatest optimal makespan of this size's instances, 1..MAX_HORIZON; None: no upper bound."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data_ratio", _checked_real(self.data_ratio, "data_ratio", 0.0, 1.0))
         object.__setattr__(self, "hole_ratio", _checked_real(self.hole_ratio, "hole_ratio", 0.0, MAX_HOLE_RATIO))
         object.__setattr__(self, "wait_ratio", _checked_real(self.wait_ratio, "wait_ratio", 0.0, 1.0))
+        for name in ("min_makespan", "max_makespan"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _checked_int(getattr(self, name), name, 1, MAX_HORIZON))
+        if None not in (self.min_makespan, self.max_makespan) and self.min_makespan > self.max_makespan:
+            raise ConfigError("max_makespan", self.max_makespan, f"at least min_makespan ({self.min_makespan})")
+
+    def makespan_bounds(self) -> tuple[int, int]:
+        """``(least, greatest)`` optimal makespan this size's instances may have (1 and MAX_HORIZON when unset)."""
+        return (self.min_makespan or 1, self.max_makespan or MAX_HORIZON)
 
     def hole_count(self, side: int) -> int:
         """Holes on a ``side x side`` map: ``hole_ratio * side**2`` rounded half up, computed exactly.
@@ -155,12 +173,19 @@ class SizeSpec:
         """Ice cells on a ``side x side`` map: ``side**2 - hole_count(side)``."""
         return side * side - self.hole_count(side)
 
-    def to_dict(self) -> dict[str, float]:
-        return {"data_ratio": self.data_ratio, "hole_ratio": self.hole_ratio, "wait_ratio": self.wait_ratio}
+    def to_dict(self) -> dict[str, float | int]:
+        """The three ratios, then each makespan bound that is set (an unset bound is left out)."""
+        out: dict[str, float | int] = {"data_ratio": self.data_ratio, "hole_ratio": self.hole_ratio,
+                                       "wait_ratio": self.wait_ratio}
+        for name in ("min_makespan", "max_makespan"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "") -> "SizeSpec":
-        """Build from ``{data_ratio, hole_ratio, wait_ratio}`` (all three required).
+        """Build from ``{data_ratio, hole_ratio, wait_ratio}`` (all three required) and the optional
+        ``min_makespan`` / ``max_makespan`` (null or absent: no bound).
 
         ``where`` prefixes the field names in errors, e.g. ``"sizes.6"`` gives ``sizes.6.hole_ratio``.
         """
@@ -168,13 +193,14 @@ class SizeSpec:
         if not isinstance(data, Mapping):
             raise ConfigError(where or "size", data, "a mapping {data_ratio: .., hole_ratio: .., wait_ratio: ..}")
         _reject_unknown_keys(data, SIZE_KEYS, where)
-        for key in SIZE_KEYS:
+        for key in REQUIRED_SIZE_KEYS:
             if key not in data:
                 raise ConfigError(
                     f"{prefix}{key}", None, "present: every size sets data_ratio, hole_ratio and wait_ratio"
                 )
         try:
-            return cls(data_ratio=data["data_ratio"], hole_ratio=data["hole_ratio"], wait_ratio=data["wait_ratio"])
+            return cls(data_ratio=data["data_ratio"], hole_ratio=data["hole_ratio"], wait_ratio=data["wait_ratio"],
+                       min_makespan=data.get("min_makespan"), max_makespan=data.get("max_makespan"))
         except ConfigError as error:
             raise ConfigError(f"{prefix}{error.field}", error.value, error.allowed) from None
 
@@ -582,9 +608,9 @@ def diff_configs(old: StageConfig, new: StageConfig) -> list[str]:
         else:
             old_spec, new_spec = old.sizes[side].to_dict(), new.sizes[side].to_dict()
             changes.extend(
-                f"sizes.{side}.{key}: {_shown(old_spec[key])} -> {_shown(new_spec[key])}"
+                f"sizes.{side}.{key}: {_shown(old_spec.get(key))} -> {_shown(new_spec.get(key))}"
                 for key in SIZE_KEYS
-                if old_spec[key] != new_spec[key]
+                if old_spec.get(key) != new_spec.get(key)
             )
     return changes
 
@@ -604,7 +630,7 @@ def config_json_schema() -> dict[str, Any]:
         "type": "object",
         "description": "How one map size is sampled.",
         "additionalProperties": False,
-        "required": list(SIZE_KEYS),
+        "required": list(REQUIRED_SIZE_KEYS),
         "properties": {
             "data_ratio": {
                 "type": "number",
@@ -632,6 +658,27 @@ def config_json_schema() -> dict[str, Any]:
                 "description": (
                     "Share of this size's instances whose optimal solution needs at least one agent to wait to "
                     "resolve a conflict, 0..1. Must be 0 when every instance has a single agent."
+                ),
+            },
+            "min_makespan": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "maximum": MAX_HORIZON,
+                "default": None,
+                "description": (
+                    f"Optional, 1..{MAX_HORIZON} or null (default: no bound): only instances whose optimal makespan "
+                    "(the steps the best joint plan takes) is at least this. With max_makespan it sets how long "
+                    "the plans this size asks for are."
+                ),
+            },
+            "max_makespan": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "maximum": MAX_HORIZON,
+                "default": None,
+                "description": (
+                    f"Optional, 1..{MAX_HORIZON} or null (default: no bound): only instances whose optimal makespan "
+                    "is at most this (at least min_makespan). Small values put agents near their goals."
                 ),
             },
         },

@@ -9,10 +9,14 @@ own random stream, seeded by ``(seed, size, i)``, until one fits:
 2. distinct starts and distinct goals on ice, each goal different from its agent's start;
 3. the optimal solver certifies it solvable (unsolvable candidates and those over the solver's node budget are
    rejected, never labelled);
-4. its ``needs_wait`` label matches the slot.
+4. its ``needs_wait`` label matches the slot;
+5. its optimal makespan lies within the size's ``min_makespan`` / ``max_makespan`` when they are set (a candidate
+   whose farthest agent is already beyond ``max_makespan`` on the bare map is rejected before the solver runs).
 
 Every slot has ``max_attempts`` candidates; when they run out, generation stops with a :class:`ConfigError`
-naming the knob (``sizes.<s>.wait_ratio`` or ``sizes.<s>.hole_ratio``) and what was seen, instead of looping on.
+naming the knob (``sizes.<s>.wait_ratio``, ``sizes.<s>.hole_ratio`` or ``sizes.<s>.max_makespan``) and what was
+seen, instead of looping on. Without makespan bounds no candidate is drawn or judged differently, so documents
+without them give the same instances as before the bounds existed.
 Because slots are independent streams, instance ``i`` does not depend on how the others went.
 
 ``needs_wait`` (see ``simulator.needs_wait``): no conflict-free plan exists in which every agent walks one of its
@@ -120,6 +124,7 @@ class SizeReport:
     rejected_unsolvable: int
     rejected_solver_limit: int
     rejected_wait_label: int
+    rejected_makespan: int = 0  # outside the size's min_makespan..max_makespan
 
 
 @dataclass
@@ -342,7 +347,9 @@ def generate(
 
 def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempts, solver_nodes, report, spec):
     rng = _slot_rng(seed, size, index)
-    counts = {"unsolvable": 0, "limit": 0, "label": 0}
+    counts = {"unsolvable": 0, "limit": 0, "label": 0, "makespan": 0}
+    least, most = spec.makespan_bounds()
+    bounded = spec.min_makespan is not None or spec.max_makespan is not None
     for _attempt in range(max_attempts):
         report.candidates += 1
         instance = _sample_candidate(rng, size, n_holes, n_agents)
@@ -356,6 +363,11 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
             counts["label"] += 1
             report.rejected_wait_label += 1
             continue
+        distances = bare_distances(instance)
+        if bounded and int(distances.max()) > most:  # the makespan is at least the farthest agent's distance
+            counts["makespan"] += 1
+            report.rejected_makespan += 1
+            continue
         solution = solve(instance, max_nodes=solver_nodes)
         if solution.status != "solved":
             key = "unsolvable" if solution.status == "unsolvable" else "limit"
@@ -365,7 +377,10 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
             else:
                 report.rejected_solver_limit += 1
             continue
-        distances = bare_distances(instance)
+        if bounded and not least <= solution.makespan <= most:
+            counts["makespan"] += 1
+            report.rejected_makespan += 1
+            continue
         return LabelledInstance(
             instance=instance,
             size=size,
@@ -378,7 +393,15 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
             plan=solution.plan,
         )
     kind = "needs a wait" if wants_wait else "needs no wait"
-    if counts["label"] >= max(counts["unsolvable"], counts["limit"]) and not wants_wait and spec.wait_ratio == 0:
+    if counts["makespan"] >= max(counts["unsolvable"], counts["limit"], counts["label"]):
+        field_name, value, allowed = (
+            f"sizes.{size}.max_makespan",
+            spec.max_makespan,
+            f"makespan bounds this map size can meet: {counts['makespan']} of {max_attempts} candidates "
+            f"({size}x{size}, {n_agents} agents, {n_holes} holes, {kind}) had an optimal makespan outside "
+            f"{least}..{most} (min_makespan {spec.min_makespan}, max_makespan {spec.max_makespan})",
+        )
+    elif counts["label"] >= max(counts["unsolvable"], counts["limit"]) and not wants_wait and spec.wait_ratio == 0:
         field_name, value, allowed = (  # the wait ratio cannot go lower: the map is too crowded to avoid waits
             f"sizes.{size}.hole_ratio",
             spec.hole_ratio,

@@ -427,7 +427,9 @@ def test_to_dict__canonical_form():
     assert list(canonical) == list(config.TOP_LEVEL_KEYS)
     assert canonical["agents"] == [2, 3]
     assert list(canonical["sizes"]) == ["4", "6"]
-    assert list(canonical["sizes"]["4"]) == list(config.SIZE_KEYS)
+    assert list(canonical["sizes"]["4"]) == list(config.REQUIRED_SIZE_KEYS)  # unset makespan bounds are left out
+    document["sizes"][4] = dict(document["sizes"][4], max_makespan=5, min_makespan=2)
+    assert list(StageConfig.from_dict(document).to_dict()["sizes"]["4"]) == list(config.SIZE_KEYS)
     assert StageConfig.from_dict(dict(document, agents=[3, 3])).to_dict()["agents"] == 3
 
 

@@ -71,7 +71,7 @@ def test_failure_summary__from_dict_of_to_dict_is_the_same_document_in_the_same_
     document = summary.to_dict()
     assert list(document) == ["summary_version", "episodes", "valid", "optimal", "valid_rate", "optimal_rate",
                               "failures", "failure_rates", "by_size", "by_agents", "by_agents_size", "by_wait",
-                              "by_size_wait", "fail_steps",
+                              "by_size_wait", "by_size_makespan", "fail_steps",
                               "fail_cells", "instance_stats", "reward", "completion_tokens_mean", "exemplars"]
     again = _round_trip(document, FailureSummary.from_dict)
     assert json.dumps(again) == json.dumps(document)
