@@ -525,8 +525,21 @@ class Run:
 
 
 def _read_summary(path: Path) -> StageEvidence:
-    """A ``summary.json`` the stage loop wrote, read back (a bad one raises ConfigError naming the file and key)."""
-    return StageEvidence.from_dict(json.loads(path.read_text()), str(path))
+    """A ``summary.json`` the stage loop wrote, read back (a bad one raises ConfigError naming the file and key).
+
+    A summary written before the split by optimal makespan existed (a run folder of an older version, or a warm
+    start another arm made) gets the split from the ``validation.mlr`` beside it, in memory: the engineer of a
+    new arm reads the same evidence as one that validated itself, and the folder is not rewritten."""
+    evidence = StageEvidence.from_dict(json.loads(path.read_text()), str(path))
+    replay = path.parent / "validation.mlr"
+    if not evidence.failures.by_size_makespan and evidence.failures.episodes and replay.exists():
+        from replays.mining import summarize
+        from replays.reader import ReplayReader
+
+        with ReplayReader(replay) as reader:
+            split = summarize(reader, exemplars_per_category=0).by_size_makespan
+        evidence = replace(evidence, failures=replace(evidence.failures, by_size_makespan=split))
+    return evidence
 
 
 def answer_churn(before: Path, after: Path) -> dict:
