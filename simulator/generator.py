@@ -14,8 +14,8 @@ own random stream, seeded by ``(seed, size, i)``, until one fits:
    whose farthest agent is already beyond ``max_makespan`` on the bare map is rejected before the solver runs).
 
 Every slot has ``max_attempts`` candidates; when they run out, generation stops with a :class:`ConfigError`
-naming the knob (``sizes.<s>.wait_ratio``, ``sizes.<s>.hole_ratio`` or ``sizes.<s>.max_makespan``) and what was
-seen, instead of looping on. Without makespan bounds no candidate is drawn or judged differently, so documents
+naming the knob (``sizes.<s>.wait_ratio``, ``hole_ratio``, ``min_makespan`` or ``max_makespan``) and what was seen,
+instead of looping on. Without makespan bounds no candidate is drawn or judged differently, so documents
 without them give the same instances as before the bounds existed.
 Because slots are independent streams, instance ``i`` does not depend on how the others went.
 
@@ -347,7 +347,7 @@ def generate(
 
 def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempts, solver_nodes, report, spec):
     rng = _slot_rng(seed, size, index)
-    counts = {"unsolvable": 0, "limit": 0, "label": 0, "makespan": 0}
+    counts = {"unsolvable": 0, "limit": 0, "label": 0, "makespan": 0, "short": 0}
     least, most = spec.makespan_bounds()
     bounded = spec.min_makespan is not None or spec.max_makespan is not None
     for _attempt in range(max_attempts):
@@ -379,6 +379,7 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
             continue
         if bounded and not least <= solution.makespan <= most:
             counts["makespan"] += 1
+            counts["short"] += solution.makespan < least
             report.rejected_makespan += 1
             continue
         return LabelledInstance(
@@ -394,12 +395,14 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
         )
     kind = "needs a wait" if wants_wait else "needs no wait"
     if counts["makespan"] >= max(counts["unsolvable"], counts["limit"], counts["label"]):
+        bound = "min_makespan" if 2 * counts["short"] > counts["makespan"] else "max_makespan"
         field_name, value, allowed = (
-            f"sizes.{size}.max_makespan",
-            spec.max_makespan,
+            f"sizes.{size}.{bound}",
+            getattr(spec, bound),
             f"makespan bounds this map size can meet: {counts['makespan']} of {max_attempts} candidates "
-            f"({size}x{size}, {n_agents} agents, {n_holes} holes, {kind}) had an optimal makespan outside "
-            f"{least}..{most} (min_makespan {spec.min_makespan}, max_makespan {spec.max_makespan})",
+            f"({size}x{size}, {n_agents} agents, {n_holes} holes, {kind}) had an optimal makespan outside the band "
+            + (f"{least}..{most}" if spec.min_makespan and spec.max_makespan else
+               f"of at least {least}" if spec.min_makespan else f"of at most {most}"),
         )
     elif counts["label"] >= max(counts["unsolvable"], counts["limit"]) and not wants_wait and spec.wait_ratio == 0:
         field_name, value, allowed = (  # the wait ratio cannot go lower: the map is too crowded to avoid waits

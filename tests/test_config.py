@@ -88,8 +88,11 @@ def stage_configs(draw) -> StageConfig:
         # Stay within the capacity rule: at most side*side - agents_max holes.
         max_hole = min(config.MAX_HOLE_RATIO, (side * side - agents_max) / (side * side))
         wait = draw(st.floats(0.0, 1.0)) if agents_max >= 2 else 0.0
+        least = draw(st.none() | st.integers(1, config.MAX_HORIZON))
+        most = draw(st.none() | st.integers(least or 1, config.MAX_HORIZON))
         sizes[side] = SizeSpec(
-            data_ratio=weight / sum(weights), hole_ratio=draw(st.floats(0.0, max_hole)), wait_ratio=wait
+            data_ratio=weight / sum(weights), hole_ratio=draw(st.floats(0.0, max_hole)), wait_ratio=wait,
+            min_makespan=least, max_makespan=most,
         )
     return StageConfig(
         agents_min=agents_min,
@@ -212,6 +215,13 @@ BAD_DOCUMENTS = [
         False,
     ),
     ("waits with one agent", _set("agents", 1), "sizes.4.wait_ratio", False),
+    ("min makespan zero", _set("sizes.4.min_makespan", 0), "sizes.4.min_makespan", True),
+    ("max makespan too long", _set("sizes.4.max_makespan", 4097), "sizes.4.max_makespan", True),
+    ("max makespan fractional", _set("sizes.6.max_makespan", 3.5), "sizes.6.max_makespan", True),
+    ("min makespan bool", _set("sizes.6.min_makespan", True), "sizes.6.min_makespan", True),
+    ("min makespan string", _set("sizes.6.min_makespan", "3"), "sizes.6.min_makespan", True),
+    ("makespan band reversed", _chain(_set("sizes.4.min_makespan", 5), _set("sizes.4.max_makespan", 3)),
+     "sizes.4.max_makespan", False),
 ]
 
 
@@ -335,6 +345,9 @@ def test_size_spec__hole_count_rounds_half_up_exactly(hole_ratio, side, holes):
         ({"wait_ratio": NAN}, "wait_ratio"),
         ({"wait_ratio": "0.5"}, "wait_ratio"),
         ({"data_ratio": True}, "data_ratio"),
+        ({"min_makespan": 0}, "min_makespan"),
+        ({"max_makespan": 2.0}, "max_makespan"),
+        ({"min_makespan": 4, "max_makespan": 3}, "max_makespan"),
     ],
 )
 def test_size_spec__bad_value_names_bare_field(kwargs, field):
@@ -651,6 +664,12 @@ def test_diff_configs__lists_each_change_readably():
         "sizes.8: added {data_ratio: 0.2, hole_ratio: 0.3, wait_ratio: 0.5}",
     ]
     assert diff_configs(new, old)[0] == "agents: [2, 3] -> 2"
+    document["sizes"]["6"].update(min_makespan=2, max_makespan=None)  # null is the same as absent
+    bounded = StageConfig.from_dict(document)
+    assert bounded.sizes[6].max_makespan is None and bounded.sizes[6].makespan_bounds() == (2, config.MAX_HORIZON)
+    assert diff_configs(new, bounded) == ["sizes.6.min_makespan: null -> 2"]
+    assert "min_makespan: 2" in format_config_text(bounded, "yaml") and "max_makespan" not in format_config_text(
+        bounded, "yaml")
 
 
 # --- JSON Schema ---------------------------------------------------------------------------------------------

@@ -342,6 +342,25 @@ def test_run__the_progress_engineer_steers_by_the_rejection_sampling_rounds(tmp_
     assert "sampled valid by round" in decision["context_text"]
 
 
+def test_read_summary__a_summary_without_the_makespan_split_gets_it_from_the_replays_beside_it(finished_run, tmp_path):
+    import shutil
+
+    from curriculum.run import _read_summary
+
+    stage = finished_run.run_dir / "stage-01"
+    fresh = _read_summary(stage / "summary.json")
+    assert fresh.failures.by_size_makespan  # the run wrote the split itself
+    old = tmp_path / "stage"
+    old.mkdir()
+    document = json.loads((stage / "summary.json").read_text())
+    del document["by_size_makespan"]  # as a run folder of a version before the split has it
+    (old / "summary.json").write_text(json.dumps(document))
+    assert _read_summary(old / "summary.json").failures.by_size_makespan == {}  # no replays beside it: none
+    shutil.copy(stage / "validation.mlr", old / "validation.mlr")
+    read = _read_summary(old / "summary.json")
+    assert read == fresh and json.loads((old / "summary.json").read_text()) == document  # nothing rewritten
+
+
 def test_run__the_gap_engineer_reads_the_validation_split_the_run_records(tmp_path):
     config = small_config(tmp_path, "gap", **{"engineer.spec": "gap", "engineer.options": {"min_episodes": 1},
                                               "stages": 1, "validation.samples": 40})

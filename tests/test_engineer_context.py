@@ -142,9 +142,23 @@ def test_context__behavior_splits_instances_by_need_of_a_wait(episodes, stage_co
     line = next(line for line in behavior.text.splitlines() if line.startswith("  5x5: valid needs a wait"))
     assert f"of {len(waiting)}" in line and "no wait needed" in line
     old = summarize(episodes).to_dict()
-    del old["by_wait"], old["by_size_wait"]  # a summary written before the split: no such lines
+    del old["by_wait"], old["by_size_wait"], old["by_size_makespan"]  # written before the splits: no such lines
     before = build_context(FailureSummary.from_dict(old), stage_config, [], sections="behavior")
     assert before.data["behavior"]["by_wait"] == {} and "need a wait" not in before.text
+    assert before.data["behavior"]["by_size_makespan"] == {} and "per optimal makespan" not in before.text
+
+
+def test_context__behavior_splits_instances_by_optimal_makespan(episodes, stage_config):
+    behavior = build_context(summarize(episodes), stage_config, [], sections="behavior")
+    fives = sorted({ep.labels.optimal_makespan for ep in episodes if ep.labels.size == 5})
+    line = next(line for line in behavior.text.splitlines() if line.startswith("  5x5: ") and "/" in line
+                and "valid" not in line)
+    for makespan in fives:
+        members = [ep for ep in episodes if ep.labels.size == 5 and ep.labels.optimal_makespan == makespan]
+        group = behavior.data["behavior"]["by_size_makespan"][f"5:{makespan}"]
+        assert (group["episodes"], group["valid"]) == (len(members), sum(ep.outcome.valid for ep in members))
+        assert f"{makespan} {group['valid']}/{group['episodes']}" in line
+    assert "valid per optimal makespan" in behavior.text
 
 
 def test_context__history_scores_that_are_not_numbers_become_none(episodes, stage_config):

@@ -15,6 +15,7 @@ import pytest
 from engineer import build_context, make_engineer
 from engineer.engineers import ENGINEERS
 from engineer.evidence import StageEvidence
+from engineer.gap import length_band
 from engineer.llm import LLMEngineer
 from engineer.rule import hole_ratio_cap
 from policy.backend_base import Generation
@@ -311,9 +312,11 @@ def test_progress__no_movement_or_no_signal_moves_nothing_and_bad_options_or_sta
 
 # --- gap -----------------------------------------------------------------------------------------------------
 def _wait_context(split: dict[int, tuple[float, float, int]], config: StageConfig = CONFIG, sections=None,
-                  rounds: list[dict[int, float]] | None = None):
+                  rounds: list[dict[int, float]] | None = None,
+                  lengths: dict[int, dict[int, tuple[float, int]]] | None = None):
     """A context whose validation split is {side: (rate when a wait is needed, rate otherwise, episodes of each)},
-    with the training rounds' sampled valid rates [{side: rate}] when given."""
+    with the training rounds' sampled valid rates [{side: rate}] and the split by optimal makespan
+    {side: {makespan: (rate, episodes)}} when given."""
     def group(rate: float, n: int) -> dict:
         valid = round(rate * n)
         return {"episodes": n, "valid": valid, "optimal": valid, "valid_rate": rate, "optimal_rate": rate,
@@ -324,6 +327,9 @@ def _wait_context(split: dict[int, tuple[float, float, int]], config: StageConfi
         by_size_wait[f"{side}:needs_wait"] = group(waits, n)
         by_size_wait[f"{side}:no_wait"] = group(others, n)
     extra = {}
+    if lengths:
+        extra["by_size_makespan"] = {f"{side}:{makespan}": group(rate, n) for side, cells in lengths.items()
+                                     for makespan, (rate, n) in cells.items()}
     if rounds:
         def figures(rate: float) -> dict:
             return {"groups": 8, "reward_mean": rate, "valid_rate": rate, "zero_variance_share": 0.0,
@@ -472,6 +478,55 @@ def test_gap__without_the_split_or_with_one_agent_nothing_moves_and_bad_options_
         make_engineer("gap").load_state({"start": {"3": {"hole_ratio": "low", "wait_ratio": 0.3}}})
     with pytest.raises(ConfigError, match="gap state"):
         make_engineer("gap").load_state({"start": {}, "lesson": "open"})
+
+
+def test_length_band__from_the_shortest_unsolved_to_the_longest_reached_makespan_with_enough_episodes():
+    def table(cells: dict[int, tuple[float, int]]) -> dict:
+        return {f"4:{m}": {"episodes": n, "valid_rate": rate} for m, (rate, n) in cells.items()}
+
+    rows = [  # (cells {makespan: (rate, episodes)}, band)
+        ({1: (1.0, 10), 2: (0.9, 10), 3: (0.5, 10), 4: (0.1, 10), 5: (0.0, 10)}, (3, 4)),
+        ({1: (0.9, 10), 2: (0.6, 3), 3: (0.3, 10), 4: (0.04, 10), 5: (0.2, 4)}, (3, 3)),  # 2 and 5: too few
+        ({1: (1.0, 10), 2: (0.85, 10), 3: (0.0, 10)}, (2, 2)),  # every reached makespan solved: the longest
+        ({2: (0.5, 10), 1: (0.7, 10), 6: (0.06, 5)}, (1, 6)),  # a reached makespan beyond a gap counts
+        ({1: (0.04, 10), 2: (0.0, 10)}, None),  # nothing reaches 5%
+        ({}, None),
+    ]
+    for cells, band in rows:
+        assert length_band(table(cells), 4, min_episodes=5, reach=0.05, solved=0.8) == band, cells
+    junk = {"4:x": {"episodes": 9, "valid_rate": 0.5}, "5:3": {"episodes": 9, "valid_rate": 0.5}, "4:2": "bad"}
+    assert length_band(junk, 4, min_episodes=5, reach=0.05, solved=0.8) is None
+
+
+def test_gap__lengths_frontier_bands_each_size_without_waits_and_clears_the_bands_it_cannot_set():
+    gap = make_engineer("gap", remedy="drop", lengths="frontier")
+    split = {3: (0.0, 0.6, 30), 4: (0.0, 0.5, 30), 5: (0.0, 0.1, 30), 6: (0.3, 0.4, 30)}
+    lengths = {3: {1: (1.0, 10), 2: (0.9, 10), 3: (0.5, 10), 4: (0.1, 10), 5: (0.0, 10)},
+               4: {1: (0.9, 10), 2: (0.6, 3), 3: (0.3, 10), 4: (0.04, 10)},
+               5: {3: (0.0, 10), 4: (0.0, 10)},
+               6: {1: (1.0, 10), 2: (0.5, 10)}}
+    start = StageConfig.from_dict({**CONFIG.to_dict(), "sizes": {
+        **CONFIG.to_dict()["sizes"], "5": {"data_ratio": 0.25, "hole_ratio": 0.2, "wait_ratio": 0.3,
+                                           "min_makespan": 2, "max_makespan": 3}}})
+    decision = gap.propose(_wait_context(split, lengths=lengths, config=start), start)
+    sizes = decision.config.sizes
+    # 3x3, 4x4, 5x5 have a gap and train without waits; 6x6 has none and keeps its waits (no band with waits);
+    # 5x5 solves no makespan: the band it had is cleared
+    assert {side: (spec.wait_ratio, spec.min_makespan, spec.max_makespan) for side, spec in sizes.items()} == {
+        3: (0.0, 3, 4), 4: (0.0, 3, 3), 5: (0.0, None, None), 6: (0.3, None, None)}
+    assert all(spec.data_ratio == 0.25 and spec.hole_ratio == 0.2 for spec in sizes.values())
+    assert "3x3: plans of makespan 3..4" in decision.rationale and "6x6 trains with waits" in decision.rationale
+    assert "sizes.3.min_makespan: null -> 3" in decision.diff and "sizes.5.max_makespan: 3 -> null" in decision.diff
+    # the default keeps the bounds a config has, through the drop remedy's changes too
+    kept = make_engineer("gap", remedy="drop").propose(_wait_context(split, lengths=lengths, config=start), start)
+    assert (kept.config.sizes[5].min_makespan, kept.config.sizes[5].max_makespan) == (2, 3)
+    assert kept.config.sizes[5].wait_ratio == 0.0
+    # a summary without the split by makespan: the bounds stay
+    older = make_engineer("gap", remedy="drop", lengths="frontier").propose(_wait_context(split, config=start), start)
+    assert older.config.sizes[5].max_makespan == 3 and "lengths stay" in older.rationale
+    for option, value in (("lengths", "short"), ("solved", 1.5), ("min_length_episodes", -1)):
+        with pytest.raises(ConfigError, match=f"gap.{option}"):
+            make_engineer("gap", **{option: value})
 
 
 # --- rule ----------------------------------------------------------------------------------------------------

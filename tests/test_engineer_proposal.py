@@ -177,6 +177,14 @@ CASES = {
     "duplicate_side_spellings": ("agents: 2\nsizes:\n  4: {data_ratio: 0.5, hole_ratio: 0.1, wait_ratio: 0.2}\n"
                                  "  4x4: {data_ratio: 0.5, hole_ratio: 0.1, wait_ratio: 0.2}\n", False, "sizes", None),
     "boolean_ratio": (json.dumps(_doc(sizes__4__hole_ratio=True)), False, "sizes.4.hole_ratio", None),
+    "makespan_bounds_as_text": (json.dumps(_doc(sizes__4__min_makespan="3", sizes__4__max_makespan=5.0)), True,
+                                "5.0 read as the integer 5",
+                                lambda c: c.sizes[4].makespan_bounds() == (3, 5) and c.sizes[6].max_makespan is None),
+    "makespan_bound_null": (json.dumps(_doc(sizes__4__max_makespan=None)), True, "accepted",
+                            lambda c: c.sizes[4].max_makespan is None),
+    "makespan_band_reversed": (json.dumps(_doc(sizes__4__min_makespan=5, sizes__4__max_makespan=2)), False,
+                               "sizes.4.max_makespan", None),
+    "makespan_bound_zero": (json.dumps(_doc(sizes__6__max_makespan=0)), False, "sizes.6.max_makespan", None),
     "yaml_date_value": ("agents: 2\nsamples: 2024-01-01\nsizes:\n  4: {data_ratio: 1, hole_ratio: 0.1, wait_ratio: 0.2}\n",
                         True, "samples", lambda c: c.samples == 1000),
 }
@@ -194,6 +202,19 @@ def test_decide_from_answer__table(name):
         assert check(decision.config)
     if accepted:
         assert decision.proposal is not None
+
+
+def test_decide_from_answer__makespan_bounds_left_out_are_kept_from_the_current_config():
+    bounded = StageConfig.from_dict({**PREVIOUS.to_dict(), "sizes": {
+        "4": {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.3, "min_makespan": 2, "max_makespan": 4},
+        "6": {"data_ratio": 0.5, "hole_ratio": 0.3, "wait_ratio": 0.3, "max_makespan": 6}}})
+    whole = decide_from_answer("test", GOOD_JSON, bounded)
+    assert whole.accepted and whole.config.sizes[4].makespan_bounds()[0] == 2 and whole.config.sizes[6].max_makespan == 6
+    assert "sizes.4.min_makespan: missing; kept the previous 2" in whole.repairs
+    assert not any("sizes.6.min_makespan" in repair for repair in whole.repairs)  # unset before: nothing to keep
+    partial = decide_from_answer("test", json.dumps({"sizes": {"4": {"data_ratio": 0.3, "hole_ratio": 0.2,
+                                                                      "wait_ratio": 0.3}}}), bounded)
+    assert partial.accepted and partial.config.sizes[6].max_makespan == 6  # a size left out keeps its bounds
 
 
 def test_decide_from_answer__rationale_is_the_prose_around_the_document():

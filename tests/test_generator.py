@@ -7,6 +7,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from simulator import constants as C
 from simulator.config import StageConfig
@@ -103,6 +105,67 @@ def test_generate__unsatisfiable_configs_fail_fast_naming_the_knob(document, fie
     with pytest.raises(ConfigError) as info:
         generate(StageConfig.from_dict(document), max_attempts=200)
     assert info.value.field == field
+
+
+BOUNDED = {
+    "agents": 2,
+    "samples": 60,
+    "seed": 11,
+    "sizes": {
+        3: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.0, "min_makespan": 2, "max_makespan": 3},
+        5: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.4, "max_makespan": 4},
+    },
+}
+
+
+def test_generate__makespan_bounds_keep_only_instances_in_the_band_with_checked_certificates():
+    stage = generate(StageConfig.from_dict(BOUNDED))
+    items = stage.instances
+    assert [it.size for it in items] == [3] * 30 + [5] * 30
+    result = judge_plans([it.instance for it in items], [it.plan for it in items])
+    assert result.valid.all() and np.array_equal(result.makespan, [it.optimal_makespan for it in items])
+    for item in items:
+        assert (2 if item.size == 3 else 1) <= item.optimal_makespan <= (3 if item.size == 3 else 4)
+        if item.size == 3:  # the solver's optimum, checked by exhaustive search on the small map
+            assert brute_force_optimum(item.instance, 30) == (item.optimal_makespan, item.optimal_sum_of_costs)
+    assert sum(it.needs_wait for it in items if it.size == 5) == 12  # the wait ratio is still met inside the band
+    assert stage.reports[3].rejected_makespan > 0 and stage.reports[5].rejected_makespan > 0
+    # without the bounds the same seed draws longer plans too: the band is what removed them
+    unbounded = {**BOUNDED, "sizes": {side: {key: value for key, value in spec.items() if "makespan" not in key}
+                                      for side, spec in BOUNDED["sizes"].items()}}
+    lengths = [it.optimal_makespan for it in generate(StageConfig.from_dict(unbounded)).instances]
+    assert max(lengths) > 4 and min(lengths) < 2
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(side=st.integers(3, 5), least=st.integers(1, 9), width=st.integers(0, 3), seed=st.integers(0, 2**32))
+def test_generate__any_band_gives_instances_inside_it_or_an_error_naming_a_bound(side, least, width, seed):
+    spec = {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0, "min_makespan": least,
+            "max_makespan": least + width}
+    config = StageConfig.from_dict({"agents": 2, "samples": 4, "seed": seed, "sizes": {side: spec}})
+    try:
+        items = generate(config, max_attempts=300).instances
+    except ConfigError as error:
+        assert error.field in (f"sizes.{side}.min_makespan", f"sizes.{side}.max_makespan")
+        assert "makespan outside the band" in error.allowed
+        return
+    assert all(least <= it.optimal_makespan <= least + width for it in items)
+
+
+def test_generate__a_band_no_map_of_the_size_has_names_the_bound():
+    document = {"agents": 2, "samples": 2, "sizes": {3: {"data_ratio": 1, "hole_ratio": 0.0, "wait_ratio": 0.0,
+                                                         "min_makespan": 40}}}
+    with pytest.raises(ConfigError) as info:
+        generate(StageConfig.from_dict(document), max_attempts=50)
+    assert info.value.field == "sizes.3.min_makespan"
+    assert "of 50 candidates" in info.value.allowed and "outside the band of at least 40" in info.value.allowed
+    document["sizes"][3].update(min_makespan=None, max_makespan=1, wait_ratio=0.0)
+    document["sizes"][4] = document["sizes"].pop(3)
+    document["sizes"][4]["hole_ratio"] = 0.0
+    document["agents"] = 8  # eight agents on a 4x4 map are never all one step from their goals and conflict-free
+    with pytest.raises(ConfigError) as info:
+        generate(StageConfig.from_dict(document), max_attempts=50)
+    assert info.value.field in ("sizes.4.max_makespan", "sizes.4.hole_ratio")
 
 
 def test_jsonl__round_trip_and_corrupt_line(tmp_path, mixed_stage):

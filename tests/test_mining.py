@@ -91,11 +91,24 @@ def test_summary__wait_split_equals_the_split_recomputed_from_episodes(episodes_
     assert "needs_wait 0% of" in render_summary(greedy, exemplars=False)
 
 
+def test_summary__makespan_split_equals_the_split_recomputed_from_episodes(episodes_by_policy):
+    episodes = [ep for eps in episodes_by_policy.values() for ep in eps]
+    data = summarize(episodes).to_dict()
+    cells = sorted({(ep.labels.size, ep.labels.optimal_makespan) for ep in episodes})
+    assert list(data["by_size_makespan"]) == [f"{side}:{makespan}" for side, makespan in cells]  # ascending
+    for side, makespan in cells:
+        members = [ep for ep in episodes if (ep.labels.size, ep.labels.optimal_makespan) == (side, makespan)]
+        group = data["by_size_makespan"][f"{side}:{makespan}"]
+        assert (group["episodes"], group["valid"]) == (len(members), sum(ep.outcome.valid for ep in members))
+    assert summarize(episodes_by_policy["oracle"]).by_size_makespan[f"{cells[0][0]}:{cells[0][1]}"].valid_rate == 1.0
+
+
 def test_summary__written_before_the_wait_split_reads_back_without_it(episodes_by_policy):
     data = summarize(episodes_by_policy["greedy"]).to_dict()
-    del data["by_wait"], data["by_size_wait"]
+    del data["by_wait"], data["by_size_wait"], data["by_size_makespan"]
     old = FailureSummary.from_dict(data)
-    assert old.by_wait == {} and old.by_size_wait == {} and "need of a wait" not in render_summary(old)
+    assert old.by_wait == {} and old.by_size_wait == {} and old.by_size_makespan == {}
+    assert "need of a wait" not in render_summary(old)
     only_waits = summarize([ep for ep in episodes_by_policy["oracle"] if ep.labels.needs_wait])
     assert list(only_waits.by_wait) == ["needs_wait"]  # a kind without episodes is left out
 
