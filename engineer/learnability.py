@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
 from engineer.rule import RULE_METRICS, rounded_shares, size_rates
-from simulator.config import SizeSpec, StageConfig
+from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
 
@@ -95,7 +95,7 @@ class LearnabilityEngineer:
                          else "no size has enough episodes: no weight moves")
             return decide(config, "learnability: nothing to change", notes)
         shares = rounded_shares(weights)
-        sizes = {side: SizeSpec(shares[side], spec.hole_ratio, spec.wait_ratio) for side, spec in config.sizes.items()}
+        sizes = {side: replace(spec, data_ratio=shares[side]) for side, spec in config.sizes.items()}
         for side, rate in sorted(rates.items()):
             notes.append(f"size {side}: {self.metric} {rate:.3f}, p(1-p) {rate * (1 - rate):.3f}: data_ratio "
                          f"{previous[side]!r} -> {shares[side]!r}")

@@ -83,7 +83,7 @@ def reweighted(config: StageConfig, shares: dict[int, float]) -> tuple[StageConf
     """``config`` with each size's data ratio from ``shares`` (rounded to 4 decimals, the largest absorbing the
     rounding; holes, waits and everything else kept), and the new ratios as text (``3x3 0.2500, 4x4 ...``)."""
     shares = rounded_shares(shares)
-    sizes = {side: SizeSpec(shares[side], spec.hole_ratio, spec.wait_ratio) for side, spec in config.sizes.items()}
+    sizes = {side: replace(spec, data_ratio=shares[side]) for side, spec in config.sizes.items()}
     return replace(config, sizes=sizes), ", ".join(f"{side}x{side} {shares[side]:.4f}" for side in sorted(shares))
 
 
@@ -200,7 +200,7 @@ class RuleEngineer:
                     hole_ratio = round(min(hole_ratio + self.hole_step, cap), _DIGITS)
                 if config.agents_max >= 2 and wait_ratio < 1.0:
                     wait_ratio = round(min(wait_ratio + self.wait_step, 1.0), _DIGITS)
-            sizes[side] = SizeSpec(data_ratio, hole_ratio, wait_ratio)
+            sizes[side] = replace(spec, data_ratio=data_ratio, hole_ratio=hole_ratio, wait_ratio=wait_ratio)
             if side in rates:
                 notes.append(self._explain(side, rates[side], classes[side], spec, sizes[side]))
         try:

@@ -34,6 +34,11 @@ def add_stage_flags(parser: argparse.ArgumentParser, n_default: int) -> None:
     parser.add_argument("--holes", type=float, default=0.2, help="hole ratio, 0..0.9 (default 0.2)")
     parser.add_argument("--wait-ratio", type=float, default=0.3,
                         help="share of instances that need a wait (default 0.3)")
+    parser.add_argument("--min-makespan", type=int, default=None, metavar="M",
+                        help="only instances whose optimal makespan is at least M, 1..4096 (default: no bound)")
+    parser.add_argument("--max-makespan", type=int, default=None, metavar="M",
+                        help="only instances whose optimal makespan is at most M, 1..4096 (default: no bound; "
+                             "small values put agents near their goals)")
     parser.add_argument("--slip", type=float, default=0.0, help="slip probability recorded in the config (default 0)")
     parser.add_argument("--n", type=int, default=None,
                         help=f"number of instances (default {n_default}; with --config, the file's samples)")
@@ -72,7 +77,8 @@ def config_from_args(args: argparse.Namespace):
         "seed": 0 if args.seed is None else args.seed,
         "slip": args.slip,
         "sizes": {
-            size: {"data_ratio": 1.0 / len(args.size), "hole_ratio": args.holes, "wait_ratio": args.wait_ratio}
+            size: {"data_ratio": 1.0 / len(args.size), "hole_ratio": args.holes, "wait_ratio": args.wait_ratio,
+                   "min_makespan": args.min_makespan, "max_makespan": args.max_makespan}
             for size in args.size
         },
     }
@@ -132,7 +138,8 @@ def _gen(args: argparse.Namespace) -> int:
             f"(asked {report.requested_hole_ratio}), needs_wait {report.achieved_wait_ratio:.3f} "
             f"(asked {report.requested_wait_ratio}), {report.candidates} candidates "
             f"(rejected: {report.rejected_unsolvable} no room/unsolvable, {report.rejected_solver_limit} over budget, "
-            f"{report.rejected_wait_label} wrong wait label)"
+            f"{report.rejected_wait_label} wrong wait label"
+            + (f", {report.rejected_makespan} outside the makespan band)" if report.rejected_makespan else ")")
         )
     print(f"checksum {stage.checksum()}" + (f", written to {args.out}" if args.out else ""))
     return 0

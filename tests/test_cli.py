@@ -45,6 +45,16 @@ def test_cli_gen__prints_instances_and_writes_jsonl(tmp_path):
     assert len(lines) == 4 and all(json.loads(line)["optimal_makespan"] > 0 for line in lines)
 
 
+def test_cli_gen__makespan_bounds_keep_the_plans_in_the_band_and_a_bad_bound_is_one_line(tmp_path):
+    target = tmp_path / "near.jsonl"
+    out = run("gen", "--size", "6", "--n", "6", "--wait-ratio", "0", "--min-makespan", "2", "--max-makespan", "3",
+              "--out", str(target)).stdout
+    assert "outside the makespan band" in out
+    assert all(2 <= json.loads(line)["optimal_makespan"] <= 3 for line in target.read_text().splitlines())
+    bad = run("gen", "--size", "4", "--min-makespan", "5", "--max-makespan", "2", check=False)
+    assert bad.returncode == 2 and "sizes.4.max_makespan" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_cli_gen__config_file_and_schema(tmp_path):
     config = tmp_path / "stage.yaml"
     config.write_text("agents: 2\nsamples: 3\nseed: 4\nsizes:\n  5: {data_ratio: 1.0, hole_ratio: 0.2, wait_ratio: 0.5}\n")

@@ -70,6 +70,16 @@ def _propose(spec: str, rates: dict[int, float], config: StageConfig = CONFIG, s
     return make_engineer(spec, **options).propose(context, config, seed=1)
 
 
+def test_engineers_that_move_data_holes_or_waits_keep_the_makespan_bounds_a_config_has():
+    bounded = StageConfig.from_dict({**CONFIG.to_dict(), "sizes": {
+        str(side): {"data_ratio": 0.25, "hole_ratio": 0.2, "wait_ratio": 0.3, "min_makespan": side - 2,
+                    "max_makespan": side + 1} for side in (3, 4, 5, 6)}})
+    for spec in ("rule", "learnability"):
+        decision = _propose(spec, {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05}, config=bounded)
+        assert decision.diff, spec  # the engineer moved something
+        assert all(size.makespan_bounds() == (side - 2, side + 1) for side, size in decision.config.sizes.items())
+
+
 # --- learnability --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("rates, expected", [
     # solved, mid, mid, hopeless: the floor (0.05) each, the rest (0.8) by p(1-p) = 0, 0.25, 0.25, 0
