@@ -899,3 +899,10 @@ def test_frontier_stages_script__reads_every_stage_of_a_run_folder(finished_run)
     assert [stage["valid"] for stage in figures["stages"]] == [line["valid_rate"] for line in metrics]
     assert figures["seed"] == finished_run.seed and set(figures["warm_by_size"]) <= {"3", "4", "5", "6"}
     assert all(abs(sum(stage["sizes"].values()) - 1.0) < 1e-9 for stage in figures["stages"])
+    # the split by makespan adds up to the per-size figures, and pooling one run gives that run's split
+    last = json.loads((finished_run.run_dir / "stage-02" / "summary.json").read_text())["by_size"]
+    for side, group in last.items():
+        cells = [cell for key, cell in figures["last_by_length"].items() if key.split(":")[0] == side]
+        assert [sum(c[0] for c in cells), sum(c[1] for c in cells)] == [group["valid"], group["episodes"]]
+    assert module.pooled({"one": figures}) == {figures["arm"]: {"warm": figures["warm_by_length"],
+                                                                "last": figures["last_by_length"]}}

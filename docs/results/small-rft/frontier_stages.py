@@ -1,6 +1,7 @@
 """Per run folder: the warm start's and each stage's held-out greedy valid rate per map side, and each
 rejection-sampling round's kept plans and sampled valid rate, overall and per side (what the README's "Headroom by
-design" quotes).
+design" quotes); the held-out [valid, episodes] per map side and optimal makespan of the warm start and of the
+last stage, per run and summed per arm over its runs (``pooled``: what "Plan length is the frontier" quotes).
 
 Usage, from the repository root: python docs/results/small-rft/frontier_stages.py RUN... > frontier-stages.json
 """
@@ -9,10 +10,31 @@ import sys
 from pathlib import Path
 
 from curriculum.report import load_run, run_arm, run_seed
+from curriculum.run import _read_summary
 
 
 def by_size(summary: Path) -> dict[str, float]:
     return {side: figures["valid_rate"] for side, figures in json.loads(summary.read_text())["by_size"].items()}
+
+
+def by_length(folder: Path) -> dict[str, list[int]]:
+    """``{"side:makespan": [valid, episodes]}`` of a validation folder (from its replays when the summary predates
+    the split)."""
+    split = _read_summary(folder / "summary.json").failures.by_size_makespan
+    return {key: [group.valid, group.episodes] for key, group in split.items()}
+
+
+def pooled(runs: dict[str, dict]) -> dict[str, dict[str, dict[str, list[int]]]]:
+    """Per arm, ``warm`` and ``last`` split by makespan summed over the arm's runs."""
+    out: dict[str, dict[str, dict[str, list[int]]]] = {}
+    for figures in runs.values():
+        arm = out.setdefault(figures["arm"], {"warm": {}, "last": {}})
+        for name, source in (("warm", "warm_by_length"), ("last", "last_by_length")):
+            for key, (valid, episodes) in figures[source].items():
+                cell = arm[name].setdefault(key, [0, 0])
+                cell[0] += valid
+                cell[1] += episodes
+    return out
 
 
 def frontier_figures(run_dir: Path) -> dict:
@@ -26,8 +48,10 @@ def frontier_figures(run_dir: Path) -> dict:
                                                for side, figures in r.get("signal_by_size", {}).items()}}
                           for r in record.train.get("rounds", [])]}
               for record in run["stages"]]
+    last = run_dir / f"stage-{run['stages'][-1].stage:02d}" if run["stages"] else run_dir / "warm_start"
     return {"arm": run_arm(run), "seed": run_seed(run),
-            "warm_by_size": by_size(run_dir / "warm_start" / "summary.json"), "stages": stages}
+            "warm_by_size": by_size(run_dir / "warm_start" / "summary.json"), "stages": stages,
+            "warm_by_length": by_length(run_dir / "warm_start"), "last_by_length": by_length(last)}
 
 
 if __name__ == "__main__":
@@ -35,4 +59,4 @@ if __name__ == "__main__":
         sys.exit(__doc__.strip())
     runs = {Path(arg).name: frontier_figures(Path(arg)) for arg in sys.argv[1:]}
     print(json.dumps({"command": "python docs/results/small-rft/frontier_stages.py " + " ".join(
-        Path(arg).name for arg in sys.argv[1:]), "runs": runs}, indent=1))
+        Path(arg).name for arg in sys.argv[1:]), "runs": runs, "pooled": pooled(runs)}, indent=1))
