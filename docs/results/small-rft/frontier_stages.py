@@ -6,6 +6,7 @@ last stage, per run and summed per arm over its runs (``pooled``: what "Plan len
 Usage, from the repository root: python docs/results/small-rft/frontier_stages.py RUN... > frontier-stages.json
 """
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -58,5 +59,6 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or any(arg.startswith("-") for arg in sys.argv[1:]):
         sys.exit(__doc__.strip())
     runs = {Path(arg).name: frontier_figures(Path(arg)) for arg in sys.argv[1:]}
-    print(json.dumps({"command": "python docs/results/small-rft/frontier_stages.py " + " ".join(
-        Path(arg).name for arg in sys.argv[1:]), "runs": runs, "pooled": pooled(runs)}, indent=1))
+    text = json.dumps({"command": "python docs/results/small-rft/frontier_stages.py " + " ".join(
+        Path(arg).name for arg in sys.argv[1:]), "runs": runs, "pooled": pooled(runs)}, indent=1)
+    print(re.sub(r"\[\s+(-?\d+),\s+(-?\d+)\s+\]", r"[\1, \2]", text))  # a [valid, episodes] pair on one line
