@@ -625,7 +625,13 @@ def config_json_schema() -> dict[str, Any]:
     Returns a fresh dict on every call, so a caller may edit it.
     """
     agent_count = {"type": "integer", "minimum": 1, "maximum": MAX_STAGE_AGENTS}
-    side_pattern = "^([3-9]|[12][0-9]|3[0-2])$"  # the decimal strings "3".."32"; a test pins it to MIN/MAX_SIZE
+    side_pattern = "^([3-9]|[12][0-9]|3[0-2])$"
+
+    def makespan_bound(what: str) -> dict[str, Any]:
+        return {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_HORIZON, "default": None,
+                "description": f"Optional, 1..{MAX_HORIZON} or null (default: no bound): only instances whose "
+                               f"optimal makespan is {what}"}
+  # the decimal strings "3".."32"; a test pins it to MIN/MAX_SIZE
     size_spec = {
         "type": "object",
         "description": "How one map size is sampled.",
@@ -660,27 +666,11 @@ def config_json_schema() -> dict[str, Any]:
                     "resolve a conflict, 0..1. Must be 0 when every instance has a single agent."
                 ),
             },
-            "min_makespan": {
-                "type": ["integer", "null"],
-                "minimum": 1,
-                "maximum": MAX_HORIZON,
-                "default": None,
-                "description": (
-                    f"Optional, 1..{MAX_HORIZON} or null (default: no bound): only instances whose optimal makespan "
-                    "(the steps the best joint plan takes) is at least this. With max_makespan it sets how long "
-                    "the plans this size asks for are."
-                ),
-            },
-            "max_makespan": {
-                "type": ["integer", "null"],
-                "minimum": 1,
-                "maximum": MAX_HORIZON,
-                "default": None,
-                "description": (
-                    f"Optional, 1..{MAX_HORIZON} or null (default: no bound): only instances whose optimal makespan "
-                    "is at most this (at least min_makespan). Small values put agents near their goals."
-                ),
-            },
+            "min_makespan": makespan_bound(
+                "at least this. With max_makespan it sets how long the plans this size asks for are (the steps the "
+                "best joint plan takes)."),
+            "max_makespan": makespan_bound("at most this (at least min_makespan). Small values put agents near their "
+                                           "goals."),
         },
     }
     return {
