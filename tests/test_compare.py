@@ -121,11 +121,13 @@ def test_parse_arms__named_overrides_and_clear_errors():
     from curriculum.config import preset
 
     defaults = _parse_arms(None)
-    assert {name: arm for name, arm in defaults.items() if name != "gap-drop"} == {
+    assert {name: arm for name, arm in defaults.items() if name not in ("gap-drop", "gap-band")} == {
         spec.replace(":", "-"): {"engineer.spec": spec} for spec in COMPARE_ENGINEERS}
-    # the extra default arm is a valid run config on the preset it was measured on
+    # the extra default arms are valid run configs on the preset they were measured on
     config = preset("small").with_overrides(**defaults["gap-drop"])
     assert (config.engineer.spec, config.engineer.options, config.engineer.plan_first) == ("gap", {"remedy": "drop"}, True)
+    config = preset("small").with_overrides(**defaults["gap-band"])
+    assert config.engineer.options == {"remedy": "drop", "lengths": "frontier"} and config.engineer.plan_first
     arms = _parse_arms(["nofail=engineer.context=[behavior]", "rft=training.trainer=rft;training.steps=3"])
     assert arms == {"nofail": {"engineer.context": ["behavior"]},
                     "rft": {"training.trainer": "rft", "training.steps": 3}}
