@@ -57,10 +57,10 @@ validation moves the band.
 
 Configs with one agent (nothing ever waits) and contexts without the split (the ``behavior`` section switched
 off, or summaries written before the split existed) change nothing. Agents, samples, seed, slip and horizon never
-change, nor the data ratios unless ``weigh="yield"``, nor the makespan bounds unless ``lengths="frontier"``. The starting settings (``start``: each size's hole and wait
-ratio) and the hole ratio of the lesson last given (``lesson``, None when none is in place) are the engineer's
-state, in every decision record (``details["state"]``), handed back by the run through
-:meth:`GapEngineer.load_state`, so a resumed run restores the same ones.
+change, nor the data ratios unless ``weigh="yield"``, nor the makespan bounds unless ``lengths="frontier"``. The
+starting settings (``start``: each size's hole and wait ratio) and the hole ratio of the lesson last given
+(``lesson``, None when none is in place) are the engineer's state, in every decision record (``details["state"]``),
+handed back by the run through :meth:`GapEngineer.load_state`, so a resumed run restores the same ones.
 """
 
 from __future__ import annotations
