@@ -363,8 +363,9 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
             counts["label"] += 1
             report.rejected_wait_label += 1
             continue
-        distances = bare_distances(instance)
-        if bounded and int(distances.max()) > most:  # the makespan is at least the farthest agent's distance
+        # The makespan is at least the farthest agent's distance: with a top bound, that prunes before the solver.
+        distances = bare_distances(instance) if spec.max_makespan is not None else None
+        if distances is not None and int(distances.max()) > most:
             counts["makespan"] += 1
             report.rejected_makespan += 1
             continue
@@ -389,7 +390,7 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
             index=index,
             optimal_makespan=solution.makespan,
             optimal_sum_of_costs=solution.sum_of_costs,
-            sum_of_distances=int(distances.sum()),
+            sum_of_distances=int((bare_distances(instance) if distances is None else distances).sum()),
             needs_wait=label,
             plan=solution.plan,
         )
