@@ -206,11 +206,13 @@ class Training:
 
 @dataclass(frozen=True)
 class Validation:
-    """The held-out set each stage is validated on (drawn from the target distribution)."""
+    """The evidence set each stage is validated on and the engineer reads (the target distribution); the test set
+    is the run's ``evaluation_suite``."""
 
     config: StageConfig | None = None
-    """Stage config of the target distribution (a document is turned into a StageConfig); its seed is offset so
-    it never overlaps training data. Required."""
+    """Stage config of the evidence set the engineer reads between stages (a document is turned into a
+    StageConfig; its seed below 2**61). Generated with every test instance excluded by content, and kept out of
+    every stage's training data by content (``curriculum.sets``). Required."""
     samples: int = 200
     max_new_tokens: int = 48
     sampled_k: int = 0
@@ -318,7 +320,9 @@ class RunConfig:
     validation: Validation = field(default_factory=Validation)
     engineer: Engineer = field(default_factory=Engineer)
     evaluation_suite: str = "train-2agent-quick"
-    """Benchmark suite of the final evaluation (``paper`` for the paper's table)."""
+    """The test set: the benchmark suite of the final evaluation, read by nothing but the final score (no engineer,
+    plan or checkpoint choice sees it; its instances are excluded from training and evidence by content).
+    ``test-small`` for the CPU presets (2 and 3 agents on 3x3..6x6), ``paper`` for the paper's table."""
     seed: int = 0
     cpu_threads: int | None = None
     """Torch threads for training and validation on a CPU; null: 1 for models under 100 M parameters (steady
@@ -468,7 +472,7 @@ PRESETS: dict[str, dict] = {
         "validation": {"config": _stage([3, 4, 5, 6], samples=400, hole=0.2, wait=0.3, seed=10_007),
                        "samples": 400, "max_new_tokens": 40},
         "engineer": {"spec": "rule", "context": list(ENGINEER_CONTEXT)},
-        "evaluation_suite": "train-2agent",
+        "evaluation_suite": "test-small",
         "seed": 0,
         "cpu_threads": 2,
         "output_dir": "runs",

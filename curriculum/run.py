@@ -49,11 +49,11 @@ from replays.format import ReplayHeader
 from engineer import HistoryEntry, StageEvidence, summarize_episodes
 from engineer.evidence import SampledPass, TrainingSignal, read_size_report
 from curriculum.records import StageDecision, StageRecord, StageScores
+from curriculum.sets import RunSets, training_seed
 from replays.writer import ReplayWriter
 from simulator.atomic import atomic_folder, atomic_write
 from simulator.config import StageConfig, format_config_text, save_config
 from simulator.errors import ConfigError
-from simulator.generator import generate
 
 Log = Callable[[str], None]
 
@@ -87,6 +87,12 @@ def _versions() -> dict:
     return out
 
 
+def _machine() -> dict:
+    """What the run ran on, for telling installations apart (no user or host names)."""
+    return {"system": platform.system(), "machine": platform.machine(), "processor": platform.processor() or None,
+            "cpus": os.cpu_count()}
+
+
 def process_rank() -> int:
     """This process's rank among the processes ``accelerate launch`` / ``torchrun`` started (0 when alone)."""
     try:
@@ -109,8 +115,16 @@ def stage_folder(run_dir: Path, stage: int) -> Path:
 
 
 def stage_seed(run_seed: int, stage: int) -> int:
-    """Seed of stage ``stage``'s instances and trainer: fixed by the run seed, distinct per stage."""
+    """Seed of stage ``stage``'s trainer and engineer (random streams of torch, numpy and the engineers, which
+    want seeds below 2**32): fixed by the run seed, distinct per stage. The stage's *instances* take
+    ``curriculum.sets.training_seed``, in a domain no evidence or test seed shares."""
     return run_seed * 1000 + stage
+
+
+# The run-folder protocol: 2 = three disjoint sets (curriculum.sets): training seeds in their own domain, test and
+# evidence instances excluded from training by content, the test set scored last. A folder of protocol 1 (no
+# ``protocol`` in its manifest) trained on other instances: it is read by ``report``/``compare`` but not resumed.
+RUN_PROTOCOL = 2
 
 
 class Run:
@@ -151,7 +165,12 @@ class Run:
         if not self.main:
             wait_for_file(manifest)
         if manifest.exists():
-            recorded = json.loads(manifest.read_text())["run_config"]
+            data = json.loads(manifest.read_text())
+            if data.get("protocol") != RUN_PROTOCOL:
+                raise ConfigError("run", str(self.dir), f"a run folder of protocol {RUN_PROTOCOL} (three disjoint "
+                                  "instance sets); this one was made before it and its stages trained on other "
+                                  "instances: start a new run (another --name), or read it with mapf-lake report")
+            recorded = data["run_config"]
             try:  # a run recorded before a field existed has that field's default, which is what it ran with
                 recorded = RunConfig.from_dict(recorded).to_dict()
             except ConfigError:
@@ -165,7 +184,8 @@ class Run:
                                   "(use --resume RUN, or a new name / output_dir)")
             return
         save_run_config(self.config, self.dir / "run.yaml")
-        _write_json(manifest, {"run_config": self.config.to_dict(), "versions": _versions(), "seed": self.config.seed,
+        _write_json(manifest, {"protocol": RUN_PROTOCOL, "run_config": self.config.to_dict(), "versions": _versions(),
+                               "machine": _machine(), "seed": self.config.seed,
                                "git_commit": _git_commit(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
 
     def _extend(self, recorded_stages: int) -> None:
@@ -218,10 +238,19 @@ class Run:
                               "transformers weights)")
         return target
 
+    # --- the three sets --------------------------------------------------------------------------------------
+    @property
+    def sets(self) -> RunSets:
+        """The run's protected sets: test (the evaluation suite) and evidence (validation), built once."""
+        if getattr(self, "_sets", None) is None:
+            spec = self.config.validation
+            self._sets = RunSets.build(self.config.evaluation_suite, spec.config, spec.samples)
+        return self._sets
+
     # --- validation ----------------------------------------------------------------------------------------
     def validation_items(self):
-        spec = self.config.validation
-        return generate(replace(spec.config, samples=spec.samples)).instances
+        """The evidence set: what the engineer reads (generated with every test instance excluded)."""
+        return self.sets.evidence.instances
 
     def validate(self, model_dir: str, folder: Path, stage: int, items,
                  trained_config: dict | None = None) -> StageEvidence:
@@ -372,8 +401,8 @@ class Run:
         folder = self.dir / "warm_start"
         folder.mkdir(parents=True, exist_ok=True)
         trained = replace(ws.config or self.config.initial_config, samples=ws.samples,
-                          seed=stage_seed(self.config.seed, 0))
-        items = generate(trained).instances
+                          seed=training_seed(self.config.seed, 0))
+        items = self.sets.training(trained).instances
         self.log(f"warm start: supervised fine-tuning on {len(items)} optimal plans, {ws.steps} steps")
         info = warm_start(model, items, self.style, folder, steps=ws.steps, batch_size=ws.batch_size,
                           learning_rate=ws.learning_rate, max_length=ws.max_length, seed=self.config.seed,
@@ -392,13 +421,13 @@ class Run:
         clock = _PhaseClock()
         folder = self.stage_dir(stage)
         folder.mkdir(parents=True, exist_ok=True)
-        config = replace(config, seed=stage_seed(cfg.seed, stage))
+        config = replace(config, seed=training_seed(cfg.seed, stage))
         shared = next((sibling for sibling in self.siblings if share_stage(sibling, cfg, stage, config)), None)
         if shared is not None:
             self.log(f"{cfg.name}: stage {stage} shared with {shared.name} (the same settings, warm start and "
                      f"stage configs: the same training)")
         save_config(config, folder / "config.yaml")
-        generated = generate(config)
+        generated = self.sets.training(config)
         items = generated.instances
         generation = {str(side): asdict(report) for side, report in sorted(generated.reports.items())}
         tr = cfg.training
@@ -519,9 +548,42 @@ class Run:
         finally:
             close()
             self.release_eval_backend()
-        _write_json(table_path, table.to_dict())
+        if self.config.validation.sampled_k:
+            self._test_sampled_pass1(model)
+        _write_json(table_path, table.to_dict())  # last: a final evaluation is complete when its table exists
         self.log(table.render())
         return table.to_dict()
+
+    def _test_sampled_pass1(self, model: str) -> dict:
+        """Sampled pass@1 on the test set (``final/sampled.json``): ``validation.sampled_k`` samples of every
+        test instance at the training temperature, the share valid (and optimal) per cell and overall. Read back
+        when present (a resumed final evaluation)."""
+        import numpy as np
+
+        from policy.rollout import judge_answers
+        from simulator.suites import generate_suite
+
+        path = self.dir / "final" / "sampled.json"
+        if path.exists():
+            return json.loads(path.read_text())
+        k, temperature = self.config.validation.sampled_k, self.config.training.temperature
+        cells = generate_suite(self.config.evaluation_suite)
+        repeated = [item for _, stage in cells for item in stage.instances for _ in range(k)]
+        keys = [f"{cell.agents}x{cell.size}" for cell, stage in cells for _ in range(len(stage.instances) * k)]
+        self.log(f"final evaluation: sampled pass@1 ({k} samples of {len(repeated) // k} test instances)")
+        policy = self._policy(model, temperature=temperature, top_p=1.0, top_k=0, seed=self.config.seed + 1)
+        try:
+            verdicts = judge_answers(repeated, policy.answer(repeated, seed=self.config.seed).plans)
+        finally:
+            self.release_eval_backend()
+        valid, optimal, keys = verdicts["valid"], verdicts["optimal"], np.array(keys)
+        result = {"suite": self.config.evaluation_suite, "k": k, "temperature": temperature,
+                  "valid_rate": float(valid.mean()), "optimal_rate": float(optimal.mean()),
+                  "cells": {key: {"valid_rate": float(valid[keys == key].mean()),
+                                  "optimal_rate": float(optimal[keys == key].mean()),
+                                  "samples": int((keys == key).sum())} for key in dict.fromkeys(keys.tolist())}}
+        _write_json(path, result)
+        return result
 
 
 def _read_summary(path: Path) -> StageEvidence:

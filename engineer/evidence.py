@@ -75,10 +75,12 @@ class SizeStats:
 def read_size_report(data: Any, where: str = "generation") -> SizeReport:
     """The generator's own report of one map side (``simulator.generator.SizeReport``) from its document
     (``dataclasses.asdict(report)``, as the stage record holds it); a missing or ill-typed field names its path
-    (``rejected_makespan`` may be missing: records written before makespan bounds existed lack it)."""
+    (``rejected_makespan`` and ``rejected_protected`` may be missing: records written before makespan bounds or
+    protected sets existed lack them)."""
+    optional = ("rejected_makespan", "rejected_protected")
     return SizeReport(**{item.name: read_key(data, item.name, where, "number" if "ratio" in item.name else "int")
                          for item in fields(SizeReport)
-                         if item.name != "rejected_makespan" or (isinstance(data, Mapping) and item.name in data)})
+                         if item.name not in optional or (isinstance(data, Mapping) and item.name in data)})
 
 
 @dataclass(frozen=True)

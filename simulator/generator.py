@@ -11,7 +11,10 @@ own random stream, seeded by ``(seed, size, i)``, until one fits:
    rejected, never labelled);
 4. its ``needs_wait`` label matches the slot;
 5. its optimal makespan lies within the size's ``min_makespan`` / ``max_makespan`` when they are set (a candidate
-   whose farthest agent is already beyond ``max_makespan`` on the bare map is rejected before the solver runs).
+   whose farthest agent is already beyond ``max_makespan`` on the bare map is rejected before the solver runs);
+6. it is not in ``exclude``, a protected set of content keys (``Instance.content_key``: a run's test and evidence
+   instances, kept out of its training data by content, whatever the seeds). A candidate found there is rejected
+   at once and the slot draws its next candidate, so an empty or absent ``exclude`` changes nothing.
 
 Every slot has ``max_attempts`` candidates; when they run out, generation stops with a :class:`ConfigError`
 naming the knob (``sizes.<s>.wait_ratio``, ``hole_ratio``, ``min_makespan`` or ``max_makespan``) and what was seen,
@@ -29,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Collection
 
 import numpy as np
 from numba import njit
@@ -125,6 +128,7 @@ class SizeReport:
     rejected_solver_limit: int
     rejected_wait_label: int
     rejected_makespan: int = 0  # outside the size's min_makespan..max_makespan
+    rejected_protected: int = 0  # equal by content to an instance of the protected set (``exclude``)
 
 
 @dataclass
@@ -290,6 +294,7 @@ def generate(
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     solver_nodes: int = DEFAULT_SOLVER_NODES,
     progress: Callable[[int], None] | None = None,
+    exclude: Collection[bytes] | None = None,
 ) -> GeneratedStage:
     """Generate the stage's instances (see the module docstring).
 
@@ -299,6 +304,7 @@ def generate(
         max_attempts: candidates per instance before giving up, 1..1_000_000.
         solver_nodes: the solver's node budget per candidate.
         progress: called with the number of instances finished so far (for progress bars).
+        exclude: content keys (``Instance.content_key``) no generated instance may have (rule 6).
     """
     if not isinstance(config, StageConfig):
         raise ConfigError("config", type(config).__name__, "a simulator.config.StageConfig")
@@ -332,7 +338,7 @@ def generate(
             n_agents = agent_counts[index % len(agent_counts)]
             item = _generate_slot(
                 seed, size, index, n_agents, n_holes, bool(wants_wait[index]), max_attempts, solver_nodes, report,
-                spec,
+                spec, exclude or None,
             )
             stage.instances.append(item)
             done += 1
@@ -345,9 +351,10 @@ def generate(
     return stage
 
 
-def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempts, solver_nodes, report, spec):
+def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempts, solver_nodes, report, spec,
+                   exclude=None):
     rng = _slot_rng(seed, size, index)
-    counts = {"unsolvable": 0, "limit": 0, "label": 0, "makespan": 0, "short": 0}
+    counts = {"unsolvable": 0, "limit": 0, "label": 0, "makespan": 0, "short": 0, "protected": 0}
     least, most = spec.makespan_bounds()
     bounded = spec.min_makespan is not None or spec.max_makespan is not None
     for _attempt in range(max_attempts):
@@ -356,6 +363,10 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
         if instance is None:
             counts["unsolvable"] += 1
             report.rejected_unsolvable += 1
+            continue
+        if exclude is not None and instance.content_key() in exclude:
+            counts["protected"] += 1
+            report.rejected_protected += 1
             continue
         # The wait label is cheaper than the solver: check it first and solve only candidates that fit.
         label = needs_wait(instance)
@@ -395,7 +406,13 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
             plan=solution.plan,
         )
     kind = "needs a wait" if wants_wait else "needs no wait"
-    if counts["makespan"] >= max(counts["unsolvable"], counts["limit"], counts["label"]):
+    if counts["protected"] > max_attempts // 2:
+        field_name, value, allowed = (
+            f"sizes.{size}", f"{size}x{size}",
+            f"a map size with instances outside the protected (test and evidence) sets: {counts['protected']} of "
+            f"{max_attempts} candidates ({size}x{size}, {n_agents} agents, {n_holes} holes) were protected ones",
+        )
+    elif counts["makespan"] >= max(counts["unsolvable"], counts["limit"], counts["label"]):
         bound = "min_makespan" if 2 * counts["short"] > counts["makespan"] else "max_makespan"
         field_name, value, allowed = (
             f"sizes.{size}.{bound}",

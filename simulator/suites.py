@@ -12,7 +12,14 @@ Suites (v1):
   150 instances per cell (3,150 in all); hole ratio 0.2 and wait ratio 0.5 in every cell.
 * ``train-2agent``: 2 agents on 3x3..10x10, 500 instances per size, hole ratio 0.2, wait ratio 0.5: a pool
   for training on 2-agent boards.
-* ``paper-quick`` and ``train-2agent-quick``: the same cells with 10 instances each, for tests and smoke runs.
+* ``test-small``: the CPU presets' test set: 2 agents (their training distribution) and 3 agents (the paper's
+  transfer: trained on 2, tested on more) on 3x3..6x6, 100 instances per cell, hole ratio 0.2 and wait ratio 0.3
+  as the presets train. Its cell seeds lie in their own domain (``TEST_SEED_DOMAIN``).
+* ``paper-quick``, ``train-2agent-quick`` and ``test-small-quick``: the same cells with 10 instances each, for
+  tests and smoke runs.
+
+A run reads its ``evaluation_suite`` as its test set: the generator keeps every instance of it out of the run's
+training and evidence data by content (``curriculum.sets``).
 """
 
 from __future__ import annotations
@@ -57,6 +64,23 @@ def _cell_seed(name: str, agents: int, size: int) -> int:
     return int.from_bytes(digest[:8], "little") >> 1
 
 
+# Test-suite seeds: [2**61, 2**62), apart from the stage-config seeds people write (below 2**61 in a run's evidence
+# set, ``curriculum.sets``) and from the run's training seeds ([2**62, 2**63)).
+TEST_SEED_DOMAIN = 2**61
+
+
+def _test_cell_seed(name: str, agents: int, size: int) -> int:
+    return TEST_SEED_DOMAIN | (_cell_seed(name, agents, size) >> 2)
+
+
+def _test_small(count: int) -> list[SuiteCell]:
+    return [
+        SuiteCell(agents, size, count, 0.2, 0.3, _test_cell_seed("test-small", agents, size))
+        for agents in (2, 3)
+        for size in range(3, 7)
+    ]
+
+
 def _paper(count: int) -> list[SuiteCell]:
     return [
         SuiteCell(agents, size, count, PAPER_HOLE_RATIO, PAPER_WAIT_RATIO, _cell_seed("paper", agents, size))
@@ -77,6 +101,8 @@ SUITES: dict[str, Callable[[], list[SuiteCell]]] = {
     "paper-quick": lambda: _paper(10),
     "train-2agent": lambda: _train_2agent(500),
     "train-2agent-quick": lambda: _train_2agent(10),
+    "test-small": lambda: _test_small(100),
+    "test-small-quick": lambda: _test_small(10),
 }
 
 

@@ -6,6 +6,8 @@ All arrays are NumPy with fixed dtypes; shapes are written beside each field. Co
 
 from __future__ import annotations
 
+import hashlib
+
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -123,6 +125,16 @@ class Instance:
 
     def __hash__(self) -> int:
         return hash((self.grid.tobytes(), self.grid.shape, self.starts.tobytes(), self.goals.tobytes()))
+
+    def content_key(self) -> bytes:
+        """16 bytes naming the instance by content (grid, starts and goals in agent order), equal exactly when
+        the instances are equal (up to sha256 collisions): what keeps a protected set (a run's test or evidence
+        instances) out of generated training data however it was seeded."""
+        digest = hashlib.sha256()
+        for array, dtype in ((self.grid, np.int8), (self.starts, np.int32), (self.goals, np.int32)):
+            digest.update(np.asarray(array.shape, np.int64).tobytes())
+            digest.update(np.ascontiguousarray(array, dtype).tobytes())
+        return digest.digest()[:16]
 
     def to_dict(self) -> dict:
         """Plain lists, for JSON/YAML."""

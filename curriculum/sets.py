@@ -1,0 +1,77 @@
+"""A run's three instance sets, and why they never share an instance.
+
+A curriculum claim is only as good as the set that scores it. A run reads three sets, disjoint by content
+(grid + starts + goals):
+
+* **training**: the warm start's instances and every stage's, generated from the run's stage configs with seeds in
+  the training domain, ``[2**62, 2**63)``: :func:`training_seed` (run seed, stage), which no other set's seed can
+  equal (the warm start is stage 0);
+* **evidence**: what the engineer reads between stages (the run config's ``validation`` set, its seed as written,
+  below :data:`EVIDENCE_SEED_LIMIT`);
+* **test**: the run's ``evaluation_suite``, read by nothing but the final score: no engineer, no plan, no
+  threshold, no checkpoint choice. Suite cells take hash-derived seeds (the test suites' in ``[2**61, 2**62)``).
+
+Seeds keep the sets apart by construction; content keeps them apart by proof: the generator rejects any candidate
+whose content key is protected (``simulator.generator.generate(exclude=...)``). The evidence set is generated with
+the test set protected, each training set with both protected, so even a colliding seed or a small map with few
+possible boards (a 3x3 with two agents has a few thousand) cannot put a scored instance into training.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from simulator.config import StageConfig
+from simulator.errors import ConfigError
+from simulator.generator import GeneratedStage, generate
+from simulator.suites import generate_suite
+
+TRAINING_SEED_DOMAIN = 2**62
+"""Training seeds are ``TRAINING_SEED_DOMAIN + run_seed * STAGE_SLOTS + stage``."""
+STAGE_SLOTS = 4096
+"""Stages a run seed's training domain holds (``stages`` is at most 1000, the warm start is stage 0)."""
+EVIDENCE_SEED_LIMIT = 2**61
+"""The evidence set's seed (``validation.config.seed``) lies below this: apart from test and training seeds."""
+
+
+def training_seed(run_seed: int, stage: int) -> int:
+    """Seed of the training instances of ``stage`` (0: the warm start) of a run with seed ``run_seed``."""
+    if not 0 <= stage < STAGE_SLOTS:
+        raise ConfigError("stage", stage, f"0 <= stage < {STAGE_SLOTS}")
+    if not 0 <= run_seed < 2**31:
+        raise ConfigError("seed", run_seed, "0 <= seed < 2**31")
+    return TRAINING_SEED_DOMAIN + run_seed * STAGE_SLOTS + stage
+
+
+@lru_cache(maxsize=8)
+def test_keys(suite: str) -> frozenset[bytes]:
+    """Content keys of every instance of the test suite ``suite`` (generated once per process)."""
+    return frozenset(item.instance.content_key() for _, stage in generate_suite(suite) for item in stage.instances)
+
+
+@dataclass(frozen=True)
+class RunSets:
+    """The protected content of one run: its test set's keys and its evidence set (generated with the test set
+    protected). Training data is generated through :meth:`training` only."""
+
+    test: frozenset[bytes]
+    evidence: GeneratedStage
+    evidence_keys: frozenset[bytes]
+
+    @classmethod
+    def build(cls, evaluation_suite: str, evidence_config: StageConfig, evidence_samples: int) -> "RunSets":
+        if not 0 <= evidence_config.seed < EVIDENCE_SEED_LIMIT:
+            raise ConfigError("validation.config.seed", evidence_config.seed,
+                              f"0 <= seed < 2**61 (the evidence domain; training seeds start at 2**62)")
+        protected = test_keys(evaluation_suite)
+        evidence = generate(replace(evidence_config, samples=evidence_samples), exclude=protected)
+        keys = frozenset(item.instance.content_key() for item in evidence.instances)
+        return cls(test=protected, evidence=evidence, evidence_keys=keys)
+
+    def training(self, config: StageConfig) -> GeneratedStage:
+        """``config``'s instances (its seed set by the caller with :func:`training_seed`) with every test and
+        evidence instance excluded."""
+        if config.seed < TRAINING_SEED_DOMAIN:
+            raise ConfigError("seed", config.seed, "a training seed (curriculum.sets.training_seed), >= 2**62")
+        return generate(config, exclude=self.test | self.evidence_keys)
