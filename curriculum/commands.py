@@ -159,7 +159,7 @@ def _compare(args: argparse.Namespace) -> int:
     from curriculum.report import compare_table, load_run, render_seed_comparison, seed_comparison
 
     runs = [load_run(path) for path in args.runs]
-    result = seed_comparison(runs, reference=args.reference)
+    result = seed_comparison(runs, reference=args.reference, primary=args.primary, allow_mixed=args.allow_mixed)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -237,11 +237,22 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
                                   description="Rows = runs, columns = map sizes (valid/optimal %), mean column; then "
                                               "the runs grouped by arm over seeds: mean ± 95% interval of the "
                                               "held-out validation rates, the lift over the warm start and the "
-                                              "final suite, and paired differences against --reference.")
+                                              "final suite, and paired differences against --reference with the "
+                                              "p of a paired t test that each is 0, Holm-adjusted over the arms "
+                                              "compared (the first metric's p is printed; --json has all). Each "
+                                              "pair must come from one installation (the library versions in the "
+                                              "runs' manifest.json).")
     compare.add_argument("runs", nargs="+", help="run folders")
     compare.add_argument("--reference", default="fixed", help="arm the paired differences are taken against "
                          "(default fixed)")
-    compare.add_argument("--json", action="store_true", help="print the seed comparison as JSON")
+    compare.add_argument("--primary", metavar="ARM", help="the arm whose comparison with --reference you declared "
+                         "before looking at the runs: its p is reported unadjusted, as a single comparison, and the "
+                         "Holm adjustment covers only the other arms (default: none; all arms are Holm-adjusted)")
+    compare.add_argument("--allow-mixed", action="store_true", help="compare pairs of runs made on different "
+                         "installations (library versions, e.g. torch) anyway, with a WARNING on each such arm: "
+                         "its differences then mix library effects with the arm's (default: refuse)")
+    compare.add_argument("--json", action="store_true", help="print the seed comparison as JSON (p, p_holm, "
+                         "per-seed figures, primary, mixed installations)")
     compare.set_defaults(handler=_compare)
 
     grpo = bench.add_parser(

@@ -53,6 +53,12 @@ def load_run(run_dir: str | Path) -> dict:
     if not isinstance(config, dict) or not isinstance(config.get("engineer"), dict) or "seed" not in config:
         raise ConfigError(str(run_dir / "manifest.json"), "incomplete", "the run manifest mapf-lake train wrote",
                           "its run_config lacks engineer or seed")
+    extended = manifest.get("extended", [])
+    if not isinstance(manifest.get("versions", {}), dict) or not (
+            isinstance(extended, list) and all(isinstance(e, dict) and isinstance(e.get("versions", {}), dict)
+                                               for e in extended)):
+        raise ConfigError(str(run_dir / "manifest.json"), "incomplete", "the run manifest mapf-lake train wrote",
+                          "its versions or extended entries are not objects")
     stages = [_stage_record(path) for path in sorted(run_dir.glob("stage-*/stage.json"))]
     out = {"dir": str(run_dir), "manifest": manifest, "stages": stages}
     for part in ("untrained", "warm_start"):
@@ -63,12 +69,28 @@ def load_run(run_dir: str | Path) -> dict:
     table = run_dir / "final" / "table.json"
     if table.exists():
         out["final"] = _read_json(table, "final table", ("cells", "mean", "suite"))
+        sampled = run_dir / "final" / "sampled.json"
+        if sampled.exists():
+            out["final_sampled"] = _read_json(sampled, "test-set sampled pass@1", ("cells", "k"))
     return out
 
 
 def render_report(run: dict) -> str:
     lines = [f"run {Path(run['dir']).name}: engineer {run['manifest']['run_config']['engineer']['spec']}, "
              f"model {run['manifest']['run_config']['model']}"]
+    if "final" in run:
+        final, sampled = run["final"], (run.get("final_sampled") or {})
+        lines.append(f"test set ({final['suite']}; read by nothing but this score), valid% / optimal%: " + ", ".join(
+            f"{k} agents {100 * v['valid_rate']:.1f} / {100 * v['optimal_rate']:.1f}" for k, v in final["mean"].items()))
+        if sampled.get("cells"):
+            by_agents: dict[str, list[float]] = {}
+            for key, cell in sampled["cells"].items():
+                by_agents.setdefault(key.split("x")[0], []).append(cell["valid_rate"])
+            lines.append(f"test set sampled pass@1 ({sampled['k']} samples each): " + ", ".join(
+                f"{k} agents {100 * sum(v) / len(v):.1f}" for k, v in by_agents.items()))
+    else:
+        lines.append("test set: not scored yet (the final evaluation runs after the last stage)")
+    lines.append("evidence set (what the engineer saw), per stage:")
     lines.append(f"{'stage':>10} {'valid%':>7} {'optimal%':>9} {'train reward':>13} {'zero-var groups':>16} "
                  f"{'s/step':>7} {'tokens':>7}  engineer")
     for name in ("untrained", "warm_start"):
@@ -109,10 +131,6 @@ def render_report(run: dict) -> str:
                         for size, spec in record.config.sizes.items())
         agents = record.config.agents
         lines.append(f"  stage {record.stage}: agents {list(agents) if isinstance(agents, tuple) else agents}; {mix}")
-    if "final" in run:
-        final = run["final"]
-        lines.append(f"final evaluation on {final['suite']}: " + ", ".join(
-            f"{k} agents {100 * v['valid_rate']:.1f}% / {100 * v['optimal_rate']:.1f}%" for k, v in final["mean"].items()))
     return "\n".join(lines)
 
 
@@ -189,12 +207,19 @@ def compare_table(runs: list[dict]) -> str:
 
 # Figures compared across arms, read from each run's last stage (held-out validation) and final evaluation.
 COMPARE_METRICS = (
-    ("valid", "valid %", "greedy valid rate on the held-out validation set after the last stage"),
-    ("optimal", "optimal %", "greedy optimal rate on the same set"),
-    ("pass1", "pass@1 %", "sampled pass@1 at the training temperature (validation.sampled_k samples each)"),
-    ("lift", "lift", "valid minus the warm start's valid rate (what the stages added)"),
-    ("final", "final %", "mean valid rate of the final evaluation suite"),
+    ("test", "test %", "greedy valid rate on the test set (read by nothing but this score), its cells with the "
+     "agent counts the run trains on"),
+    ("test_opt", "test opt %", "greedy optimal rate on the same test cells"),
+    ("test_pass1", "test p@1 %", "sampled pass@1 on the same test cells (validation.sampled_k samples each)"),
+    ("transfer", "transfer %", "greedy valid rate on the test cells with other agent counts (trained on 2 agents, "
+     "tested on 3: the paper's transfer)"),
+    ("valid", "seen %", "what the engineer saw: greedy valid rate on the evidence (validation) set after the last "
+     "stage"),
+    ("pass1", "seen p@1 %", "sampled pass@1 on the evidence set"),
+    ("lift", "seen lift", "evidence valid rate minus the warm start's (what the stages added, as the engineer saw it)"),
 )
+TEST_METRICS = ("test", "test_opt", "test_pass1", "transfer")
+"""The figures read from the test set; the others come from the evidence set the engineer read."""
 
 
 def run_arm(run: dict) -> str:
@@ -207,49 +232,147 @@ def run_seed(run: dict) -> int:
     return int(run["manifest"]["run_config"]["seed"])
 
 
+def run_installation(run: dict) -> dict[str, str | None]:
+    """The library versions a run was made with: its manifest's ``versions`` ({name: version}; None = not
+    installed; {} when the manifest has none, an old or hand-made run). A run extended later under other versions
+    (``manifest["extended"]``) was made on several installations: each package whose version changed reads
+    ``"2.12.0 then 2.13.0"``, so such a run matches only a run extended across the same change."""
+    manifest = run["manifest"]
+    history = [manifest.get("versions") or {}]
+    history += [entry.get("versions") or {} for entry in manifest.get("extended", [])]
+    names = list(dict.fromkeys(name for versions in history for name in versions))
+    out: dict[str, str | None] = {}
+    for name in names:
+        seen = list(dict.fromkeys(versions.get(name, "unknown") for versions in history))
+        out[name] = seen[0] if len(seen) == 1 else " then ".join(str(version) for version in seen)
+    return out
+
+
+def installation_difference(arm: dict[str, str | None], reference: dict[str, str | None]) -> list[str]:
+    """What differs between two :func:`run_installation` results, e.g. ``["torch 2.13.0 vs 2.12.0"]`` (empty when
+    they are the same; a side without versions reads as unknown)."""
+    if arm == reference:
+        return []
+    if not arm or not reference:
+        return [f"versions {'recorded' if arm else 'unknown'} vs {'recorded' if reference else 'unknown'}"]
+    return [f"{name} {arm.get(name, 'unknown')} vs {reference.get(name, 'unknown')}"
+            for name in dict.fromkeys([*arm, *reference]) if arm.get(name, "unknown") != reference.get(name, "unknown")]
+
+
+def _training_agents(run: dict) -> set[int]:
+    """Agent counts of the run's training data: its initial config's ``agents`` (a count or ``[min, max]``)."""
+    agents = (run["manifest"]["run_config"].get("initial_config") or {}).get("agents", 2)
+    if isinstance(agents, (list, tuple)) and len(agents) == 2 and all(isinstance(a, int) for a in agents):
+        return set(range(agents[0], agents[1] + 1))
+    return {agents} if isinstance(agents, int) else {2}
+
+
 def run_figures(run: dict) -> dict[str, float]:
-    """The :data:`COMPARE_METRICS` of one run that it has (a run without finished stages has none)."""
+    """The :data:`COMPARE_METRICS` of one run that it has (a run without finished stages has none): the test set's
+    from its final evaluation (cells ``AxS``; trained agent counts -> ``test``, others -> ``transfer``), the
+    evidence set's from its last stage."""
     out: dict[str, float] = {}
     if run["stages"]:
         scores = run["stages"][-1].scores
         out["valid"] = scores.valid_rate
-        out["optimal"] = scores.optimal_rate
         if scores.sampled_valid_rate is not None:
             out["pass1"] = scores.sampled_valid_rate
         start = run.get("warm_start") or run.get("untrained")
         if start:
             out["lift"] = scores.valid_rate - start["valid_rate"]
     if "final" in run:
-        cells = run["final"]["cells"].values()
-        out["final"] = sum(c["valid_rate"] for c in cells) / len(cells)
+        trained = _training_agents(run)
+        cells = run["final"]["cells"]
+        own = [cell for key, cell in cells.items() if int(key.split("x")[0]) in trained]
+        other = [cell for key, cell in cells.items() if int(key.split("x")[0]) not in trained]
+        if own:
+            out["test"] = sum(c["valid_rate"] for c in own) / len(own)
+            out["test_opt"] = sum(c["optimal_rate"] for c in own) / len(own)
+        if other:
+            out["transfer"] = sum(c["valid_rate"] for c in other) / len(other)
+        sampled = [cell for key, cell in (run.get("final_sampled") or {}).get("cells", {}).items()
+                   if int(key.split("x")[0]) in trained]
+        if sampled:
+            out["test_pass1"] = sum(c["valid_rate"] for c in sampled) / len(sampled)
     return out
 
 
-def seed_comparison(runs: list[dict], reference: str = "fixed") -> dict:
-    """Per arm and metric: mean and 95% interval over seeds; per arm: the paired difference against
-    ``reference`` (by seed) of every metric. Arms keep the order they first appear in."""
-    from curriculum.stats import mean_interval, paired_difference
+def seed_comparison(runs: list[dict], reference: str = "fixed", primary: str | None = None,
+                    allow_mixed: bool = False) -> dict:
+    """Per arm and metric: mean and 95% interval over seeds; per arm and seed: the figures themselves
+    (``per_seed``, {seed: {metric: value}}); per arm: the paired difference against ``reference`` (by seed) of
+    every metric with ``p``, the two-sided p of a paired t test that it is 0 (None under 2 pairs), and
+    ``p_holm``, that p adjusted by Holm over the arms compared against the reference on the same metric
+    (``holm_arms`` names them per metric; metrics are not corrected against each other, so read the first one).
+    Arms keep the order they first appear in.
+
+    ``primary``: the arm whose comparison with the reference was declared before the runs were looked at. It is
+    a single comparison: its ``p_holm`` is its raw ``p``, and the Holm family is the other arms. An arm that is not
+    compared against the reference: ConfigError.
+
+    Each pair compared (an arm's run and the reference's run of one seed) must come from one installation
+    (:func:`run_installation`), else a difference mixes library effects with the arm's: ConfigError, or with
+    ``allow_mixed`` the arm is listed in ``mixed_installations`` ({arm, seeds, differing, dirs}) for the text to
+    flag."""
+    from curriculum.stats import holm, mean_interval, paired_p_value, paired_values
 
     by_arm: dict[str, dict[int, dict[str, float]]] = {}
+    run_of: dict[tuple[str, int], dict] = {}
     for run in runs:
         arm, seed = run_arm(run), run_seed(run)
         if seed in by_arm.setdefault(arm, {}):
             raise ConfigError("runs", run["dir"], f"one run per arm and seed (arm {arm!r} has seed {seed} twice)")
         by_arm[arm][seed] = run_figures(run)
+        run_of[arm, seed] = run
+    compared = [arm for arm in by_arm if arm != reference] if reference in by_arm else []
+    if primary is not None and primary not in compared:
+        raise ConfigError("--primary", primary, f"one of the arms compared against {reference}: "
+                          + (", ".join(compared) or f"none (no run of {reference} among {', '.join(by_arm)})"))
+    mixed = []
+    for arm in compared:
+        entry: dict = {"arm": arm, "seeds": [], "differing": [], "dirs": []}
+        for seed in sorted(set(by_arm[arm]) & set(by_arm[reference])):
+            mine, theirs = run_of[arm, seed], run_of[reference, seed]
+            differing = installation_difference(run_installation(mine), run_installation(theirs))
+            if differing:
+                entry["seeds"].append(seed)
+                entry["dirs"] += [mine["dir"], theirs["dir"]]
+                entry["differing"] += [text for text in differing if text not in entry["differing"]]
+        if entry["seeds"]:
+            mixed.append(entry)
+    if mixed and not allow_mixed:
+        differing = list(dict.fromkeys(text for entry in mixed for text in entry["differing"]))
+        raise ConfigError("runs", list(dict.fromkeys(path for entry in mixed for path in entry["dirs"])),
+                          f"runs made on one installation (differing: {', '.join(differing[:3])}"
+                          f"{' ...' if len(differing) > 3 else ''}): rerun on one installation, or pass --allow-mixed "
+                          "to mark them")
     arms = {}
     for arm, seeds in by_arm.items():
-        entry: dict = {"seeds": sorted(seeds), "metrics": {}, "vs_reference": {}}
+        entry = {"seeds": sorted(seeds), "metrics": {}, "vs_reference": {},
+                 "per_seed": {seed: dict(seeds[seed]) for seed in sorted(seeds)}}
         for key, _, _ in COMPARE_METRICS:
             values = {seed: figures[key] for seed, figures in seeds.items() if key in figures}
             if values:
                 entry["metrics"][key] = mean_interval(list(values.values())).to_dict()
-            if arm != reference and reference in by_arm:
-                ref = {seed: f[key] for seed, f in by_arm[reference].items() if key in f}
-                diff = paired_difference(values, ref)
-                if diff is not None:
-                    entry["vs_reference"][key] = diff.to_dict()
+            if arm in compared:
+                differences = paired_values(values, {seed: f[key] for seed, f in by_arm[reference].items() if key in f})
+                if differences:
+                    entry["vs_reference"][key] = {**mean_interval(differences).to_dict(),
+                                                  "p": paired_p_value(differences)}
         arms[arm] = entry
-    return {"reference": reference if reference in by_arm else None, "arms": arms}
+    holm_arms = {}
+    for key, _, _ in COMPARE_METRICS:
+        family = {arm: arms[arm]["vs_reference"][key]["p"] for arm in compared
+                  if arm != primary and arms[arm]["vs_reference"].get(key, {}).get("p") is not None}
+        adjusted = holm(family)
+        for arm in compared:
+            diff = arms[arm]["vs_reference"].get(key)
+            if diff is not None:
+                diff["p_holm"] = diff["p"] if arm == primary else adjusted.get(arm)
+        if family:
+            holm_arms[key] = list(family)
+    return {"reference": reference if reference in by_arm else None, "primary": primary, "arms": arms,
+            "holm_arms": holm_arms, "mixed_installations": mixed}
 
 
 def _cell(stats: dict | None, signed: bool = False) -> str:
@@ -260,28 +383,86 @@ def _cell(stats: dict | None, signed: bool = False) -> str:
     return Interval(stats["mean"], stats["half_width"], stats["n"]).format(signed=signed)
 
 
+def _p_text(p: float | None) -> str:
+    """A p value for the table: 3 decimals, ``<0.001`` below that, ``-`` for none (fewer than 2 pairs)."""
+    if p is None:
+        return "-"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _wrapped(text: str) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=80, subsequent_indent="  ", break_on_hyphens=False)
+
+
+def _p_lines(result: dict, key: str, label: str) -> list[str]:
+    """The p values of the paired differences on ``key`` (the headline metric): the pre-declared primary arm's
+    raw p on its own line, the other arms' raw and Holm-adjusted p in a small table."""
+    reference, primary = result["reference"], result.get("primary")
+    rows = {arm: entry["vs_reference"][key] for arm, entry in result["arms"].items() if key in entry["vs_reference"]}
+    if not rows:
+        return []
+    family = len(result.get("holm_arms", {}).get(key, []))
+    over = f"Holm-adjusted over {family} arm{'s' if family != 1 else ''}"
+    lines = []
+    if primary in rows:
+        lines += _wrapped(f"primary comparison (pre-declared): {primary} vs {reference}, "
+                          f"p={_p_text(rows[primary]['p'])} ({label}, unadjusted)")
+        lines += _wrapped(f"the rest: p (paired t on {label}, {over})")
+    else:
+        lines += _wrapped(f"p (paired t on {label}, {over}; 2+ pairs needed)")
+    others = [arm for arm in rows if arm != primary]
+    if others:
+        lines.append(f"{'arm':<13}{'pairs':>5} {'p':>8} {'p Holm':>8}")
+        for arm in others:
+            diff = rows[arm]
+            lines.append(f"{arm[:12]:<13}{diff['n']:>5} {_p_text(diff['p']):>8} {_p_text(diff['p_holm']):>8}")
+    return lines
+
+
 def render_seed_comparison(result: dict) -> str:
     """The comparison as text: one row per arm, mean ± 95% half width over seeds, paired differences (a space
-    always parts two cells, however wide an interval)."""
+    always parts two cells, however wide an interval), the p of the paired differences on the headline metric
+    (the first of :data:`COMPARE_METRICS` shown) and a WARNING for each arm whose pairs span installations
+    (its row in the difference table ends in ``!``). Lines are at most 80 characters while arm cells fit."""
     shown = [key for key, _, _ in COMPARE_METRICS
              if any(key in entry["metrics"] for entry in result["arms"].values())]
     labels = {key: label for key, label, _ in COMPARE_METRICS}
     reference = result["reference"]
-    lines = ["mean ± 95% interval over seeds (Student t), held-out validation; pass@1 sampled"]
-    head = f"{'arm':<13}{'seeds':>5}" + "".join(f" {labels[key]:>11}" for key in shown)
-    lines.append(head)
-    for arm, entry in result["arms"].items():
-        lines.append(f"{arm[:12]:<13}{len(entry['seeds']):>5}"
-                     + "".join(f" {_cell(entry['metrics'].get(key)):>11}" for key in shown))
-    if reference:
-        lines.append(f"paired difference against {reference} (same seeds), points")
-        lines.append(f"{'arm':<13}{'pairs':>5}" + "".join(f" {labels[key]:>11}" for key in shown))
+    mixed = {entry["arm"]: entry for entry in result.get("mixed_installations", [])}
+    lines = ["mean ± 95% interval over seeds (Student t); greedy unless p@1 (sampled pass@1)"]
+    blocks = [("test set (read by nothing but this score)", [key for key in shown if key in TEST_METRICS]),
+              ("evidence set (what the engineer saw)", [key for key in shown if key not in TEST_METRICS])]
+    for title, keys in blocks:
+        if not keys:
+            continue
+        lines.append(f"{title}:")
+        lines.append(f"{'arm':<13}{'seeds':>5}" + "".join(f" {labels[key]:>11}" for key in keys))
         for arm, entry in result["arms"].items():
-            if arm == reference:
+            lines.append(f"{arm[:12]:<13}{len(entry['seeds']):>5}"
+                         + "".join(f" {_cell(entry['metrics'].get(key)):>11}" for key in keys))
+    if reference:
+        for title, keys in blocks:
+            if not keys:
                 continue
-            pairs = max((d["n"] for d in entry["vs_reference"].values()), default=0)
-            lines.append(f"{arm[:12]:<13}{pairs:>5}"
-                         + "".join(f" {_cell(entry['vs_reference'].get(key), signed=True):>11}" for key in shown))
+            lines.append(f"paired difference against {reference} (same seeds), points, {title.split(' (')[0]}")
+            lines.append(f"{'arm':<13}{'pairs':>5}" + "".join(f" {labels[key]:>11}" for key in keys))
+            for arm, entry in result["arms"].items():
+                if arm == reference:
+                    continue
+                pairs = max((entry["vs_reference"][key]["n"] for key in keys if key in entry["vs_reference"]),
+                            default=0)
+                name = f"{arm[:11]}!" if arm in mixed else arm[:12]
+                lines.append(f"{name:<13}{pairs:>5}"
+                             + "".join(f" {_cell(entry['vs_reference'].get(key), signed=True):>11}" for key in keys))
+        if shown:
+            lines += _p_lines(result, shown[0], labels[shown[0]])
+        for arm, entry in mixed.items():
+            lines += _wrapped(f"WARNING: arm {arm}'s pairs span installations ({'; '.join(entry['differing'])}; "
+                              f"seed{'s' if len(entry['seeds']) > 1 else ''} {', '.join(map(str, entry['seeds']))}): "
+                              f"its differences against {reference} "
+                              "mix library effects with the engineer's")
     seeds = sorted({seed for entry in result["arms"].values() for seed in entry["seeds"]})
     lines.append(f"seeds: {', '.join(map(str, seeds))}")
     return "\n".join(lines)

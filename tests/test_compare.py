@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from curriculum.stats import mean_interval, paired_difference, t_quantile_975
+from curriculum.stats import (holm, mean_interval, paired_difference, paired_p_value, regularized_incomplete_beta,
+                              student_t_cdf, student_t_two_sided_p, t_quantile_975)
 from simulator.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +74,7 @@ def _fake_run(arm: str, seed: int, stage_valid: float, warm: float = 0.3, final:
            "manifest": {"run_config": {"arm": arm, "seed": seed, "engineer": {"spec": arm}}},
            "stages": [StageRecord.from_dict(record)]}
     if final is not None:
-        run["final"] = {"suite": "s", "cells": {"2a_3x3": {"valid_rate": final, "optimal_rate": final}}}
+        run["final"] = {"suite": "s", "cells": {"2x3": {"valid_rate": final, "optimal_rate": final}}}
     return run
 
 
@@ -91,7 +92,7 @@ def test_seed_comparison__means_intervals_and_paired_differences():
     assert rule["metrics"]["pass1"]["mean"] == pytest.approx(0.35)
     assert rule["vs_reference"]["valid"]["mean"] == pytest.approx(0.14 / 3)
     assert rule["vs_reference"]["valid"]["low"] > 0
-    assert "final" not in rule["metrics"] and result["arms"]["fixed"]["vs_reference"] == {}
+    assert "test" not in rule["metrics"] and result["arms"]["fixed"]["vs_reference"] == {}
     text = render_seed_comparison(result)
     assert "seeds: 0, 1, 2" in text and "paired difference against fixed" in text and "+4.7 ±" in text
     assert all(len(line) <= 80 for line in text.splitlines())
@@ -112,9 +113,330 @@ def test_seed_comparison__without_the_reference_arm_has_no_differences():
 
     result = seed_comparison([_fake_run("a", 0, 0.2, final=0.1), _fake_run("b", 0, 0.3, final=0.2)])
     assert result["reference"] is None
-    assert result["arms"]["b"]["metrics"]["final"]["mean"] == pytest.approx(0.2)
+    assert result["arms"]["b"]["metrics"]["test"]["mean"] == pytest.approx(0.2)
     assert "paired" not in render_seed_comparison(result)
 
+
+def test_run_figures__test_set_split_by_trained_agents_and_led_in_the_table():
+    """Test cells with the agent counts the run trains on score ``test`` (greedy, optimal, sampled pass@1); the
+    others ``transfer``; the evidence set's figures come after, as what the engineer saw."""
+    from curriculum.report import render_seed_comparison, run_figures, seed_comparison
+
+    runs = []
+    for arm, seed, rate in (("fixed", 0, 0.4), ("band", 0, 0.5), ("fixed", 1, 0.3), ("band", 1, 0.35)):
+        run = _fake_run(arm, seed, rate)
+        run["final"] = {"suite": "test-small", "cells": {
+            "2x3": {"valid_rate": rate, "optimal_rate": rate / 2}, "2x4": {"valid_rate": rate / 2, "optimal_rate": 0.0},
+            "3x3": {"valid_rate": rate / 4, "optimal_rate": 0.0}}}
+        run["final_sampled"] = {"k": 2, "cells": {"2x3": {"valid_rate": 0.2}, "2x4": {"valid_rate": 0.1},
+                                                  "3x3": {"valid_rate": 0.9}}}
+        runs.append(run)
+    figures = run_figures(runs[0])
+    assert figures["test"] == pytest.approx(0.3) and figures["test_opt"] == pytest.approx(0.1)
+    assert figures["transfer"] == pytest.approx(0.1) and figures["test_pass1"] == pytest.approx(0.15)
+    runs[0]["manifest"]["run_config"]["initial_config"] = {"agents": [2, 3]}  # trains on 3 agents too: no transfer
+    assert "transfer" not in run_figures(runs[0]) and run_figures(runs[0])["test"] == pytest.approx(0.7 / 3)
+    del runs[0]["manifest"]["run_config"]["initial_config"]
+    text = render_seed_comparison(seed_comparison(runs))
+    lines = text.splitlines()
+    assert lines.index("test set (read by nothing but this score):") < lines.index(
+        "evidence set (what the engineer saw):")
+    assert "p (paired t on test %" in text and all(len(line) <= 80 for line in lines)
+
+
+
+# --- how much to believe a comparison: p values, Holm, installations --------------------------------------------
+
+@pytest.mark.parametrize("t, df, p, tolerance", [
+    (2.776, 4, 0.05, 5e-4),            # the t table's 97.5% quantiles give p = 0.05 two-sided
+    (12.706, 1, 0.05, 5e-5),
+    (2.042, 30, 0.05, 5e-4),
+    (2.228, 10, 0.05, 5e-4),
+    (-2.776, 4, 0.05, 5e-4),           # two-sided: the sign does not matter
+    (1.960, 1e6, 0.05, 5e-4),          # many degrees of freedom: the normal
+    (0.0, 1, 1.0, 1e-12),
+    (0.0, 7, 1.0, 1e-12),
+    (1.0, 1, 0.5, 1e-12),              # df 1 is Cauchy: P(|T| >= 1) = 1 - 2 atan(1) / pi
+    (3.0, 2, 1 - 3 / math.sqrt(11), 1e-12),  # df 2: P(|T| >= t) = 1 - t / sqrt(2 + t^2)
+    (4.604, 4, 0.01, 5e-5),
+    (float("inf"), 3, 0.0, 0.0),
+])
+def test_student_t__two_sided_p_known_values(t, df, p, tolerance):
+    assert student_t_two_sided_p(t, df) == pytest.approx(p, abs=tolerance)
+
+
+@pytest.mark.parametrize("t", [-30.0, -2.5, -0.3, 0.0, 0.7, 1.0, 4.0, 100.0])
+def test_student_t__cdf_matches_closed_forms(t):
+    assert student_t_cdf(t, 1) == pytest.approx(0.5 + math.atan(t) / math.pi, abs=1e-12)
+    assert student_t_cdf(t, 2) == pytest.approx(0.5 + t / (2 * math.sqrt(2 + t * t)), abs=1e-12)
+    assert student_t_cdf(t, 9) + student_t_cdf(-t, 9) == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("a, b, x, expected", [
+    (1.0, 1.0, 0.3, 0.3),                       # uniform
+    (3.0, 1.0, 0.6, 0.6 ** 3),                  # I_x(a, 1) = x^a
+    (1.0, 4.0, 0.2, 1 - 0.8 ** 4),              # I_x(1, b) = 1 - (1 - x)^b
+    (7.5, 7.5, 0.5, 0.5),                       # symmetric
+    (2.0, 3.0, 0.9, 1 - 0.1 ** 4 - 4 * 0.9 * 0.1 ** 3),  # integer a, b: I_x(a, b) = P(Binomial(a+b-1, x) >= a)
+    (3.0, 2.0, 0.3, 4 * 0.3 ** 3 * 0.7 + 0.3 ** 4),
+    (2.0, 0.5, 0.0, 0.0),
+    (2.0, 0.5, 1.0, 1.0),
+])
+def test_regularized_incomplete_beta__known_values(a, b, x, expected):
+    assert regularized_incomplete_beta(a, b, x) == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("differences, p", [
+    ([], None),
+    ([0.3], None),                                   # one pair: no spread to judge by
+    ([0.1, 0.1, 0.1], 0.0),                          # every seed agrees on a nonzero difference
+    ([0.0, 0.0], 1.0),
+    ([-1.0, 1.0], 1.0),                              # mean 0: t = 0
+    ([1.0, 2.0, 3.0], 1 - 2 * math.sqrt(3) / math.sqrt(14)),     # t = 2 sqrt(3), df 2
+    ([0.05, 0.04, 0.05], 1 - 14 / math.sqrt(198)),                # t = 14, df 2
+    ([-0.05, -0.04, -0.05], 1 - 14 / math.sqrt(198)),
+])
+def test_paired_p_value__table(differences, p):
+    got = paired_p_value(differences)
+    assert got is None if p is None else got == pytest.approx(p, abs=1e-9)
+
+
+def test_paired_p_value__refuses_non_finite():
+    with pytest.raises(ValueError):
+        paired_p_value([0.1, float("nan")])
+
+
+@pytest.mark.parametrize("p_values, adjusted", [
+    ({}, {}),
+    ({"x": 0.2}, {"x": 0.2}),
+    ({"a": 0.01, "b": 0.04, "c": 0.03}, {"a": 0.03, "b": 0.06, "c": 0.06}),   # 3 x .01; max(.03, 2 x .03); max(.06, .04)
+    ({"a": 0.01, "b": 0.02, "c": 0.03, "d": 0.04}, {"a": 0.04, "b": 0.06, "c": 0.06, "d": 0.06}),
+    ({"a": 0.001, "b": 0.03, "c": 0.02}, {"a": 0.003, "b": 0.04, "c": 0.04}),  # b's 1 x .03 raised to c's .04
+    ({"a": 0.02, "b": 0.02}, {"a": 0.04, "b": 0.04}),                          # ties
+    ({"a": 0.5, "b": 0.6}, {"a": 1.0, "b": 1.0}),                              # capped at 1
+    ({"a": 0.0, "b": 1.0}, {"a": 0.0, "b": 1.0}),
+])
+def test_holm__table(p_values, adjusted):
+    got = holm(p_values)
+    assert list(got) == list(p_values)  # keyed as given
+    assert got == pytest.approx(adjusted)
+
+
+@pytest.mark.parametrize("bad", [{"a": -0.1}, {"a": 1.5}, {"a": float("nan")}, {"a": None}])
+def test_holm__refuses_a_non_probability(bad):
+    with pytest.raises(ValueError):
+        holm(bad)
+
+
+# stage valid rates per arm and seed: rule beats fixed steadily, gap by less and noisily, random not at all
+THREE_ARMS = {"fixed": (0.40, 0.36, 0.45), "rule": (0.45, 0.40, 0.50), "gap": (0.43, 0.41, 0.46),
+              "random": (0.41, 0.35, 0.46)}
+
+
+def _three_arm_runs(versions: dict | None = None) -> list[dict]:
+    runs = [_fake_run(arm, seed, values[seed]) for arm, values in THREE_ARMS.items() for seed in range(3)]
+    for run in runs:
+        if versions is not None:
+            run["manifest"]["versions"] = dict(versions)
+    return runs
+
+
+def _headline(runs: list[dict]) -> tuple[str, str]:
+    """The key and label of the first compared metric any of ``runs`` has (what the text gives p values for)."""
+    from curriculum.report import COMPARE_METRICS, run_figures
+
+    return next((key, label) for key, label, _ in COMPARE_METRICS if any(key in run_figures(run) for run in runs))
+
+
+def test_seed_comparison__p_holm_and_per_seed_in_the_dict_and_the_text():
+    from curriculum.report import render_seed_comparison, run_arm, run_figures, run_seed, seed_comparison
+
+    runs = _three_arm_runs({"python": "3.12.3", "torch": "2.12.0"})
+    result = seed_comparison(runs)
+    key, label = _headline(runs)
+    assert key == "valid"  # the fake runs have no final evaluation: the evidence set's valid rate leads
+    assert result["primary"] is None and result["mixed_installations"] == []
+    fixed = THREE_ARMS["fixed"]
+    raw = {arm: paired_p_value([THREE_ARMS[arm][seed] - fixed[seed] for seed in range(3)])
+           for arm in ("rule", "gap", "random")}
+    adjusted = holm(raw)
+    assert result["holm_arms"]["valid"] == ["rule", "gap", "random"]
+    for arm in raw:
+        diff = result["arms"][arm]["vs_reference"]["valid"]
+        assert diff["p"] == pytest.approx(raw[arm]) and diff["p_holm"] == pytest.approx(adjusted[arm])
+        assert diff["p_holm"] >= diff["p"]
+    for run in runs:  # every figure of every run, by arm and seed
+        assert result["arms"][run_arm(run)]["per_seed"][run_seed(run)] == run_figures(run)
+    assert result["arms"]["fixed"]["per_seed"][2]["valid"] == pytest.approx(0.45)
+    assert result["arms"]["rule"]["per_seed"][1]["lift"] == pytest.approx(0.40 - 0.3)
+    assert result["arms"]["rule"]["vs_reference"]["lift"]["p_holm"] is not None  # every metric has its family
+    assert json.loads(json.dumps(result))["arms"]["gap"]["per_seed"]["1"]["valid"] == pytest.approx(0.41)
+    text = render_seed_comparison(result)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert f"p (paired t on {label}, Holm-adjusted over 3 arms" in " ".join(text.split()) and "primary" not in text
+    rows = {line.split()[0]: line.split()[1:] for line in text.splitlines()[-5:-1]}
+    assert rows["arm"] == ["pairs", "p", "p", "Holm"]
+    for arm in raw:
+        assert rows[arm] == ["3", f"{raw[arm]:.3f}", f"{adjusted[arm]:.3f}"]
+
+
+@pytest.mark.parametrize("first", ["lift", "pass1"])
+def test_seed_comparison__the_headline_p_is_the_first_metric_shown(monkeypatch, first):
+    from curriculum import report
+
+    metrics = [(key, label, help_text) for key, label, help_text in report.COMPARE_METRICS]
+    monkeypatch.setattr(report, "COMPARE_METRICS", tuple(sorted(metrics, key=lambda metric: metric[0] != first)))
+    label = {key: label for key, label, _ in metrics}[first]
+    result = report.seed_comparison(_three_arm_runs())
+    text = " ".join(report.render_seed_comparison(result).split())
+    assert f"p (paired t on {label}, Holm-adjusted over 3 arms" in text
+    p_rule = result["arms"]["rule"]["vs_reference"][first]["p"]
+    assert f"rule 3 {p_rule:.3f}" in text
+
+
+def test_seed_comparison__a_pre_declared_primary_is_unadjusted_and_not_in_the_family():
+    from curriculum.report import render_seed_comparison, seed_comparison
+
+    result = seed_comparison(_three_arm_runs(), primary="gap")
+    fixed = THREE_ARMS["fixed"]
+    raw = {arm: paired_p_value([THREE_ARMS[arm][seed] - fixed[seed] for seed in range(3)])
+           for arm in ("rule", "gap", "random")}
+    gap = result["arms"]["gap"]["vs_reference"]["valid"]
+    assert result["primary"] == "gap" and gap["p_holm"] == gap["p"] == pytest.approx(raw["gap"])
+    assert result["holm_arms"]["valid"] == ["rule", "random"]
+    assert result["arms"]["rule"]["vs_reference"]["valid"]["p_holm"] == pytest.approx(
+        holm({"rule": raw["rule"], "random": raw["random"]})["rule"])
+    text = render_seed_comparison(result)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    flat = " ".join(text.split())
+    assert f"primary comparison (pre-declared): gap vs fixed, p={raw['gap']:.3f}" in flat
+    assert "Holm-adjusted over 2 arms" in flat
+    assert not any(line.startswith("gap ") and len(line.split()) == 4 for line in text.splitlines())
+
+
+@pytest.mark.parametrize("primary, runs", [
+    ("nope", None),
+    ("fixed", None),                     # the reference is not compared against itself
+    ("rule", [_fake_run("rule", 0, 0.5), _fake_run("gap", 0, 0.4)]),  # no reference among the runs
+])
+def test_seed_comparison__primary_must_be_an_arm_compared(primary, runs):
+    from curriculum.report import seed_comparison
+
+    with pytest.raises(ConfigError, match="--primary") as error:
+        seed_comparison(runs or _three_arm_runs(), primary=primary)
+    assert "one of the arms compared against fixed" in str(error.value)
+    if runs is None:
+        assert "rule, gap, random" in str(error.value)
+
+
+def test_seed_comparison__single_pairs_have_no_p():
+    from curriculum.report import render_seed_comparison, seed_comparison
+
+    result = seed_comparison([_fake_run("fixed", 0, 0.4), _fake_run("rule", 0, 0.5)])
+    diff = result["arms"]["rule"]["vs_reference"]["valid"]
+    assert diff["p"] is None and diff["p_holm"] is None and result["holm_arms"] == {}
+    assert "Holm-adjusted over 0 arms; 2+ pairs needed" in " ".join(render_seed_comparison(result).split())
+
+
+V12 = {"python": "3.12.3", "torch": "2.12.0", "trl": "0.20.0"}
+V13 = {"python": "3.12.3", "torch": "2.13.0", "trl": "0.20.0"}
+
+
+@pytest.mark.parametrize("manifest, installation", [
+    ({}, {}),                                                     # an old or hand-made run: unknown
+    ({"versions": V12}, V12),
+    ({"versions": V12, "extended": [{"versions": V12}]}, V12),    # extended on the same installation
+    ({"versions": V12, "extended": [{"versions": V13}]}, {**V12, "torch": "2.12.0 then 2.13.0"}),
+    ({"versions": V12, "extended": [{"versions": V13}, {"versions": V12}]}, {**V12, "torch": "2.12.0 then 2.13.0"}),
+    ({"versions": V12, "extended": [{"versions": {**V12, "peft": "0.17.0"}}]}, {**V12, "peft": "unknown then 0.17.0"}),
+])
+def test_run_installation__table(manifest, installation):
+    from curriculum.report import run_installation
+
+    assert run_installation({"manifest": manifest}) == installation
+
+
+def _with_versions(run: dict, versions: dict | None, extended: dict | None = None) -> dict:
+    if versions is not None:
+        run["manifest"]["versions"] = dict(versions)
+    if extended is not None:
+        run["manifest"]["extended"] = [{"from_stages": 1, "to_stages": 2, "versions": dict(extended)}]
+    return run
+
+
+@pytest.mark.parametrize("rule_s1, fixed_s1, differing", [
+    ((V12, None), (V12, None), None),
+    ((None, None), (None, None), None),                  # both unknown: the same
+    ((V13, None), (V13, None), None),                    # seed 1's pair on another installation than seed 0's: fine
+    ((V13, None), (V12, None), "torch 2.13.0 vs 2.12.0"),
+    ((None, None), (V12, None), "versions unknown vs recorded"),
+    ((V12, V13), (V12, None), "torch 2.12.0 then 2.13.0 vs 2.12.0"),  # extended after an upgrade
+])
+def test_seed_comparison__pairs_must_share_an_installation(rule_s1, fixed_s1, differing):
+    from curriculum.report import render_seed_comparison, seed_comparison
+
+    runs = [_with_versions(_fake_run("fixed", 0, 0.40), V12), _with_versions(_fake_run("rule", 0, 0.45), V12),
+            _with_versions(_fake_run("fixed", 1, 0.36), *fixed_s1), _with_versions(_fake_run("rule", 1, 0.40), *rule_s1),
+            _with_versions(_fake_run("other", 1, 0.30), *fixed_s1)]
+    if differing is None:
+        assert seed_comparison(runs)["mixed_installations"] == []
+        return
+    with pytest.raises(ConfigError, match="--allow-mixed") as error:
+        seed_comparison(runs)
+    message = str(error.value)
+    assert f"runs made on one installation (differing: {differing})" in message
+    assert "runs/x-rule-s1" in message and "runs/x-fixed-s1" in message and "s0" not in message
+    result = seed_comparison(runs, allow_mixed=True)
+    assert result["mixed_installations"] == [{"arm": "rule", "seeds": [1], "differing": [differing],
+                                              "dirs": ["runs/x-rule-s1", "runs/x-fixed-s1"]}]
+    text = render_seed_comparison(result)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    flat = " ".join(text.split())
+    assert f"WARNING: arm rule's pairs span installations ({differing}; seed 1): its differences against fixed " \
+           "mix library effects with the engineer's" in flat
+    assert any(line.startswith("rule!") for line in text.splitlines()) and "WARNING: arm other" not in flat
+
+
+def _write_run(root: Path, run: dict) -> Path:
+    """A run folder on disk from a :func:`_fake_run` dict (manifest and stage records only)."""
+    folder = root / Path(run["dir"]).name
+    (folder / "stage-01").mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps(run["manifest"]))
+    for record in run["stages"]:
+        (folder / f"stage-{record.stage:02d}" / "stage.json").write_text(json.dumps(record.to_dict()))
+    return folder
+
+
+def test_cli_compare__help_names_primary_and_allow_mixed():
+    result = subprocess.run([sys.executable, "-m", "curriculum.cli", "compare", "--help"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "--primary ARM" in result.stdout and "--allow-mixed" in result.stdout and "Holm" in result.stdout
+
+
+def test_cli_compare__primary_allow_mixed_and_json_pass_through(tmp_path):
+    runs = _three_arm_runs(V12)
+    runs[5]["manifest"]["versions"] = V13  # rule, seed 2
+    folders = [str(_write_run(tmp_path, run)) for run in runs]
+
+    def compare(*flags: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "curriculum.cli", "compare", *folders, *flags], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+
+    refused = compare("--json")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "torch 2.13.0 vs 2.12.0" in refused.stderr and "--allow-mixed" in refused.stderr
+    unknown = compare("--primary", "nope", "--allow-mixed")
+    assert unknown.returncode == 2 and "--primary" in unknown.stderr and "Traceback" not in unknown.stderr
+    parsed = json.loads(compare("--json", "--primary", "rule", "--allow-mixed").stdout)
+    assert parsed["primary"] == "rule" and [entry["arm"] for entry in parsed["mixed_installations"]] == ["rule"]
+    rule = parsed["arms"]["rule"]
+    assert rule["vs_reference"]["valid"]["p_holm"] == rule["vs_reference"]["valid"]["p"] is not None
+    assert rule["per_seed"]["2"]["valid"] == pytest.approx(0.50)
+    text = compare("--primary", "rule", "--allow-mixed")
+    assert text.returncode == 0, text.stderr
+    assert "primary comparison (pre-declared): rule vs fixed" in text.stdout
+    assert "WARNING: arm rule's pairs span installations" in text.stdout
 
 def test_parse_arms__named_overrides_and_clear_errors():
     from curriculum.commands import COMPARE_ENGINEERS, _parse_arms
