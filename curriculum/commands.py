@@ -60,6 +60,8 @@ def _train(args: argparse.Namespace) -> int:
 
     if not 1 <= args.seeds <= 100:
         raise ConfigError("--seeds", args.seeds, "1 <= seeds <= 100")
+    if args.primary is not None and not args.compare:
+        raise ConfigError("--primary", args.primary, "used with --compare (it names one of the compared arms)")
     if not args.compare and (args.seeds != 1 or args.arm):
         raise ConfigError("--seeds" if args.seeds != 1 else "--arm", args.seeds if args.seeds != 1 else args.arm[0],
                           "used with --compare (a single run has one seed: --set seed=N)")
@@ -95,15 +97,23 @@ def _train(args: argparse.Namespace) -> int:
         write_plots(run, config.run_dir)
         return 0
     arms = _parse_arms(args.arm)
+    if args.primary is not None and args.primary not in arms:
+        raise ConfigError("--primary", args.primary, f"one of the arms: {', '.join(arms)}")
     seeds = [config.seed + offset for offset in range(args.seeds)]
+    # every arm's full run config is built and validated before the first run starts: a bad last arm is refused
+    # at once, not after the others have trained
+    variants = {(seed, arm): config.with_overrides(name=f"{config.name}-{arm}" + (f"-s{seed}" if args.seeds > 1
+                                                                                  else ""),
+                                                   arm=arm, seed=seed, **arm_overrides)
+                for seed in seeds for arm, arm_overrides in arms.items()}
     runs = []
     for seed in seeds:
         # The seed's first arm trains the warm start; a stage any earlier arm of the seed trained with the same
         # settings and stage configs (stage 1 wherever only the engineers differ) is copied, not trained again.
         siblings: list = []
-        for arm, arm_overrides in arms.items():
-            name = f"{config.name}-{arm}" + (f"-s{seed}" if args.seeds > 1 else "")
-            variant = config.with_overrides(name=name, arm=arm, seed=seed, **arm_overrides)
+        for arm in arms:
+            variant = variants[seed, arm]
+            name = variant.name
             if siblings:
                 share_warm_start(siblings[0].run_dir, variant.run_dir)
             print(f"== {name}", file=sys.stderr)
@@ -117,9 +127,35 @@ def _train(args: argparse.Namespace) -> int:
             print()
         print(compare_table(runs))
         print()
-    print(render_seed_comparison(seed_comparison(runs)))
+    result = seed_comparison(runs, primary=args.primary)
+    print(render_seed_comparison(result))
     print(f"curves: {write_curves(runs, config.run_dir.parent / (config.name + '-compare'))}", file=sys.stderr)
+    if args.primary is not None:
+        print(verdict(result))
     return 0
+
+
+def verdict(result: dict, metric: str = "test") -> str:
+    """The comparison's last word on its pre-declared arm: did it beat the reference on the test set? Said plainly
+    either way: a lead counts only with 2+ paired seeds, an interval above 0 and p < 0.05."""
+    from curriculum.report import COMPARE_METRICS
+
+    primary, reference = result.get("primary"), result.get("reference")
+    label = dict((key, label) for key, label, _ in COMPARE_METRICS)[metric]
+    diff = (result["arms"].get(primary) or {}).get("vs_reference", {}).get(metric)
+    if not primary or not reference or diff is None:
+        return f"verdict: no test-set comparison of {primary} against {reference} (no paired {label} figures)"
+    lead = f"{100 * diff['mean']:+.1f} points of {label}"
+    if diff["n"] < 2:
+        return (f"verdict: {primary} vs {reference} on the test set: {lead} on one seed, which measures nothing "
+                "(no interval). This run shows the loop at work; whether an engineer beats fixed is measured over "
+                "seeds in docs/results/protocol/.")
+    p = diff.get("p")
+    text = f"{lead}, 95% interval {100 * diff['low']:+.1f}..{100 * diff['high']:+.1f} over {diff['n']} seeds"
+    if diff["low"] > 0 and p is not None and p < 0.05:
+        return f"verdict: {primary} beat {reference} on the test set: {text} (p={p:.3g})."
+    return (f"verdict: {primary} did NOT beat {reference} on the test set: {text}"
+            + (f" (p={p:.3g})" if p is not None else "") + ".")
 
 
 def _parse_arms(specs: list[str] | None) -> dict[str, dict]:
@@ -128,12 +164,16 @@ def _parse_arms(specs: list[str] | None) -> dict[str, dict]:
 
     if not specs:
         return default_arms()
+    defaults = default_arms()
     arms: dict[str, dict] = {}
     for spec in specs:
+        if "=" not in spec and spec in defaults and spec not in arms:  # a default arm by its name
+            arms[spec] = defaults[spec]
+            continue
         name, sep, rest = spec.partition("=")
         if not sep or not name or not rest or "/" in name or name in arms:
-            raise ConfigError("--arm", spec, "NAME=KEY=VALUE[;KEY=VALUE...] with a new plain name, "
-                              "e.g. nofail=engineer.context=[behavior]")
+            raise ConfigError("--arm", spec, "NAME=KEY=VALUE[;KEY=VALUE...] with a new plain name, e.g. "
+                              f"nofail=engineer.context=[behavior], or a default arm's name ({', '.join(defaults)})")
         arms[name] = _parse_overrides([part for part in rest.split(";") if part])
     return arms
 
@@ -213,7 +253,11 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
                        help="with --compare: a named arm of run-config overrides (repeat for more), e.g. "
                        "--arm fixed=engineer.spec=fixed --arm nofail=engineer.context=[behavior]; default: "
                        f"one arm per engineer ({', '.join(COMPARE_ENGINEERS)}) and {', '.join(COMPARE_EXTRA_ARMS)} "
-                       "(the gap engineer with remedy drop, planning stage 1)")
+                       "(the gap engineer with remedy drop, planning stage 1); a bare default arm's name picks it "
+                       "(--arm fixed --arm gap-band)")
+    train.add_argument("--primary", metavar="ARM", help="with --compare: the pre-declared comparison (this arm "
+                       "against fixed): its p is not Holm-adjusted, and the run ends with a verdict line saying "
+                       "plainly whether it beat fixed on the test set")
     train.add_argument("--name", help="run name (folder under output_dir)")
     train.add_argument("--output-dir", help="parent folder of runs (default runs)")
     train.add_argument("--set", nargs="*", action="extend", metavar="KEY=VALUE",

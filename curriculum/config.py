@@ -558,6 +558,21 @@ PRESETS["small-frontier"] = _derived(
     warm_start={"config": _stage([3, 4], samples=8000, hole=0.2, wait=0.0)},
 )
 
+# The main job (README, first command): the product's point on 2 cores in about 20 minutes. ``small-frontier``'s warm
+# start on sides 3-4 without waits (the stages have a frontier to move, so an engineer has something to decide),
+# two rejection-sampling stages of 1,200 instances, greedy validation only; the test set is ``test-small`` (2 agents
+# as trained, 3 agents for transfer). Run as ``--compare --arm fixed --arm gap-band --primary gap-band``: both arms
+# share the warm start, the engineered one plans stage 1 and each next stage, and the run ends with both on the test
+# set and a verdict line.
+PRESETS["demo"] = _derived(
+    PRESETS["small-frontier"],
+    name="demo",
+    stages=2,
+    initial_config=_stage([3, 4, 5, 6], samples=1200, hole=0.2, wait=0.3),
+    training={"steps": 150},
+    validation={"sampled_k": 0},
+)
+
 # The same without thinking: answers of at most 2,048 tokens, greedy validation and evaluation, an engineer that
 # answers at once. Several times cheaper per step; not the decoding the paper's figures were measured with.
 PRESETS["qwen3-4b-nothink"] = _derived(

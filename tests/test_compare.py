@@ -564,3 +564,75 @@ def test_train__repeated_set_flags_add_up():
                              "stages=2"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "spec: progress" in result.stdout and "scale: absolute" in result.stdout and "stages: 2" in result.stdout
+
+
+def test_parse_arms__a_bare_default_name_picks_that_arm():
+    from curriculum.commands import _parse_arms, default_arms
+
+    arms = _parse_arms(["fixed", "gap-band", "mine=engineer.spec=rule"])
+    assert arms == {"fixed": default_arms()["fixed"], "gap-band": default_arms()["gap-band"],
+                    "mine": {"engineer.spec": "rule"}}
+    with pytest.raises(ConfigError, match="default arm"):
+        _parse_arms(["no-such-arm"])
+    with pytest.raises(ConfigError, match="--arm"):
+        _parse_arms(["fixed", "fixed"])
+
+
+def _diff(mean, low, high, n, p):
+    return {"mean": mean, "low": low, "high": high, "n": n, "half_width": None if n < 2 else mean - low, "p": p}
+
+
+@pytest.mark.parametrize("diff, expected", [
+    (_diff(0.05, 0.01, 0.09, 6, 0.02), "verdict: band beat fixed on the test set: +5.0 points"),
+    (_diff(0.02, -0.01, 0.05, 6, 0.15), "verdict: band did NOT beat fixed on the test set: +2.0 points"),
+    (_diff(-0.03, -0.05, -0.01, 6, 0.01), "verdict: band did NOT beat fixed on the test set: -3.0 points"),
+    (_diff(0.04, None, None, 1, None), "on one seed, which measures nothing"),
+    (None, "verdict: no test-set comparison of band against fixed"),
+])
+def test_verdict__says_plainly_whether_the_primary_arm_beat_fixed(diff, expected):
+    from curriculum.commands import verdict
+
+    result = {"primary": "band", "reference": "fixed",
+              "arms": {"band": {"vs_reference": {"test": diff} if diff else {}}, "fixed": {"vs_reference": {}}}}
+    assert verdict(result).startswith(expected) or expected in verdict(result)
+
+
+def test_train_compare__every_arm_is_validated_before_the_first_run(tmp_path):
+    """A bad second arm (or an unknown --primary) is refused before the first arm trains anything."""
+    base = [sys.executable, "-m", "curriculum.cli", "train", "--preset", "tiny", "--compare", "--output-dir",
+            str(tmp_path), "--arm", "fixed"]
+    bad_arm = subprocess.run(base + ["--arm", "bad=training.steps=-3"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=300)
+    assert bad_arm.returncode == 2 and "training.steps" in bad_arm.stderr and "Traceback" not in bad_arm.stderr
+    bad_primary = subprocess.run(base + ["--arm", "gap-band", "--primary", "rule"], cwd=ROOT, capture_output=True,
+                                 text=True, timeout=300)
+    assert bad_primary.returncode == 2 and "--primary" in bad_primary.stderr
+    assert not list(tmp_path.iterdir())  # nothing was started
+
+
+MAIN_JOB_REDUCED = ["warm_start.steps=4", "warm_start.samples=64", "warm_start.batch_size=16", "training.steps=2",
+                    "training.prompts_per_step=4", "training.rft_min_kept=1", "initial_config.samples=16",
+                    "validation.samples=24", "evaluation_suite=test-small-quick", "cpu_threads=1"]
+
+
+def test_main_job__the_readme_command_at_a_reduced_size_ends_with_the_test_set_and_a_verdict(tmp_path):
+    """The README's first command (``train --preset demo --compare --arm fixed --arm gap-band --primary gap-band``)
+    with its budget cut: both arms share the warm start, the engineered one decides, the run ends with the test
+    set first and a verdict line."""
+    from test_readme import main_job_command
+
+    command = main_job_command()
+    assert command[:2] == ["mapf-lake", "train"] and "--primary" in command
+    result = subprocess.run([sys.executable, "-m", "curriculum.cli", *command[1:], "--output-dir", str(tmp_path),
+                             "--set", *MAIN_JOB_REDUCED], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert out.index("test set (read by nothing but this score):") < out.index("evidence set (what the engineer saw):")
+    assert out.strip().splitlines()[-1].startswith("verdict: gap-band vs fixed on the test set")
+    assert "engineer gap" in result.stderr and "before stage 1: engineer gap" in result.stderr
+    fixed, band = tmp_path / "demo-fixed", tmp_path / "demo-gap-band"
+    assert (fixed / "warm_start" / "model" / "model.safetensors").read_bytes() == (
+        band / "warm_start" / "model" / "model.safetensors").read_bytes()
+    for run in (fixed, band):
+        table = json.loads((run / "final" / "table.json").read_text())
+        assert table["suite"] == "test-small-quick" and {key.split("x")[0] for key in table["cells"]} == {"2", "3"}

@@ -1,4 +1,5 @@
-"""The README's commands stay true: CI runs the README's test command."""
+"""The README's commands stay true: CI runs the README's test command; the main job's command is run at a reduced
+size in ``test_compare.py``."""
 
 from pathlib import Path
 
@@ -16,6 +17,17 @@ def _bash_blocks(text: str) -> list[str]:
         elif inside:
             current.append(line)
     return blocks
+
+
+def main_job_command() -> list[str]:
+    """The main job's ``mapf-lake`` command as the README's first block runs it (after its set-up steps)."""
+    import shlex
+
+    main_job = _bash_blocks((ROOT / "README.md").read_text())[0]
+    step = [part.strip() for part in main_job.split("&&")][-1]
+    words = shlex.split(step)
+    assert words[0].endswith("mapf-lake"), step
+    return ["mapf-lake", *words[1:]]
 
 
 def test_readme__starts_with_two_commands_and_ci_runs_the_test_one():
