@@ -184,22 +184,28 @@ def write_plots(run: dict, out_dir: str | Path) -> list[Path]:
 
 
 def compare_table(runs: list[dict]) -> str:
-    """Rows = runs, columns = map sizes (valid/optimal %), mean column; from each run's final evaluation."""
+    """Rows = runs (one per agent count when the test set has several: ``2a``, ``3a``), columns = map sizes
+    (valid/optimal %), mean column; from each run's final evaluation on its test set."""
     finished = [run for run in runs if "final" in run]
     if not finished:
         raise ConfigError("runs", [run["dir"] for run in runs], "runs with a final evaluation (final/table.json)")
     sizes = sorted({int(key.split("x")[1]) for run in finished for key in run["final"]["cells"]})
+    agent_counts = sorted({int(key.split("x")[0]) for run in finished for key in run["final"]["cells"]})
     rows = []
     for run in finished:
         cells = run["final"]["cells"]
-        by_size = {}
-        for size in sizes:
-            matching = [v for k, v in cells.items() if int(k.split("x")[1]) == size]
-            if matching:
-                by_size[size] = (sum(c["valid_rate"] for c in matching) / len(matching),
-                                 sum(c["optimal_rate"] for c in matching) / len(matching))
-        rows.append((f"{Path(run['dir']).name:<24}", by_size))
-    return format_rate_table(f"final evaluation, valid% / optimal% ({finished[0]['final']['suite']})",
+        for agents in agent_counts:
+            by_size = {}
+            for size in sizes:
+                cell = cells.get(f"{agents}x{size}")
+                if cell:
+                    by_size[size] = (cell["valid_rate"], cell["optimal_rate"])
+            if by_size:
+                name = Path(run["dir"]).name
+                label = f"{name[:20]} {agents}a" if len(agent_counts) > 1 else name
+                rows.append((f"{label:<24}", by_size))
+    return format_rate_table(f"test set ({finished[0]['final']['suite']}), valid% / optimal%, by run"
+                             + (" and agents" if len(agent_counts) > 1 else ""),
                              f"{'run':<24}", rows, sizes, mean_decimals=1)
 
 
@@ -408,8 +414,10 @@ def _p_lines(result: dict, key: str, label: str) -> list[str]:
     lines = []
     if primary in rows:
         lines += _wrapped(f"primary comparison (pre-declared): {primary} vs {reference}, "
-                          f"p={_p_text(rows[primary]['p'])} ({label}, unadjusted)")
-        lines += _wrapped(f"the rest: p (paired t on {label}, {over})")
+                          f"p={_p_text(rows[primary]['p'])} ({label}, unadjusted"
+                          + (", 2+ pairs needed)" if rows[primary]["n"] < 2 else ")"))
+        if len(rows) > 1:
+            lines += _wrapped(f"the rest: p (paired t on {label}, {over})")
     else:
         lines += _wrapped(f"p (paired t on {label}, {over}; 2+ pairs needed)")
     others = [arm for arm in rows if arm != primary]

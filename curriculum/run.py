@@ -470,6 +470,7 @@ class Run:
         outcome = StageDecision.from_decision(decision)
         self.log(f"stage {stage}: engineer {outcome.engineer} {_OUTCOME_WORDS[outcome.outcome]}"
                  f" ({outcome.reason}); changes: {', '.join(outcome.diff) or 'none'}")
+        self._log_rationale(outcome, decision)
         record = StageRecord(
             stage=stage, config=config, next_config=StageConfig.from_dict(decision["config"]), model=checkpoint,
             scores=StageScores(**self._scores(summary), zero_variance_share=train_info.get("zero_variance_share")),
@@ -519,7 +520,20 @@ class Run:
         outcome = StageDecision.from_decision(decision)
         self.log(f"before stage 1: engineer {outcome.engineer} {_OUTCOME_WORDS[outcome.outcome]}"
                  f" ({outcome.reason}); changes: {', '.join(outcome.diff) or 'none'}")
+        self._log_rationale(outcome, decision)
         return StageConfig.from_dict(decision["config"])
+
+    def _log_rationale(self, outcome: StageDecision, decision: dict, limit: int = 10) -> None:
+        """Why the engineer changed the config: its own rationale, a line each (at most ``limit``, each cut to
+        one terminal line), so a reader of the log sees the reasons beside the changes."""
+        rationale = decision.get("rationale")
+        if outcome.outcome != "changed" or not isinstance(rationale, str) or not rationale.strip():
+            return
+        lines = [" ".join(line.split()) for line in rationale.splitlines() if line.strip()]
+        for line in lines[:limit]:
+            self.log(f"  why: {line[:110]}")
+        if len(lines) > limit:
+            self.log(f"  why: ... {len(lines) - limit} more lines in the decision.json")
 
     def _write_metrics(self) -> None:
         lines = []
