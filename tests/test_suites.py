@@ -13,6 +13,9 @@ from simulator.suites import SUITE_VERSION, generate_suite, suite_cells, suite_c
 PINNED = {
     "paper-quick": "574dcebb74a9a4f0fd58074662b3e312c2dd7ca2324f3fb738c832c240ecbf87",
     "train-2agent-quick": "60bff71941425947af7003d69030442869a00955238541380f0d9c7bc5d2467b",
+    "test-small-quick": "2d6f97a0f00a00c100a3bf8e9a54dc4b5bf108ed4f78884f2568109dea9a2cad",
+    # the CPU presets' test set itself (800 instances, under a second): the score every protocol-2 run reports
+    "test-small": "05495f02ea103f4f5cf5293561fbe1ed1cc8ff255e2614d559125d5db3db24bc",
 }
 
 
@@ -27,6 +30,15 @@ def test_suite__paper_layout():
     assert {(c.agents, c.size) for c in cells} == {(k, s) for k in (3, 4, 5) for s in range(k, 11)}
     assert all(c.count == 150 for c in cells) and suite_size("paper") == 3150
     assert suite_size("train-2agent") == 8 * 500
+
+
+def test_suite__test_small_layout_and_seed_domain():
+    from simulator.suites import TEST_SEED_DOMAIN
+
+    cells = suite_cells("test-small")
+    assert {(c.agents, c.size) for c in cells} == {(k, s) for k in (2, 3) for s in range(3, 7)}
+    assert all(c.count == 100 and (c.hole_ratio, c.wait_ratio) == (0.2, 0.3) for c in cells)
+    assert all(TEST_SEED_DOMAIN <= c.seed < 2 * TEST_SEED_DOMAIN for c in cells)
 
 
 def test_suite__quick_certificates_are_valid_and_optimal():
