@@ -558,7 +558,8 @@ class Run:
         update, close = progress_bar(suite_size(self.config.evaluation_suite), "final evaluation")
         try:
             table = evaluate(policy, self.config.evaluation_suite, self.dir / "final", seed=self.config.seed,
-                             run_id=self.config.name, progress=lambda done, total: update(done))
+                             run_id=self.config.name, progress=lambda done, total: update(done),
+                             ignored_policy_keys=("spec",))  # the checkpoint's path moves with the run folder
         finally:
             close()
             self.release_eval_backend()

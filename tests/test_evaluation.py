@@ -63,3 +63,50 @@ def test_judge_answers__parse_failures_are_invalid_and_optimal_needs_the_optimal
     assert verdicts["valid"].tolist() == [True, True, False]
     assert verdicts["optimal"].tolist()[0] is True and verdicts["optimal"].tolist()[2] is False
     assert verdicts["makespan"][0] == items[0].optimal_makespan and verdicts["makespan"][2] == 0
+
+
+@pytest.mark.parametrize("first, second, differs", [
+    (dict(policy="greedy"), dict(policy="random"), "policy"),
+    (dict(policy="greedy", style=None), dict(policy="greedy", style="compact"), "policy"),
+    (dict(policy="random", seed=0), dict(policy="random", seed=1), "seed"),
+])
+def test_evaluate__a_folder_of_another_policy_or_decoding_is_refused(tmp_path, first, second, differs):
+    from simulator.errors import ConfigError
+
+    evaluate(make_policy(first["policy"], first.get("style")), "train-2agent-quick", tmp_path, seed=first.get("seed", 0))
+    before = cell_file(tmp_path, 2, 3).read_bytes()
+    with pytest.raises(ConfigError) as caught:
+        evaluate(make_policy(second["policy"], second.get("style")), "train-2agent-quick", tmp_path,
+                 seed=second.get("seed", 0))
+    message = str(caught.value)
+    assert str(tmp_path) in message and differs in message and "--out" in message
+    assert cell_file(tmp_path, 2, 3).read_bytes() == before  # the other policy's replays are left as they were
+
+
+def test_evaluate__a_folder_of_another_suite_is_refused(tmp_path):
+    from simulator.errors import ConfigError
+
+    evaluate(make_policy("greedy"), "train-2agent-quick", tmp_path)
+    with pytest.raises(ConfigError, match="suite"):
+        evaluate(make_policy("greedy"), "paper-quick", tmp_path)
+
+
+def test_eval_cli__a_second_policy_into_the_same_folder_is_one_line_and_status_2(tmp_path, capsys):
+    from curriculum.cli import main
+
+    assert main(["eval", "--policy", "greedy", "--suite", "train-2agent-quick", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["eval", "--policy", "random", "--suite", "train-2agent-quick", "--out", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert "random on" not in captured.out
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mapf-lake: error:") and "greedy" in lines[0], captured.err
+
+
+def test_evaluate__ignored_policy_keys_let_a_moved_checkpoint_reuse_its_cells(tmp_path):
+    first, moved = GarbagePolicy(), GarbagePolicy()
+    first.descriptor = {**GarbagePolicy.descriptor, "spec": "hf:/old/place/stage-01/model"}
+    moved.descriptor = {**GarbagePolicy.descriptor, "spec": "hf:/new/place/stage-01/model"}
+    evaluate(first, "train-2agent-quick", tmp_path)
+    table = evaluate(moved, "train-2agent-quick", tmp_path, ignored_policy_keys=("spec",))
+    assert table.reused_cells == len(suite_cells("train-2agent-quick"))
