@@ -9,6 +9,22 @@ from pathlib import Path
 from policy.prompts import PROMPT_STYLES
 
 
+def rollout_file_name(policy: str, config) -> str:
+    """``rollout-POLICY-aAGENTS-sSIZES-nSAMPLES-seedSEED-DIGEST.mlr``: the settings a reader looks for, then the
+    first 8 hex digits of the SHA-256 of the whole stage config (ratios, bounds, slip), so two rollouts of other
+    settings never share a name."""
+    import hashlib
+    import json
+
+    document = config.to_dict()
+    agents = document["agents"]
+    agents_text = f"{agents[0]}-{agents[1]}" if isinstance(agents, list) else str(agents)
+    sides = sorted(config.sizes)
+    sizes_text = "_".join(map(str, sides)) if len(sides) <= 4 else f"{sides[0]}-{sides[-1]}"
+    digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode("utf-8")).hexdigest()[:8]
+    return f"rollout-{policy}-a{agents_text}-s{sizes_text}-n{config.samples}-seed{config.seed}-{digest}.mlr"
+
+
 def _rollout(args: argparse.Namespace) -> int:
     import uuid
 
@@ -18,10 +34,16 @@ def _rollout(args: argparse.Namespace) -> int:
     from replays.mining import render_summary, summarize
     from replays.writer import ReplayWriter
     from simulator.cli import config_from_args, progress_bar
+    from simulator.errors import ConfigError
     from simulator.generator import generate
 
     policy = make_scripted(args.policy)
     config = config_from_args(args)
+    out_dir = Path(args.out)
+    path = out_dir / rollout_file_name(policy.name, config)
+    if path.exists():  # the same policy and settings: a finished rollout is never replaced
+        raise ConfigError("--out", str(out_dir), "a folder without this rollout's file (pick another --out, or "
+                          "delete the file to write it again)", f"{path.name} is already there")
     update, close = progress_bar(config.samples, "generating")
     try:
         stage = generate(config, progress=update)
@@ -30,8 +52,6 @@ def _rollout(args: argparse.Namespace) -> int:
     items = stage.instances
     plans = policy.plans(items, seed=config.seed)
     episodes = judge_episodes(items, plans)
-    out_dir = Path(args.out)
-    path = out_dir / f"rollout-{policy.name}-seed{config.seed}.mlr"
     header = ReplayHeader.new(
         run_id=args.run_id or uuid.uuid4().hex[:12],
         stage=0,
@@ -173,7 +193,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
         ),
     )
     rollout.add_argument("--policy", required=True, choices=sorted(SCRIPTED_POLICIES), help="scripted policy")
-    rollout.add_argument("--out", required=True, help="folder for the replay file")
+    rollout.add_argument("--out", required=True, help="folder for the replay file (named by policy, agents, sizes, n, "
+                         "seed and a digest of the config; an existing one is never replaced)")
     rollout.add_argument("--run-id", default=None, help="run id recorded in the replay header (default: random)")
     rollout.add_argument("--config", help="stage config file (.yaml, .yml or .json)")
     add_stage_flags(rollout, n_default=100)

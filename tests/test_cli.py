@@ -211,3 +211,27 @@ def test_cli_eval__sampling_flags_reach_the_replay_header_and_bad_ones_are_one_l
                           "--quick", "--top-p", "0", "--out", str(tmp_path / "x")],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "sampling.top_p" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("first, second", [
+    (["--size", "4", "--n", "3"], ["--size", "5", "--n", "3"]),
+    (["--size", "4", "--n", "3"], ["--size", "4", "--n", "4"]),
+    (["--size", "4", "--n", "3"], ["--size", "4", "--n", "3", "--agents", "3"]),
+    (["--size", "4", "--n", "3"], ["--size", "4", "--n", "3", "--holes", "0.1"]),
+])
+def test_cli_rollout__other_settings_write_another_file(tmp_path, first, second):
+    run("rollout", "--policy", "greedy", "--out", str(tmp_path), *first)
+    run("rollout", "--policy", "greedy", "--out", str(tmp_path), *second)
+    files = sorted(tmp_path.glob("*.mlr"))
+    assert len(files) == 2, files
+
+
+def test_cli_rollout__the_same_rollout_again_is_refused_not_replaced(tmp_path):
+    arguments = ("rollout", "--policy", "random", "--size", "4", "--n", "3", "--out", str(tmp_path))
+    run(*arguments)
+    (written,) = tmp_path.glob("*.mlr")
+    before = written.read_bytes()
+    again = run(*arguments, check=False)
+    lines = again.stderr.strip().splitlines()
+    assert again.returncode == 2 and len(lines) == 1 and written.name in lines[0] and "--out" in lines[0], again.stderr
+    assert written.read_bytes() == before
