@@ -23,12 +23,58 @@ USER_ERRORS = (ConfigError, ReplayError, BackendError)
 COMMAND_PACKAGES = ("simulator", "replays", "policy", "engineer", "curriculum", "render")
 
 
+class ExampleHelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, except that a description or epilog line indented by two spaces is kept as written.
+
+    Paragraphs are wrapped as usual; an ``examples:`` epilog's command lines stay whole, so they can be copied."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines, paragraph = [], []
+
+        def flush() -> None:
+            if paragraph:
+                lines.append(super(ExampleHelpFormatter, self)._fill_text(" ".join(paragraph), width, indent))
+                paragraph.clear()
+
+        for line in text.splitlines():
+            if line.startswith("  "):
+                flush()
+                lines.append(indent + line)
+            elif not line.strip():
+                flush()
+                lines.append("")
+            else:
+                paragraph.append(line.strip())
+        flush()
+        return "\n".join(lines)
+
+
+def _subparsers(parser: argparse.ArgumentParser):
+    """Every parser under ``parser`` (itself first), depth first."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _subparsers(sub)
+
+
+def package_version() -> str:
+    """The installed distribution's version (``unknown`` when run from a tree that was never installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mapf-frozenlake")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mapf-lake",
         description="MAPF-FrozenLake: a certified multi-agent testbed and self-designing curricula for LLM RL.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     bench_parser = commands.add_parser(
         "bench", help="measure speed (prints JSON with --json)", description="Benchmarks; each target prints figures."
@@ -36,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench = bench_parser.add_subparsers(dest="bench_target", required=True, metavar="TARGET")
     for package in COMMAND_PACKAGES:
         importlib.import_module(f"{package}.cli").register(commands, bench)
+    for sub in _subparsers(parser):  # parsers left on the plain formatter keep their epilogs' example lines whole
+        if sub.formatter_class is argparse.HelpFormatter:
+            sub.formatter_class = ExampleHelpFormatter
     return parser
 
 

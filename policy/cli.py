@@ -191,6 +191,11 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
             "Generate a stage's instances (from --config or the gen flags), run a scripted policy (random, greedy, "
             "oracle), judge every plan in one batch and write a replay file into --out; prints the failure summary."
         ),
+        epilog=(
+            "examples:\n"
+            "  mapf-lake rollout --policy greedy --size 6 --agents 2 --n 200 --out runs/rollouts\n"
+            "  mapf-lake rollout --policy random --config stage.yaml --out runs/rollouts"
+        ),
     )
     rollout.add_argument("--policy", required=True, choices=sorted(SCRIPTED_POLICIES), help="scripted policy")
     rollout.add_argument("--out", required=True, help="folder for the replay file (named by policy, agents, sizes, n, "
@@ -205,9 +210,15 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
         help="paper-style evaluation of a policy on a benchmark suite (resumable)",
         description=(
             "Run a policy over a benchmark suite, write one replay file per (agents x size) cell into --out, and "
-            "print the table: rows = agent counts, columns = map sizes, cells = valid%% / optimal%%, plus the mean. "
+            "print the table: rows = agent counts, columns = map sizes, cells = valid% / optimal%, plus the mean. "
             "Re-running with the same --out skips finished cells. POLICY: random, greedy, oracle, or a model backend "
             "spec hf:PATH, vllm:PATH, openai:MODEL."
+        ),
+        epilog=(
+            "examples:\n"
+            "  mapf-lake eval --policy greedy --suite paper --quick\n"
+            "  mapf-lake eval --policy hf:runs/tiny-rule/stage-03/model --suite paper --out runs/eval-tiny\n"
+            "  mapf-lake eval --policy openai:MODEL --suite paper-quick   # with MAPF_LAKE_OPENAI_BASE_URL set"
         ),
     )
     evaluation.add_argument("--policy", required=True, help="scripted name or backend spec")

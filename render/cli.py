@@ -127,6 +127,12 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
             "--gif, --svg or --mp4 nothing opens: the frame or the whole episode is written to a file (no display "
             "needed); several of them can be given at once."
         ),
+        epilog=(
+            "examples:\n"
+            "  mapf-lake watch runs/rollouts\n"
+            "  mapf-lake watch runs/rollouts --terminal --episode 3\n"
+            "  mapf-lake watch runs/rollouts --episode 3 --gif episode.gif   # a folder of replays, or one .mlr file"
+        ),
     )
     watch.add_argument("path", help="a replay file (.mlr) or a folder of them")
     watch.add_argument("--episode", type=int, default=0,
@@ -163,6 +169,11 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
             "starts; with --load the instance comes from a file; with neither a setup screen asks. Keys: tab or a "
             "digit select an agent, arrows or WASD move it, space waits, enter commits the joint step, u undo, "
             "r restart, h hint (the optimal plan from here), ctrl+s save, n new game, q quit."
+        ),
+        epilog=(
+            "examples:\n"
+            "  mapf-lake play --size 5 --agents 2 --seed 3\n"
+            "  mapf-lake gen --size 5 --n 10 --out five.jsonl && mapf-lake play --load five.jsonl --episode 3"
         ),
     )
     play.add_argument("--size", type=int, default=None, help="map side, 3..32 (default 6)")

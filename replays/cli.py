@@ -41,6 +41,11 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
             "instance statistics of failures vs successes; a few failed episodes as text. PATH is a replay file "
             "or a folder of them."
         ),
+        epilog=(
+            "examples:\n"
+            "  mapf-lake summarize runs/rollouts\n"
+            "  mapf-lake summarize runs/tiny-rule/stage-01/validation.mlr --json --exemplars 0"
+        ),
     )
     summarize.add_argument("path", nargs="+", help="replay file(s) or folder(s)")
     summarize.add_argument("--json", action="store_true", help="print the summary's JSON structure")

@@ -235,6 +235,12 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
             "makespan, optimal sum of costs, shortest-distance sum and needs_wait. Same config and seed, same bytes. "
             "Without --out the instances are printed as text; with --out they are written as JSON lines."
         ),
+        epilog=(
+            "examples:\n"
+            "  mapf-lake gen --size 8 --agents 3 --holes 0.3 --wait-ratio 0.5 --n 5 --seed 1\n"
+            "  mapf-lake gen --size 4 5 6 --n 300 --out train.jsonl\n"
+            "  mapf-lake gen --suite paper-quick --quiet"
+        ),
     )
     source = gen.add_mutually_exclusive_group()
     source.add_argument("--config", help="stage config file (.yaml, .yml or .json)")
@@ -254,6 +260,11 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
             "instance as JSON ({grid, starts, goals}); a file path or - for stdin. Exit status 1 when unsolvable "
             "or over the limits."
         ),
+        epilog=(
+            "examples:\n"
+            "  mapf-lake gen --size 5 --n 1 --out one.jsonl && mapf-lake solve one.jsonl\n"
+            "  printf 'A0 .  G1\\nH  .  .\\nA1 .  G0\\n' | mapf-lake solve -"
+        ),
     )
     solve.add_argument("instance", help="file with the instance, or - for stdin")
     solve.add_argument("--max-nodes", type=int, default=1_000_000, help="search node budget (default 1,000,000)")
@@ -264,7 +275,7 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     demo = commands.add_parser(
         "demo",
         help="generate a benchmark suite and judge the optimal solver's plans on it (a table)",
-        description="Generates a suite, judges the solver's certificate plans in one batch, prints valid%%/optimal%%.",
+        description="Generates a suite, judges the solver's certificate plans in one batch, prints valid%/optimal%.",
     )
     demo.add_argument("--suite", choices=sorted(SUITES), default="paper-quick", help="suite (default paper-quick)")
     demo.set_defaults(handler=_demo)
@@ -279,7 +290,7 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     )
     add_bench_target(
         bench, "gen", "certified generation speed, and the solver against the pymapf peer",
-        "Measures certified generation (2 agents on 3x3..10x10 with 30%% holes; 5 agents on 10x10 with 30%% and "
-        "50%% holes) and the solver's median time against pymapf's CBS on the same instances.",
+        "Measures certified generation (2 agents on 3x3..10x10 with 30% holes; 5 agents on 10x10 with 30% and "
+        "50% holes) and the solver's median time against pymapf's CBS on the same instances.",
         "simulator.bench_gen", "run_gen_bench", "format_gen_bench",
     )
