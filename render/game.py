@@ -316,8 +316,30 @@ def load_instance(path: str | os.PathLike, episode: int = 0) -> tuple[Instance, 
     return parse_instance(text), None
 
 
+def read_saved_games(path: str | os.PathLike) -> tuple[ReplayHeader | None, list[Episode]]:
+    """The header and games of a save file that already exists, which saving adds to (``(None, [])`` when there is
+    none yet). Anything else at ``path`` (not a replay, damaged, a replay of another kind whose header saving would
+    lose) raises ConfigError naming it, before anything is played."""
+    from replays.reader import read_replay
+
+    where = Path(path)
+    if not where.exists():
+        return None, []
+    allowed = "a new file, or a replay of played games (split 'play') to add the games to"
+    if not where.is_file():
+        raise ConfigError("--save", os.fspath(path), allowed, "it is not a regular file")
+    try:
+        header, episodes = read_replay(where)
+    except ReplayError as exc:
+        raise ConfigError("--save", os.fspath(path), allowed, str(exc)) from None
+    if header.split != "play":
+        raise ConfigError("--save", os.fspath(path), allowed, f"it is a {header.split!r} replay")
+    return header, episodes
+
+
 def save_games(path: str | os.PathLike, episodes: list[Episode], stage_config: dict | None = None) -> None:
-    """Write hand-played games to a replay file (atomically: the file appears whole or not at all)."""
+    """Write hand-played games to a replay file (atomically: the file appears whole or not at all). ``episodes``
+    is the file's whole content: callers adding to a file pass its earlier games first (``read_saved_games``)."""
     from replays.writer import ReplayWriter
 
     if not episodes:

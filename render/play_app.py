@@ -8,7 +8,9 @@ optimal makespan, the log of arrivals and failures, and the hint.
 Keys on the game screen: tab / shift+tab or a digit select an agent; arrows or WASD give it a move and space a
 wait (the selection then moves on to the next agent); enter commits the joint step; u undo, r restart, h hint
 (an optimal way to finish from here, its first joint action filled in), ctrl+s save the game to the replay file,
-n new game, q quit.
+n new game, q quit. Saving adds the game to the file and keeps every game saved before (this session's and the
+file's own, when ``--save`` names a file of played games); only a snapshot that the game as it stands carries on
+(the same moves and then more) is replaced by it.
 
 The game lives in :class:`render.game.PlayGame` (a ``MapfEnv`` and its history); the widgets only show it.
 """
@@ -26,7 +28,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from replays.errors import ReplayError
-from render.game import Hint, PlayGame, generate_instance, load_instance, save_games
+from render.game import Hint, PlayGame, generate_instance, load_instance, read_saved_games, save_games
 from render.term import ARROW_GLYPHS, LEGEND, agent_chip, board_text, cell_shape
 from simulator import constants as C
 from simulator.errors import ConfigError
@@ -302,6 +304,15 @@ def _warm_up() -> None:
     game.hint()
 
 
+def _carries_on(earlier, now) -> bool:
+    """Whether episode ``now`` is ``earlier``'s game carried on: the same moves, then perhaps more (an undo or a
+    restart since makes it another attempt, saved beside the earlier one)."""
+    if earlier.instance != now.instance or earlier.plan is None or now.plan is None:
+        return False
+    played = earlier.plan.actions.shape[1]
+    return now.plan.actions.shape[1] >= played and bool((now.plan.actions[:, :played] == earlier.plan.actions).all())
+
+
 def _game_signature(game: PlayGame) -> tuple:
     """What a saved snapshot of ``game`` captured: its steps and its log (changed by any move, undo or restart)."""
     return game.steps, tuple(game.log())
@@ -312,7 +323,8 @@ class PlayApp(App):
 
     Args:
         game: a game to start with, or None.
-        save_path: the replay file that ctrl+s writes (every game saved in this session, one episode each).
+        save_path: the replay file that ctrl+s writes: the games already in it, then every game saved in this
+            session, one episode each. An existing file that is not a replay of played games raises ConfigError.
         defaults: the setup screen's initial values (size, agents, holes, wait_ratio, seed, load, episode).
         stage_config: the config the first game came from, recorded in the replay header.
     """
@@ -345,6 +357,7 @@ class PlayApp(App):
         self.save_path = os.fspath(save_path) if save_path is not None else default_save_path()
         self.defaults = {"size": 6, "agents": 2, "holes": 0.2, "wait_ratio": 0.3, "seed": 0, **(defaults or {})}
         self.stage_config = stage_config
+        self._kept_header, self._kept = read_saved_games(self.save_path)  # the file's games before this session
         self.saved: list = []  # episodes saved this session, in order
         self._saved_games: list[PlayGame] = []  # the game behind each saved episode
         self._saved_as: dict[int, tuple] = {}  # id(game) -> its signature when last saved
@@ -373,18 +386,25 @@ class PlayApp(App):
         return self._saved_as.get(id(game)) == _game_signature(game)
 
     def save_game(self, game: PlayGame) -> None:
-        """Add ``game`` (as it stands) to this session's saved games and rewrite the replay file with all of
-        them; saving the same game again replaces its earlier snapshot."""
+        """Add ``game`` (as it stands) to the saved games and rewrite the replay file with the file's earlier games
+        and all of this session's. A snapshot is replaced only by the same game carried on (nothing it held is
+        lost); after an undo or a restart the game is saved beside its earlier snapshot."""
         episode = game.to_episode()
-        if self._saved_games and self._saved_games[-1] is game:
-            self.saved[-1] = episode
+        saved, games = list(self.saved), list(self._saved_games)
+        if games and games[-1] is game and _carries_on(saved[-1], episode):
+            saved[-1] = episode
         else:
-            self.saved.append(episode)
-            self._saved_games.append(game)
+            saved.append(episode)
+            games.append(game)
+        stage_config = self.stage_config
+        if stage_config is None and self._kept_header is not None:
+            stage_config = self._kept_header.stage_config
         try:
-            save_games(self.save_path, self.saved, self.stage_config)
+            save_games(self.save_path, self._kept + saved, stage_config)
         except (ReplayError, OSError) as exc:
             self.notify(str(exc), title="not saved", severity="error")
             return
+        self.saved, self._saved_games = saved, games  # only once the file holds them
         self._saved_as[id(game)] = _game_signature(game)
-        self.notify(f"{len(self.saved)} game(s) in {self.save_path}: mapf-lake watch {self.save_path}", title="saved")
+        total = len(self._kept) + len(self.saved)
+        self.notify(f"{total} game(s) in {self.save_path}: mapf-lake watch {self.save_path}", title="saved")

@@ -357,3 +357,55 @@ async def test_watch_app__a_tick_that_lands_while_the_app_closes_draws_nothing(t
             state.step_by(1)
             app.refresh_view()
             assert app._shown is None  # nothing drawn, so the view is not marked as shown
+
+
+def saved_steps(path) -> list[int]:
+    from replays.reader import read_replay
+
+    return [int(episode.events.shape[0]) for episode in read_replay(path)[1]]
+
+
+@pytest.mark.parametrize("keys, steps", [
+    # win, save, restart, one move, save: the solved game stays and the attempt joins it
+    ([*[k for step in WIN_KEYS for k in step], "ctrl+s", "r", *WIN_KEYS[0], "ctrl+s"], [OPTIMAL_MAKESPAN, 1]),
+    # two steps, save, undo, save: the two-step snapshot stays
+    ([*WIN_KEYS[0], *WIN_KEYS[1], "ctrl+s", "u", "ctrl+s"], [2, 1]),
+    # one step, save, three more, save: the same attempt carried on is saved once, as it stands now
+    ([*WIN_KEYS[0], "ctrl+s", *[k for step in WIN_KEYS[1:] for k in step], "ctrl+s"], [OPTIMAL_MAKESPAN]),
+    # saving twice with nothing new in between adds nothing
+    ([*WIN_KEYS[0], "ctrl+s", "ctrl+s"], [1]),
+])
+async def test_play_app__saving_appends_and_keeps_every_earlier_game(tmp_path, keys, steps):
+    app, game = new_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(*keys)
+        await pilot.pause()
+    assert saved_steps(tmp_path / "played.mlr") == steps
+
+
+async def test_play_app__save_into_an_existing_file_keeps_its_games(tmp_path):
+    for _ in range(2):
+        app, game = new_app(tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press(*WIN_KEYS[0], "ctrl+s")
+            await pilot.pause()
+    assert saved_steps(tmp_path / "played.mlr") == [1, 1]
+
+
+@pytest.mark.parametrize("content, allowed", [
+    (b"not a replay", "replay"),
+    (b"", "replay"),
+    (None, "play"),  # a replay of another kind (an eval file): its header would be lost
+])
+def test_play_app__an_existing_save_file_that_is_not_played_games_is_refused(tmp_path, content, allowed):
+    path = tmp_path / "other.mlr"
+    if content is None:
+        write_cases(path)
+    else:
+        path.write_bytes(content)
+    before = path.read_bytes()
+    game = PlayGame(INSTANCE, optimal_makespan=OPTIMAL_MAKESPAN, origin="test")
+    with pytest.raises(ConfigError, match=allowed) as caught:
+        PlayApp(game, save_path=path)
+    assert "other.mlr" in str(caught.value)
+    assert path.read_bytes() == before
