@@ -28,7 +28,7 @@ from simulator.errors import ConfigError
 from simulator.generator import LabelledInstance, generate
 from simulator.judge import judge_plan
 from simulator.solver import solve
-from simulator.text import parse_instance
+from simulator.text import parse_instances
 from simulator.types import Instance, JointPlan
 
 HINT_TIME_LIMIT = 5.0  # seconds the solver may take for a hint or for the optimal makespan of a loaded map
@@ -271,7 +271,8 @@ def generate_instance(
 
 def load_instance(path: str | os.PathLike, episode: int = 0) -> tuple[Instance, InstanceLabels | None]:
     """The instance in ``path``: a replay file (its episode ``episode``), JSON lines from ``mapf-lake gen --out``
-    (line ``episode``), one instance as JSON (``{grid, starts, goals}``), or map text (``A0 . H`` ...).
+    (line ``episode``), one instance as JSON (``{grid, starts, goals}``), or map text (``A0 . H`` ...) such as
+    what ``mapf-lake gen`` prints (its instance ``episode``).
 
     Raises ReplayError for a bad replay file, ConfigError for anything else that is wrong.
     """
@@ -313,7 +314,10 @@ def load_instance(path: str | os.PathLike, episode: int = 0) -> tuple[Instance, 
         except json.JSONDecodeError as exc:
             raise ConfigError(os.fspath(path), text[:40], "an instance as JSON or as map text", str(exc)) from None
         return Instance.from_dict(data), None
-    return parse_instance(text), None
+    instances = parse_instances(text)  # map text, or what gen prints: instance ``episode`` of it
+    if not 0 <= episode < len(instances):
+        raise ConfigError("--episode", episode, f"0..{len(instances) - 1} (the file has {len(instances)} instances)")
+    return instances[episode], None
 
 
 def read_saved_games(path: str | os.PathLike) -> tuple[ReplayHeader | None, list[Episode]]:

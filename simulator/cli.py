@@ -89,14 +89,16 @@ def config_from_args(args: argparse.Namespace):
 
 
 def _describe(item) -> str:
-    from simulator.text import format_plan, render_instance
+    from simulator.text import PLAN_HEADING, describe_agents, format_plan, render_instance
 
     header = (
         f"# size {item.size} #{item.index}: {item.instance.n_agents} agents, optimal makespan "
         f"{item.optimal_makespan}, optimal sum of costs {item.optimal_sum_of_costs}, shortest-distance sum "
         f"{item.sum_of_distances}, needs_wait {str(item.needs_wait).lower()}"
     )
-    return f"{header}\n{render_instance(item.instance)}\noptimal plan:\n{format_plan(item.plan.sequences())}\n"
+    # the agent lines give every goal: the map alone hides one under another agent's start (agents that swap)
+    return (f"{header}\n{render_instance(item.instance)}\n{describe_agents(item.instance)}\n"
+            f"{PLAN_HEADING}\n{format_plan(item.plan.sequences())}\n")
 
 
 def _gen(args: argparse.Namespace) -> int:

@@ -13,6 +13,9 @@ hole, ``!<k>`` agent k marked (where a failure happened), ``.`` ice, ``H`` hole.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from simulator import constants as C
@@ -68,42 +71,109 @@ def describe_agents(instance: Instance) -> str:
     )
 
 
-def parse_instance(text: str) -> Instance:
-    """Read back the text of :func:`render_instance` (whitespace-separated tokens, one map row per line).
+PLAN_HEADING = "optimal plan:"
+_PLAN_LINE = re.compile(r"agent \d+:( .*)?")  # format_plan's lines, after PLAN_HEADING
+_AGENT_LINE = re.compile(r"agent (\d+): start \((\d+),(\d+)\) -> goal \((\d+),(\d+)\)")  # describe_agents
+_REPORT_LINE = re.compile(r"size \d+: \d+ instances\b.*|checksum [0-9a-f]+\b.*")  # gen's closing report
 
-    Tokens: ``.`` ice, ``H`` hole, ``A<k>`` agent k's start, ``G<k>`` agent k's goal. An agent without a ``G``
-    token starts on its goal. Raises :class:`ConfigError` naming the line and token at fault.
+
+@dataclass
+class _MapBlock:
+    """One instance's lines: map rows, then optionally one ``describe_agents`` line per agent."""
+
+    rows: list[tuple[int, list[str]]] = field(default_factory=list)  # (line number, tokens)
+    agents: dict[int, tuple[int, tuple[int, int], tuple[int, int]]] = field(default_factory=dict)  # k -> (line, start, goal)
+
+
+def parse_instances(text: str) -> list[Instance]:
+    """Every instance in map text, as ``mapf-lake gen`` prints it or as :func:`render_instance` writes it.
+
+    Read: map rows of whitespace-separated tokens (``.`` ice, ``H`` hole, ``A<k>`` agent k's start, ``G<k>``
+    agent k's goal), then optionally one :func:`describe_agents` line per agent (``agent 0: start (1,2) -> goal
+    (1,0)``), which gives the goals the map hides (a goal under another agent's start); without them an agent
+    with no ``G`` token starts on its goal. Skipped: blank lines, ``#`` comment lines (gen's header line before
+    each instance, which also ends the map above it), an ``optimal plan:`` line and the ``agent k: ...`` lines
+    under it, and gen's closing report (``size N: M instances, ...``, ``checksum ...``). Raises
+    :class:`ConfigError` naming the line (counted in ``text``) and token at fault.
     """
     from simulator.errors import ConfigError
 
     if not isinstance(text, str):
         raise ConfigError("instance text", type(text).__name__, "a str of map rows")
-    rows = [line.split() for line in text.strip("\n").splitlines() if line.strip()]
-    if not rows:
-        raise ConfigError("instance text", text[:40], "at least one row of tokens")
-    width = len(rows[0])
+    blocks: list[_MapBlock] = []
+    block = _MapBlock()
+    in_plan = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if in_plan and _PLAN_LINE.fullmatch(stripped):
+            continue
+        in_plan = stripped == PLAN_HEADING
+        if stripped.startswith("#") or in_plan or _REPORT_LINE.fullmatch(stripped):
+            if block.rows:
+                blocks.append(block)
+                block = _MapBlock()
+            continue
+        agent = _AGENT_LINE.fullmatch(stripped)
+        if agent:
+            k, *cells = (int(value) for value in agent.groups())
+            if not block.rows or k in block.agents:
+                raise ConfigError(f"instance text line {number}", stripped,
+                                  "one 'agent k: start (r,c) -> goal (r,c)' line per agent, after its map's rows")
+            block.agents[k] = (number, (cells[0], cells[1]), (cells[2], cells[3]))
+            continue
+        if block.agents:
+            raise ConfigError(f"instance text line {number}", stripped,
+                              "map rows before the agent lines (a '#' line starts the next map)")
+        block.rows.append((number, stripped.split()))
+    if block.rows:
+        blocks.append(block)
+    if not blocks:
+        raise ConfigError("instance text", text[:40], "at least one row of tokens (map text as gen prints it)")
+    return [_instance_from_block(block) for block in blocks]
+
+
+def parse_instance(text: str) -> Instance:
+    """The one instance in map text (see :func:`parse_instances`): the text of :func:`render_instance` (and
+    :func:`describe_agents`), or what ``mapf-lake gen --n 1`` prints. Raises :class:`ConfigError` naming the line
+    and token at fault, or the number of instances when there is more than one.
+    """
+    from simulator.errors import ConfigError
+
+    instances = parse_instances(text)
+    if len(instances) != 1:
+        raise ConfigError("instance text", f"{len(instances)} instances", "one instance (gen --n 1 prints one)")
+    return instances[0]
+
+
+def _instance_from_block(block: _MapBlock) -> Instance:
+    from simulator.errors import ConfigError
+
+    rows = block.rows
+    width = len(rows[0][1])
     starts: dict[int, tuple[int, int]] = {}
     goals: dict[int, tuple[int, int]] = {}
     grid = []
-    for r, row in enumerate(rows):
+    for r, (number, row) in enumerate(rows):
         if len(row) != width:
-            raise ConfigError(f"instance text line {r + 1}", " ".join(row), f"{width} tokens like the first row")
+            raise ConfigError(f"instance text line {number}", " ".join(row), f"{width} tokens like the first row")
         tiles = []
         for c, token in enumerate(row):
             tiles.append(C.HOLE if token == C.SYMBOL_HOLE else C.ICE)
             if token in (C.SYMBOL_ICE, C.SYMBOL_HOLE):
                 continue
-            kind, number = token[:1], token[1:]
+            kind, label = token[:1], token[1:]
             # ASCII digits only: "²".isdigit() is true, but int("²") fails
-            if kind not in (C.SYMBOL_AGENT, C.SYMBOL_GOAL) or not (number.isascii() and number.isdigit()):
+            if kind not in (C.SYMBOL_AGENT, C.SYMBOL_GOAL) or not (label.isascii() and label.isdigit()):
                 raise ConfigError(
-                    f"instance text line {r + 1} token {c + 1}", token,
+                    f"instance text line {number} token {c + 1}", token,
                     f"'{C.SYMBOL_ICE}', '{C.SYMBOL_HOLE}', '{C.SYMBOL_AGENT}<k>' or '{C.SYMBOL_GOAL}<k>'",
                 )
             table = starts if kind == C.SYMBOL_AGENT else goals
-            if int(number) in table:
-                raise ConfigError(f"instance text line {r + 1} token {c + 1}", token, "each label once")
-            table[int(number)] = (r, c)
+            if int(label) in table:
+                raise ConfigError(f"instance text line {number} token {c + 1}", token, "each label once")
+            table[int(label)] = (r, c)
         grid.append(tiles)
     n_agents = len(starts)
     if sorted(starts) != list(range(n_agents)):
@@ -111,6 +181,19 @@ def parse_instance(text: str) -> Instance:
     extra = sorted(set(goals) - set(starts))
     if extra:
         raise ConfigError("instance text goals", f"G{extra[0]}", "a goal only for an agent on the map")
+    for k, (number, start, goal) in sorted(block.agents.items()):
+        line = f"agent {k}: start ({start[0]},{start[1]}) -> goal ({goal[0]},{goal[1]})"
+        if k not in starts or start != starts[k]:
+            where = f"A{k} at ({starts[k][0]},{starts[k][1]})" if k in starts else f"no A{k} on the map"
+            raise ConfigError(f"instance text line {number}", line, f"the start the map shows ({where})")
+        if k in goals and goal != goals[k]:
+            raise ConfigError(f"instance text line {number}", line,
+                              f"the goal the map shows (G{k} at ({goals[k][0]},{goals[k][1]}))")
+        goals[k] = goal
+    if block.agents and sorted(block.agents) != list(range(n_agents)):
+        missing = min(set(range(n_agents)) - set(block.agents))
+        raise ConfigError("instance text agent lines", sorted(block.agents),
+                          f"a line for every agent on the map, or none (agent {missing} has none)")
     return Instance(
         grid=grid,
         starts=[starts[k] for k in range(n_agents)],

@@ -235,3 +235,20 @@ def test_cli_rollout__the_same_rollout_again_is_refused_not_replaced(tmp_path):
     lines = again.stderr.strip().splitlines()
     assert again.returncode == 2 and len(lines) == 1 and written.name in lines[0] and "--out" in lines[0], again.stderr
     assert written.read_bytes() == before
+
+
+def test_cli_solve__reads_what_gen_prints_from_a_pipe_and_a_file(tmp_path):
+    printed = run("gen", "--size", "3", "--agents", "2", "--n", "1", "--seed", "1").stdout
+    assert printed.startswith("#") and "optimal plan:" in printed
+    piped = json.loads(run("solve", "-", "--json", stdin=printed).stdout)
+    (tmp_path / "one.txt").write_text(printed)
+    from_file = json.loads(run("solve", str(tmp_path / "one.txt"), "--json").stdout)
+    makespan = int(printed.split("optimal makespan ")[1].split(",")[0])
+    assert piped["status"] == from_file["status"] == "solved" and piped["makespan"] == makespan
+
+
+def test_cli_solve__gen_text_of_several_instances_is_one_line_saying_how_many():
+    printed = run("gen", "--size", "3", "--agents", "2", "--n", "2", "--seed", "1").stdout
+    result = run("solve", "-", stdin=printed, check=False)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and "2 instances" in lines[0], result.stderr

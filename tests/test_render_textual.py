@@ -409,3 +409,18 @@ def test_play_app__an_existing_save_file_that_is_not_played_games_is_refused(tmp
         PlayApp(game, save_path=path)
     assert "other.mlr" in str(caught.value)
     assert path.read_bytes() == before
+
+
+def test_load_instance__reads_what_gen_prints_each_episode_by_number(tmp_path):
+    from simulator.cli import _describe
+    from simulator.config import StageConfig
+    from simulator.generator import generate
+
+    items = generate(StageConfig.from_dict({"agents": 2, "samples": 2, "seed": 1, "sizes": {
+        3: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})).instances
+    path = tmp_path / "printed.txt"
+    path.write_text("\n".join(_describe(item) for item in items) + "size 3: 2 instances\nchecksum 00\n")
+    for episode, item in enumerate(items):
+        assert load_instance(path, episode)[0] == item.instance
+    with pytest.raises(ConfigError, match="--episode"):
+        load_instance(path, 2)
