@@ -49,13 +49,14 @@ class ExampleHelpFormatter(argparse.HelpFormatter):
         return "\n".join(lines)
 
 
-def _subparsers(parser: argparse.ArgumentParser):
-    """Every parser under ``parser`` (itself first), depth first."""
+def walk_parsers(parser: argparse.ArgumentParser):
+    """Every parser under ``parser`` (itself first), depth first: the help formatter below and the docs' CLI
+    reference (``docs/hooks/cli_reference.py``) walk the same tree."""
     yield parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
-                yield from _subparsers(sub)
+                yield from walk_parsers(sub)
 
 
 def package_version() -> str:
@@ -82,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = bench_parser.add_subparsers(dest="bench_target", required=True, metavar="TARGET")
     for package in COMMAND_PACKAGES:
         importlib.import_module(f"{package}.cli").register(commands, bench)
-    for sub in _subparsers(parser):  # parsers left on the plain formatter keep their epilogs' example lines whole
+    for sub in walk_parsers(parser):  # parsers left on the plain formatter keep their epilogs' example lines whole
         if sub.formatter_class is argparse.HelpFormatter:
             sub.formatter_class = ExampleHelpFormatter
     return parser

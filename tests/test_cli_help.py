@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
-from curriculum.cli import _subparsers, build_parser, package_version
+from curriculum.cli import build_parser, package_version, walk_parsers
 
 EVERYDAY_COMMANDS = ("gen", "rollout", "watch", "play", "solve", "summarize", "eval")
 
 
 def _parsers() -> dict[str, argparse.ArgumentParser]:
-    return {parser.prog: parser for parser in _subparsers(build_parser())}
+    return {parser.prog: parser for parser in walk_parsers(build_parser())}
 
 
 def _example_commands(epilog: str) -> list[str]:
