@@ -239,7 +239,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     source = train.add_mutually_exclusive_group()
     source.add_argument("--preset", default="tiny", help="tiny (CPU quick demo), small (CPU, a warm start with "
                         "room for RL, rejection-sampling fine-tuning stages), small-grpo (the same with GRPO stages), "
-                        "small-frontier (small with a warm start on sides 3-4 only), qwen3-4b (GPU, the paper: thinking on) or qwen3-4b-nothink (GPU, thinking off); "
+                        "small-frontier (small with a warm start on sides 3-4 only), demo (the main job: small-frontier's warm "
+                        "start, two stages of 1,200), qwen3-4b (GPU, the paper: thinking on) or qwen3-4b-nothink (GPU, thinking off); "
                         "default tiny")
     source.add_argument("--config", help="run config YAML (start from --print-config)")
     source.add_argument("--resume", metavar="RUN", help="continue the run in this folder after a crash or kill; "

@@ -59,3 +59,10 @@ def test_cli_help__examples_keep_their_lines_and_descriptions_still_wrap():
     assert "\n  mapf-lake gen --size 4 5 6 --n 300 --out train.jsonl\n" in text
     description = text[text.index("Generate instances:"):text.index("options:")]
     assert len(description.splitlines()) > 1 and max(len(line) for line in description.splitlines()) <= 100
+
+
+def test_cli_help__train_preset_help_names_every_preset():
+    from curriculum.config import PRESETS
+
+    preset_flag = next(action for action in _parsers()["mapf-lake train"]._actions if "--preset" in action.option_strings)
+    assert [name for name in PRESETS if f"{name} (" not in preset_flag.help] == []
