@@ -11,9 +11,9 @@ from policy.prompts import PROMPT_STYLES
 COMPARE_ENGINEERS = ("rule", "learnability", "bandit", "progress", "gap", "mutate", "fixed", "random", "llm:self")
 # Default arms beyond one per engineer: an engineer with options that a bare spec cannot say. ``gap-drop`` is the
 # ``gap`` engineer that trains each size without the instances that need a wait while it fails them, deciding
-# stage 1 too (README, "An engineer that drops what the policy cannot learn yet"); ``gap-band`` the same that also
-# trains each size on the plan lengths its validation solves sometimes but not mostly (README, "The plan-length band
-# on the `small` preset").
+# stage 1 too (docs/results/small.md, "An engineer that drops what the policy cannot learn yet"); ``gap-band`` the same
+# that also trains each size on the plan lengths its validation solves sometimes but not mostly (docs/results/small.md,
+# "The plan-length band on the `small` preset").
 COMPARE_EXTRA_ARMS = {"gap-drop": {"engineer.spec": "gap", "engineer.options.remedy": "drop",
                                    "engineer.plan_first": True},
                       "gap-band": {"engineer.spec": "gap", "engineer.options.remedy": "drop",

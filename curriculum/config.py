@@ -523,10 +523,10 @@ def _derived(base: dict, **changes) -> dict:
     return out
 
 
-# CPU, 2 cores: the GRPO study's setting (README, "The GRPO study"). The model, prompts and sizes of ``tiny``, but a
-# warm start of half the steps (400), which leaves the policy part of the skill (~24-29% valid on 3x3-6x6 instead
-# of ~40%); three GRPO stages of 100 steps at 5e-5 on 800 instances each, where no recipe lifted the greedy rate
-# beyond seed noise; validation with sampled pass@1 beside the greedy rates.
+# CPU, 2 cores: the GRPO study's setting (docs/results/grpo.md, "The GRPO study"). The model, prompts and sizes of
+# ``tiny``, but a warm start of half the steps (400), which leaves the policy part of the skill (~24-29% valid on
+# 3x3-6x6 instead of ~40%); three GRPO stages of 100 steps at 5e-5 on 800 instances each, where no recipe lifted the
+# greedy rate beyond seed noise; validation with sampled pass@1 beside the greedy rates.
 PRESETS["small-grpo"] = _derived(
     PRESETS["tiny"],
     name="small-grpo",
@@ -538,8 +538,8 @@ PRESETS["small-grpo"] = _derived(
 
 # CPU, 2 cores: the setting where RL lifts the policy. ``small-grpo``'s warm start and validation, then three
 # stages of rejection-sampling fine-tuning: per stage 2,400 instances x 8 samples in 2 rounds, each instance's
-# best valid own plan kept, 8 supervised passes over them at 5e-4 (README, "The small preset, measured"). One
-# comparison arm takes 10-18 minutes on 2 cores, by the day (the warm start ~7 more, once per seed).
+# best valid own plan kept, 8 supervised passes over them at 5e-4 (docs/results/small.md, "The small preset, measured").
+# One comparison arm takes 10-18 minutes on 2 cores, by the day (the warm start ~7 more, once per seed).
 PRESETS["small"] = _derived(
     PRESETS["small-grpo"],
     name="small",
@@ -551,7 +551,7 @@ PRESETS["small"] = _derived(
 # CPU, 2 cores: headroom by design. ``small``'s stages, validation and final suite (sides 3-6, waits 0.3), but a warm
 # start that sees only part of the skill: sides 3 and 4, no instance that needs a wait (~23% on the held-out set:
 # 5x5 ~7%, 6x6 ~0%). The stages then have a frontier to move: larger boards and waiting, which the engineer's
-# choice of sizes and waits decides how to spend the sampling budget on (README, "Headroom by design").
+# choice of sizes and waits decides how to spend the sampling budget on (docs/results/small.md, "Headroom by design").
 PRESETS["small-frontier"] = _derived(
     PRESETS["small"],
     name="small-frontier",

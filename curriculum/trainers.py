@@ -325,11 +325,11 @@ def greedy_member_trainer(base=None):
 
     Plain GRPO compares a prompt's samples with one another, so on a policy whose samples are worse than its
     greedy answer it mostly sharpens sampling: the samples catch up with the greedy answer, which itself moves little
-    (README, "The small preset, measured"). With the greedy answer in the group, the group mean is taken with it
-    and the greedy answer gets an advantage of its own: where it fails and a sample succeeds it is pushed down and
-    the sample up, which is a move of the greedy answer itself; where it succeeds it is reinforced. This is the
-    greedy baseline of self-critical sequence training, put inside GRPO's group. The greedy completion is scored
-    and trained on like the samples (TRL recomputes its log-probabilities under the current policy).
+    (docs/results/small.md, "The small preset, measured"). With the greedy answer in the group, the group mean is taken
+    with it and the greedy answer gets an advantage of its own: where it fails and a sample succeeds it is pushed down
+    and the sample up, which is a move of the greedy answer itself; where it succeeds it is reinforced. This is the
+    greedy baseline of self-critical sequence training, put inside GRPO's group. The greedy completion is scored and
+    trained on like the samples (TRL recomputes its log-probabilities under the current policy).
 
     Transformers generation only (a vLLM engine generates a group in one call; ``Training.validate`` refuses the
     pair). Groups must be contiguous, as TRL's repeat sampler makes them; anything else is an error, not a guess."""
@@ -382,13 +382,13 @@ def failure_credit_trainer(base=None):
     GRPO gives every token of a completion its sequence's advantage. An answer that walks into a hole at its second
     move is pushed down as a whole: the first move, the other agent's line and the labels with it, though most of
     them are what the valid answers of the group write too; the stage then fixes about as many held-out answers
-    as it breaks (README, "Why 100-step stages do not lift"). With failure credit, a completion with a negative
-    advantage whose failure the judge pins on moves of one step (a hole or a move off the grid: the agent's move;
-    a conflict: every move of that step; ``policy.rewards.failure_spans``) keeps that advantage on those moves'
-    tokens only, and 0 elsewhere. Everything else keeps its advantage on every token: positive advantages, valid
-    but slower plans, answers that did not parse, plans that end off a goal. Per-token advantages are TRL's
-    (B, T) form; the loss and its normalisation are TRL's own. The share of negative-advantage completions so
-    localised is logged as ``failure_credit/localized``."""
+    as it breaks (docs/results/grpo.md, "Why 100-step stages do not lift"). With failure credit, a completion with a
+    negative advantage whose failure the judge pins on moves of one step (a hole or a move off the grid: the agent's
+    move; a conflict: every move of that step; ``policy.rewards.failure_spans``) keeps that advantage on those moves'
+    tokens only, and 0 elsewhere. Everything else keeps its advantage on every token: positive advantages, valid but
+    slower plans, answers that did not parse, plans that end off a goal. Per-token advantages are TRL's (B, T) form; the
+    loss and its normalisation are TRL's own. The share of negative-advantage completions so localised is logged as
+    ``failure_credit/localized``."""
     import torch
     from trl import GRPOTrainer
 

@@ -2,10 +2,10 @@
 
 An instance either needs a wait (no plan in which every agent walks a shortest path is free of conflicts: one of
 them has to stand still or go round) or it does not, and the two are separate skills. A policy can solve half of
-the instances that need no wait and none of those that need one (the ``small`` preset's policies; README, "Where
-the held-out failures are"), and no reweighting of map sizes reaches the other half. Nor does sampling more of
-them: a stage trained on its own valid samples learns from an instance only when a sample solves it, and on a
-map with a fifth of its cells holes the samples rarely do, while on an open map of the same side they often do.
+the instances that need no wait and none of those that need one (the ``small`` preset's policies; docs/results/small.md,
+"Where the held-out failures are"), and no reweighting of map sizes reaches the other half. Nor does sampling more of
+them: a stage trained on its own valid samples learns from an instance only when a sample solves it, and on a map with a
+fifth of its cells holes the samples rarely do, while on an open map of the same side they often do.
 
 The evidence is the validation replays' split (``behavior.by_size_wait``, see :mod:`replays.mining`): each used
 size's rate (``metric``, as for ``rule``) on the instances that need a wait (``w``) and on the others (``n``),
@@ -27,8 +27,8 @@ With ``remedy="drop"`` the engineer gives no lesson: it stops spending samples o
 learn. Each size with a gap trains on instances that need no wait only (wait ratio 0, its holes and data ratio
 kept), and a size whose gap has closed gets back its start wait ratio; sizes without evidence keep their settings.
 On the ``small`` preset's policies the samples solve 0-3% of the holed instances that need a wait, so those
-instances take a third of the sampling budget and give almost no kept plans (README, "Where the held-out failures
-are"). Asked before stage 1 (``engineer.plan_first``), it decides from the warm start's validation.
+instances take a third of the sampling budget and give almost no kept plans (docs/results/small.md, "Where the held-out
+failures are"). Asked before stage 1 (``engineer.plan_first``), it decides from the warm start's validation.
 
 With ``weigh="yield"`` the engineer also moves data between sizes toward the frontier. A stage trained on its
 own valid samples learns a size from the plans its samples solve there: at equal data a size solved 60% of the
