@@ -36,6 +36,7 @@ import json
 import os
 import platform
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -64,6 +65,39 @@ def _log_to_stderr(message: str) -> None:
 
 def _write_json(path: Path, data) -> None:
     atomic_write(path, json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+MAX_RECORD_BYTES = 64 * 2**20  # a run record (manifest, stage record, summary, decision) is kilobytes; a decision
+# keeps the engineer's raw answer, so the bound is generous, but a file of gigabytes is not read into memory
+
+
+def read_record(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict:
+    """The JSON object in the run record ``path`` (``what``: its name in words), with ``keys`` present; anything
+    else (missing, not a regular file, over ``MAX_RECORD_BYTES``, truncated, empty, not a JSON object) raises
+    ConfigError naming the file, so a damaged folder stops a resume with one line, not a traceback."""
+    allowed = f"the {what} mapf-lake train writes, a JSON object (restore it, or start a new run)"
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # checked before opening: a FIFO would block the open
+            raise ConfigError(str(path), "not a regular file", allowed)
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_RECORD_BYTES + 1)  # bounded even if the file grew since
+    except OSError as exc:
+        raise ConfigError(str(path), "unreadable", allowed, exc.strerror or type(exc).__name__) from None
+    if len(raw) > MAX_RECORD_BYTES:
+        raise ConfigError(str(path), f"over {MAX_RECORD_BYTES} bytes", allowed)
+    if not raw.strip():
+        raise ConfigError(str(path), "empty", allowed)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        reason = " ".join(str(exc).split())[:200] if not isinstance(exc, RecursionError) else "nested too deeply"
+        raise ConfigError(str(path), "truncated or not JSON", allowed, reason) from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), f"a JSON {type(data).__name__}", allowed)
+    missing = [key for key in keys if key not in data]
+    if missing:
+        raise ConfigError(str(path), "incomplete", allowed, f"no {missing[0]!r}")
+    return data
 
 
 def _git_commit() -> str | None:
@@ -149,7 +183,7 @@ class Run:
             path = self.stage_dir(stage) / "stage.json"
             if not path.exists():
                 break
-            records.append(StageRecord.from_dict(json.loads(path.read_text()), str(path)))
+            records.append(StageRecord.from_dict(read_record(path, "stage record"), str(path)))
         return records
 
     @property
@@ -165,12 +199,14 @@ class Run:
         if not self.main:
             wait_for_file(manifest)
         if manifest.exists():
-            data = json.loads(manifest.read_text())
+            data = read_record(manifest, "run manifest", ("run_config",))
             if data.get("protocol") != RUN_PROTOCOL:
                 raise ConfigError("run", str(self.dir), f"a run folder of protocol {RUN_PROTOCOL} (three disjoint "
                                   "instance sets); this one was made before it and its stages trained on other "
                                   "instances: start a new run (another --name), or read it with mapf-lake report")
             recorded = data["run_config"]
+            if not isinstance(recorded, dict):
+                raise ConfigError(f"{manifest}: run_config", type(recorded).__name__, "a mapping (the run config)")
             try:  # a run recorded before a field existed has that field's default, which is what it ran with
                 recorded = RunConfig.from_dict(recorded).to_dict()
             except ConfigError:
@@ -207,7 +243,7 @@ class Run:
             final.rename(kept)
         save_run_config(self.config, self.dir / "run.yaml")
         manifest = self.dir / "manifest.json"
-        data = json.loads(manifest.read_text())
+        data = read_record(manifest, "run manifest", ("run_config",))
         data["run_config"] = self.config.to_dict()
         data.setdefault("extended", []).append({"from_stages": recorded_stages, "to_stages": self.config.stages,
                                                 "git_commit": _git_commit(), "versions": _versions(),
@@ -372,7 +408,8 @@ class Run:
         if cfg.engineer.plan_first and self.main:
             current = self._plan_first(model, base_model, history)
         elif cfg.engineer.plan_first:  # the other processes take the main one's decision
-            current = StageConfig.from_dict(json.loads(wait_for_file(self._plan_path()).read_text())["config"])
+            current = StageConfig.from_dict(read_record(wait_for_file(self._plan_path()), "engineer's decision",
+                                                        ("config",))["config"])
         for record in self.completed_stages():
             history.append(record.history_entry())
             current, model = record.next_config, record.model
@@ -439,7 +476,8 @@ class Run:
                                  cpu_threads=cfg.cpu_threads)
         clock.lap("train")
         if not self.main:  # the main process validates, asks the engineer and writes the stage record
-            return StageRecord.from_dict(json.loads(wait_for_file(folder / "stage.json").read_text()))
+            path = wait_for_file(folder / "stage.json")
+            return StageRecord.from_dict(read_record(path, "stage record"), str(path))
         checkpoint = str(folder / "model")
         summary = self.validate(checkpoint, folder, stage, validation_items, trained_config=config.to_dict())
         clock.lap("validation")
@@ -486,7 +524,7 @@ class Run:
         from engineer import build_context, make_engineer
 
         if decision_path.exists():
-            return json.loads(decision_path.read_text())
+            return read_record(decision_path, "engineer's decision", ("config",))
         cfg = self.config
         spec = cfg.engineer.spec
         options = dict(cfg.engineer.options)
@@ -501,7 +539,7 @@ class Run:
         if hasattr(engineer, "load_state"):  # a stateful engineer continues from its previous decision
             previous = (self.stage_dir(stage - 1) / "decision.json" if stage > 1
                         else self._plan_path() if stage == 1 and cfg.engineer.plan_first else None)
-            engineer.load_state((json.loads(previous.read_text()).get("details") or {}).get("state")
+            engineer.load_state((read_record(previous, "engineer's decision").get("details") or {}).get("state")
                                 if previous is not None and previous.exists() else None)
         context = build_context(evidence, config, history, sections=tuple(cfg.engineer.context))
         decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage)).to_dict()
@@ -551,9 +589,9 @@ class Run:
 
         table_path = self.dir / "final" / "table.json"
         if not self.main:
-            return json.loads(wait_for_file(table_path).read_text())
+            return read_record(wait_for_file(table_path), "final table")
         if table_path.exists():  # a finished run: read its table back, write nothing (resumed comparisons)
-            return json.loads(table_path.read_text())
+            return read_record(table_path, "final table")
         policy = self._eval_policy(model)
         update, close = progress_bar(suite_size(self.config.evaluation_suite), "final evaluation")
         try:
@@ -580,7 +618,7 @@ class Run:
 
         path = self.dir / "final" / "sampled.json"
         if path.exists():
-            return json.loads(path.read_text())
+            return read_record(path, "test-set sampled pass@1")
         k, temperature = self.config.validation.sampled_k, self.config.training.temperature
         cells = generate_suite(self.config.evaluation_suite)
         repeated = [item for _, stage in cells for item in stage.instances for _ in range(k)]
@@ -607,7 +645,7 @@ def _read_summary(path: Path) -> StageEvidence:
     A summary written before the split by optimal makespan existed (a run folder of an older version, or a warm
     start another arm made) gets the split from the ``validation.mlr`` beside it, in memory: the engineer of a
     new arm reads the same evidence as one that validated itself, and the folder is not rewritten."""
-    evidence = StageEvidence.from_dict(json.loads(path.read_text()), str(path))
+    evidence = StageEvidence.from_dict(read_record(path, "validation summary"), str(path))
     replay = path.parent / "validation.mlr"
     if not evidence.failures.by_size_makespan and evidence.failures.episodes and replay.exists():
         from replays.mining import summarize

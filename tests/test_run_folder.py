@@ -1,0 +1,103 @@
+"""Run folders read back by ``train --resume``, ``report`` and ``compare``: a folder is resumed by the folder (moved or
+spelled another way), a gap in its stages is refused, and a damaged record is named, never a traceback.
+
+The folders are built by hand (manifest, run.yaml, stage records) as ``mapf-lake train`` writes them: nothing here
+trains a model.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from curriculum.config import preset, save_run_config
+from curriculum.report import load_run
+from curriculum.run import RUN_PROTOCOL, Run, resume
+from simulator.errors import ConfigError
+
+
+def stage_record(stage: int, model: str, config: dict) -> dict:
+    return {"stage": stage, "config": config, "next_config": config, "model": model, "train": {},
+            "scores": {"valid_rate": 0.5, "optimal_rate": 0.25},
+            "decision": {"outcome": "kept", "engineer": "fixed", "accepted": True, "reason": "r", "diff": []}}
+
+
+def make_run_folder(output_dir: Path, name: str = "run", finished: tuple[int, ...] = (1,), stages: int = 2):
+    """A run folder as ``train`` leaves it with the stages ``finished`` done (their stage.json written, each naming
+    its checkpoint by the path the run was made with)."""
+    config = preset("tiny").with_overrides(name=name, output_dir=str(output_dir), stages=stages)
+    folder = config.run_dir
+    folder.mkdir(parents=True)
+    save_run_config(config, folder / "run.yaml")
+    (folder / "manifest.json").write_text(json.dumps({"protocol": RUN_PROTOCOL, "run_config": config.to_dict(),
+                                                      "versions": {}}))
+    for stage in finished:
+        (folder / f"stage-{stage:02d}").mkdir()
+        (folder / f"stage-{stage:02d}" / "stage.json").write_text(json.dumps(stage_record(
+            stage, str(folder / f"stage-{stage:02d}" / "model"), config.initial_config.to_dict())))
+    return config
+
+
+def _damage(path: Path, how: str) -> None:
+    text = path.read_text() if path.exists() else json.dumps({"config": {}, "accepted": True})
+    path.write_text(text[: len(text) // 2] if how == "truncated" else "")
+
+
+def _read_back(config, name: str):
+    """The code path of ``train --resume`` that reads the record ``name`` of the folder."""
+    run = Run(config)
+    if name == "manifest.json":
+        return run._start()
+    if name == "stage.json":
+        return run.completed_stages()
+    if name == "summary.json":  # a finished validation is read back instead of run again
+        return run.validate("unused-model", config.run_dir / "untrained", 0, [])
+    return run._decide(1, "unused", "unused", config.initial_config, None, [],
+                       config.run_dir / "stage-01" / "decision.json")
+
+
+@pytest.mark.parametrize("how", ["truncated", "empty"])
+@pytest.mark.parametrize("name, where", [
+    ("manifest.json", "."), ("stage.json", "stage-01"), ("summary.json", "untrained"), ("decision.json", "stage-01"),
+])
+def test_resume__a_truncated_or_empty_record_is_a_config_error_naming_the_file(tmp_path, name, where, how):
+    config = make_run_folder(tmp_path)
+    path = config.run_dir / where / name
+    path.parent.mkdir(exist_ok=True)
+    if name == "summary.json":
+        path.write_text(json.dumps({"valid_rate": 0.5, "optimal_rate": 0.25, "episodes": 4}))
+        (path.parent / "validation.mlr").write_bytes(b"")
+    _damage(path, how)
+    with pytest.raises(ConfigError) as caught:
+        _read_back(config, name)
+    assert str(path) in str(caught.value) and "JSON" in str(caught.value)
+
+
+@pytest.mark.parametrize("content, says", [
+    ("[]", "JSON object"),
+    ('"text"', "JSON object"),
+    ("{\"protocol\": 2}", "run_config"),
+])
+def test_run__a_manifest_that_is_not_a_run_manifest_is_named(tmp_path, content, says):
+    config = make_run_folder(tmp_path)
+    (config.run_dir / "manifest.json").write_text(content)
+    with pytest.raises(ConfigError, match=says) as caught:
+        Run(config)._start()
+    assert "manifest.json" in str(caught.value)
+
+
+def test_run__a_record_that_is_a_folder_or_too_large_is_named(tmp_path, monkeypatch):
+    import curriculum.run as run_module
+
+    config = make_run_folder(tmp_path)
+    path = config.run_dir / "stage-01" / "stage.json"
+    monkeypatch.setattr(run_module, "MAX_RECORD_BYTES", 100)
+    with pytest.raises(ConfigError, match="100 bytes"):
+        Run(config).completed_stages()
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(ConfigError, match="regular file"):
+        Run(config).completed_stages()
