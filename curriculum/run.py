@@ -54,7 +54,7 @@ from curriculum.sets import RunSets, training_seed
 from replays.writer import ReplayWriter
 from simulator.atomic import atomic_folder, atomic_write
 from simulator.config import StageConfig, format_config_text, save_config
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, short_repr
 
 Log = Callable[[str], None]
 
@@ -178,12 +178,15 @@ class Run:
         return stage_folder(self.dir, stage)
 
     def completed_stages(self) -> list[StageRecord]:
+        """The finished stages, 1.. in order, each with its checkpoint in this folder as it is now (a moved folder
+        holds its models; the record names the path it was written under)."""
         records = []
         for stage in range(1, self.config.stages + 1):
             path = self.stage_dir(stage) / "stage.json"
             if not path.exists():
                 break
-            records.append(StageRecord.from_dict(read_record(path, "stage record"), str(path)))
+            record = StageRecord.from_dict(read_record(path, "stage record"), str(path))
+            records.append(replace(record, model=str(self.stage_dir(stage) / "model")))
         return records
 
     @property
@@ -211,13 +214,18 @@ class Run:
                 recorded = RunConfig.from_dict(recorded).to_dict()
             except ConfigError:
                 pass  # compared as written: the mismatch below names the folder
-            recorded = json.loads(json.dumps(recorded, default=str))
-            current = json.loads(json.dumps(self.config.to_dict(), default=str))
+            # Where the folder is (output_dir/name) is not part of the run: a folder resumed by another spelling of
+            # its path, or after a move, is the same run.
+            placed = {"output_dir": None, "name": None}
+            recorded = {**json.loads(json.dumps(recorded, default=str)), **placed}
+            current = {**json.loads(json.dumps(self.config.to_dict(), default=str)), **placed}
             if recorded != current and {**recorded, "stages": current["stages"]} == current:
                 self._extend(int(recorded["stages"]))
             elif recorded != current:
-                raise ConfigError("run", str(self.dir), "the same run config as the run folder's manifest "
-                                  "(use --resume RUN, or a new name / output_dir)")
+                differs = ", ".join(_differences(recorded, current)[:5])
+                raise ConfigError("run", str(self.dir), "the same run config as its manifest records: resume the "
+                                  "folder as it is (--resume RUN, alone or with --set stages=N), or start a new run "
+                                  "(another name / output_dir)", f"differs in {differs}")
             return
         save_run_config(self.config, self.dir / "run.yaml")
         _write_json(manifest, {"protocol": RUN_PROTOCOL, "run_config": self.config.to_dict(), "versions": _versions(),
@@ -657,6 +665,18 @@ def _read_summary(path: Path) -> StageEvidence:
     return evidence
 
 
+def _differences(recorded, current, prefix: str = "") -> list[str]:
+    """Dotted names of the entries in which two run-config documents differ, with both values (``a -> b``)."""
+    if isinstance(recorded, dict) and isinstance(current, dict):
+        out = []
+        for key in dict.fromkeys([*recorded, *current]):
+            out += _differences(recorded.get(key), current.get(key), f"{prefix}{key}.")
+        return out
+    if recorded == current:
+        return []
+    return [f"{prefix.rstrip('.')}: {short_repr(recorded, 40)} -> {short_repr(current, 40)}"]
+
+
 def answer_churn(before: Path, after: Path) -> dict:
     """How far a stage moved the greedy answers on the validation set: the share of instances whose answer text
     changed from ``before``'s replay to ``after``'s, and how many became valid (``gained``) or stopped being
@@ -678,11 +698,16 @@ def answer_churn(before: Path, after: Path) -> dict:
 def resume(run_dir: str | Path, log: Log = _log_to_stderr, stages: int | None = None) -> dict:
     """Continue the run in ``run_dir`` (its ``run.yaml``) after a crash or kill; ``stages``: extend it to that
     many stages (a finished run too; see :meth:`Run._extend`)."""
-    path = Path(run_dir) / "run.yaml"
+    folder = Path(run_dir)
+    if folder.name in ("", ".", ".."):  # '.', '..', '/': the folder's own name is needed
+        folder = folder.resolve()
+    path = folder / "run.yaml"
     if not path.exists():
         raise ConfigError("--resume", str(run_dir), "a run folder with run.yaml (made by mapf-lake train)")
     config = load_run_config(path)
-    config = replace(config, output_dir=str(Path(run_dir).parent), name=Path(run_dir).name)
+    # The folder is the run, wherever it is now and however its path is spelled: run.yaml's output_dir and name
+    # (and the manifest's) say where it was made, which Run._start does not compare.
+    config = replace(config, output_dir=str(folder.parent), name=folder.name)
     if stages is not None:
         config = config.with_overrides(stages=stages)
     return Run(config, log).execute()

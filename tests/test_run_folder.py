@@ -41,6 +41,60 @@ def make_run_folder(output_dir: Path, name: str = "run", finished: tuple[int, ..
     return config
 
 
+@pytest.fixture
+def started(monkeypatch):
+    """``resume`` up to the point where the run has accepted its folder (``Run._start``), without training."""
+    runs = []
+
+    def start_only(run):
+        run._start()
+        runs.append(run)
+        return {}
+
+    monkeypatch.setattr(Run, "execute", start_only)
+    return runs
+
+
+@pytest.mark.parametrize("made_with, moved_to, resumed_as", [
+    ("absolute", None, "relative"),
+    ("relative", None, "absolute"),
+    ("absolute", "elsewhere/renamed", "relative"),
+    ("absolute", "elsewhere/renamed", "absolute"),
+    ("relative", "elsewhere/renamed", "relative"),
+    ("absolute", "elsewhere/renamed", "relative/"),
+    ("absolute", None, "."),
+])
+def test_resume__a_run_folder_is_resumed_by_the_folder_however_it_is_spelled_or_wherever_it_moved(
+        tmp_path, monkeypatch, started, made_with, moved_to, resumed_as):
+    monkeypatch.chdir(tmp_path)
+    config = make_run_folder(tmp_path / "runs" if made_with == "absolute" else Path("runs"))
+    folder = tmp_path / "runs" / "run"
+    if moved_to:
+        (tmp_path / moved_to).parent.mkdir(parents=True)
+        shutil.move(folder, tmp_path / moved_to)
+        folder = tmp_path / moved_to
+    if resumed_as == ".":
+        monkeypatch.chdir(folder)
+        spelled = "."
+    elif resumed_as.startswith("relative"):
+        spelled = str(folder.relative_to(tmp_path)) + ("/" if resumed_as.endswith("/") else "")
+    else:
+        spelled = str(folder)
+    resume(spelled)
+    (run,) = started
+    assert run.dir.resolve() == folder.resolve() and run.config.stages == config.stages
+    # the finished stage's checkpoint is the one in the folder now, not where the folder was made
+    (record,) = run.completed_stages()
+    assert Path(record.model).resolve() == (folder / "stage-01" / "model").resolve()
+
+
+def test_run__another_config_in_the_folder_is_refused_naming_what_differs(tmp_path):
+    config = make_run_folder(tmp_path)
+    with pytest.raises(ConfigError) as refused:
+        Run(config.with_overrides(**{"training.steps": config.training.steps + 1}))._start()
+    assert "training.steps" in str(refused.value)
+
+
 def _damage(path: Path, how: str) -> None:
     text = path.read_text() if path.exists() else json.dumps({"config": {}, "accepted": True})
     path.write_text(text[: len(text) // 2] if how == "truncated" else "")
