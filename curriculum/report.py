@@ -60,6 +60,12 @@ def load_run(run_dir: str | Path) -> dict:
         raise ConfigError(str(run_dir / "manifest.json"), "incomplete", "the run manifest mapf-lake train wrote",
                           "its versions or extended entries are not objects")
     stages = [_stage_record(path) for path in sorted(run_dir.glob("stage-*/stage.json"))]
+    numbers = sorted(int(path.parent.name[len("stage-"):]) for path in run_dir.glob("stage-*/stage.json")
+                     if path.parent.name[len("stage-"):].isdigit())
+    if numbers != list(range(1, len(numbers) + 1)):  # a gap: the stages after it trained from a model not shown
+        gaps = sorted(set(range(1, max(numbers) + 1)) - set(numbers))
+        raise ConfigError("run", str(run_dir), "stages numbered 1..N without a gap (restore the missing stage)",
+                          f"stage-{gaps[0]:02d}/stage.json is missing" if gaps else f"stage numbers {numbers}")
     out = {"dir": str(run_dir), "manifest": manifest, "stages": stages}
     for part in ("untrained", "warm_start"):
         summary = run_dir / part / "summary.json"

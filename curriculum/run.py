@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import stat
 import subprocess
@@ -179,15 +180,29 @@ class Run:
 
     def completed_stages(self) -> list[StageRecord]:
         """The finished stages, 1.. in order, each with its checkpoint in this folder as it is now (a moved folder
-        holds its models; the record names the path it was written under)."""
+        holds its models; the record names the path it was written under). A stage folder after an unfinished
+        or missing stage raises ConfigError: the stages after a gap trained from a model the run no longer has,
+        and resuming would train the gap again while reusing their validation and decisions."""
         records = []
         for stage in range(1, self.config.stages + 1):
             path = self.stage_dir(stage) / "stage.json"
             if not path.exists():
+                self._refuse_a_gap_after(stage)
                 break
             record = StageRecord.from_dict(read_record(path, "stage record"), str(path))
             records.append(replace(record, model=str(self.stage_dir(stage) / "model")))
         return records
+
+    def _refuse_a_gap_after(self, unfinished: int) -> None:
+        later = sorted(int(match.group(1)) for match in (re.fullmatch(r"stage-(\d+)", path.name)
+                                                         for path in self.dir.glob("stage-*") if path.is_dir())
+                       if match and int(match.group(1)) > unfinished)
+        if later:
+            missing = self.stage_dir(unfinished)
+            what = f"{missing.name}/stage.json" if missing.exists() else f"{missing.name}/"
+            raise ConfigError("run folder", str(self.dir), "stage folders 1..N without a gap (restore the missing "
+                              "stage, or start a new run)", f"{what} is missing but {self.stage_dir(later[0]).name}/ "
+                              "is there")
 
     @property
     def main(self) -> bool:
@@ -226,6 +241,7 @@ class Run:
                 raise ConfigError("run", str(self.dir), "the same run config as its manifest records: resume the "
                                   "folder as it is (--resume RUN, alone or with --set stages=N), or start a new run "
                                   "(another name / output_dir)", f"differs in {differs}")
+            self.completed_stages()  # a gap in the stages is refused now, before anything is trained
             return
         save_run_config(self.config, self.dir / "run.yaml")
         _write_json(manifest, {"protocol": RUN_PROTOCOL, "run_config": self.config.to_dict(), "versions": _versions(),

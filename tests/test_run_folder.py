@@ -95,6 +95,38 @@ def test_run__another_config_in_the_folder_is_refused_naming_what_differs(tmp_pa
     assert "training.steps" in str(refused.value)
 
 
+@pytest.mark.parametrize("finished, partial, missing", [
+    ((2,), (), "stage-01"),  # stage 1's folder gone, stage 2 finished
+    ((1, 3), (), "stage-02"),
+    ((2,), (1,), "stage-01"),  # stage 1's folder there but never finished
+    ((), (2,), "stage-01"),  # stage 2 begun (validation written) with no stage 1
+])
+def test_run__a_gap_in_the_stage_folders_is_refused_naming_the_missing_stage(tmp_path, finished, partial, missing):
+    config = make_run_folder(tmp_path, finished=finished, stages=3)
+    for stage in partial:
+        (config.run_dir / f"stage-{stage:02d}").mkdir(exist_ok=True)
+        (config.run_dir / f"stage-{stage:02d}" / "validation.mlr").write_bytes(b"")
+    run = Run(config)
+    with pytest.raises(ConfigError, match=missing):
+        run._start()  # refused before anything is trained or validated
+    with pytest.raises(ConfigError, match=missing):
+        run.completed_stages()
+
+
+@pytest.mark.parametrize("finished, missing", [((2,), "stage-01"), ((1, 3), "stage-02")])
+def test_load_run__a_gap_in_the_stages_is_refused_naming_the_missing_stage(tmp_path, finished, missing):
+    config = make_run_folder(tmp_path, finished=finished, stages=3)
+    with pytest.raises(ConfigError, match=missing):
+        load_run(config.run_dir)
+
+
+def test_run__stages_without_a_gap_are_read_in_order(tmp_path):
+    config = make_run_folder(tmp_path, finished=(1, 2), stages=3)
+    (config.run_dir / "stage-03").mkdir()  # the stage in progress
+    assert [record.stage for record in Run(config).completed_stages()] == [1, 2]
+    assert [record.stage for record in load_run(config.run_dir)["stages"]] == [1, 2]
+
+
 def _damage(path: Path, how: str) -> None:
     text = path.read_text() if path.exists() else json.dumps({"config": {}, "accepted": True})
     path.write_text(text[: len(text) // 2] if how == "truncated" else "")
