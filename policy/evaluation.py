@@ -133,7 +133,8 @@ def _check_folder(out_dir: Path, cells, current: dict, ignored: tuple[str, ...])
 
 
 def evaluate(policy, suite: str, out_dir: str | Path, seed: int = 0, run_id: str = "eval",
-             progress: Callable[[int, int], None] | None = None, ignored_policy_keys: tuple[str, ...] = ()) -> EvalTable:
+             progress: Callable[[int, int], None] | None = None,
+             ignored_policy_keys: tuple[str, ...] = ()) -> EvalTable:
     """Evaluate ``policy`` (see ``policy.policies``) on every cell of ``suite``; see the module docstring.
 
     ``ignored_policy_keys``: descriptor keys not compared when reusing a cell (a run's final evaluation ignores

@@ -82,7 +82,8 @@ class _MapBlock:
     """One instance's lines: map rows, then optionally one ``describe_agents`` line per agent."""
 
     rows: list[tuple[int, list[str]]] = field(default_factory=list)  # (line number, tokens)
-    agents: dict[int, tuple[int, tuple[int, int], tuple[int, int]]] = field(default_factory=dict)  # k -> (line, start, goal)
+    # agent k -> (line number, start, goal)
+    agents: dict[int, tuple[int, tuple[int, int], tuple[int, int]]] = field(default_factory=dict)
 
 
 def parse_instances(text: str) -> list[Instance]:

@@ -73,7 +73,8 @@ def test_judge_answers__parse_failures_are_invalid_and_optimal_needs_the_optimal
 def test_evaluate__a_folder_of_another_policy_or_decoding_is_refused(tmp_path, first, second, differs):
     from simulator.errors import ConfigError
 
-    evaluate(make_policy(first["policy"], first.get("style")), "train-2agent-quick", tmp_path, seed=first.get("seed", 0))
+    evaluate(make_policy(first["policy"], first.get("style")), "train-2agent-quick", tmp_path,
+             seed=first.get("seed", 0))
     before = cell_file(tmp_path, 2, 3).read_bytes()
     with pytest.raises(ConfigError) as caught:
         evaluate(make_policy(second["policy"], second.get("style")), "train-2agent-quick", tmp_path,
