@@ -104,3 +104,21 @@ def test_run_sets__refuses_an_evidence_seed_outside_its_domain():
     config = preset("tiny")
     with pytest.raises(ConfigError, match="validation.config.seed"):
         RunSets.build(config.evaluation_suite, replace(config.validation.config, seed=2**62 + 1), 10)
+
+
+def test_run__a_folder_made_before_the_three_set_protocol_is_not_resumed(tmp_path):
+    """A protocol-1 folder trained on other instances (old seeds, no exclusion): resuming it would mix two
+    protocols in one run, so it is refused with a message that says what to do; a protocol-2 folder resumes."""
+    import json
+
+    from curriculum.run import RUN_PROTOCOL, Run
+
+    config = preset("tiny").with_overrides(name="old", output_dir=str(tmp_path))
+    folder = tmp_path / "old"
+    folder.mkdir()
+    (folder / "manifest.json").write_text(json.dumps({"run_config": config.to_dict(), "versions": {}}))
+    with pytest.raises(ConfigError, match="protocol 2") as refused:
+        Run(config)._start()
+    assert "start a new run" in str(refused.value)
+    (folder / "manifest.json").write_text(json.dumps({"protocol": RUN_PROTOCOL, "run_config": config.to_dict()}))
+    Run(config)._start()  # the same config, the current protocol: accepted
