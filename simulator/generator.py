@@ -444,3 +444,41 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
             f"were unsolvable and {counts['limit']} over the solver budget",
         )
     raise ConfigError(field_name, value, allowed, f"instance {index} of size {size}")
+
+
+def label_instance(
+    instance: Instance,
+    *,
+    size: int | None = None,
+    seed: int = 0,
+    index: int = 0,
+    solver_nodes: int = DEFAULT_SOLVER_NODES,
+) -> tuple[LabelledInstance | None, str, str]:
+    """Certify an instance that did not come from the generator (a user's map, an imported scenario) and label it
+    as the generator labels its own: ``(labelled, status, reason)`` with the solver's status (``"solved"``,
+    ``"unsolvable"`` or ``"limit"``) and its reason; ``labelled`` is None unless solved.
+
+    Args:
+        instance: the instance.
+        size: recorded as ``LabelledInstance.size`` (the table column it falls in); default the longer side,
+            ``max(height, width)``, which is the map side for square maps.
+        seed, index: recorded as they are (the generator's slot seed and index; an importer's group number).
+        solver_nodes: the solver's node budget.
+    """
+    if not isinstance(instance, Instance):
+        raise ConfigError("instance", type(instance).__name__, "a simulator.types.Instance")
+    solution = solve(instance, max_nodes=solver_nodes)
+    if solution.status != "solved":
+        return None, solution.status, solution.reason
+    labelled = LabelledInstance(
+        instance=instance,
+        size=max(instance.height, instance.width) if size is None else int(size),
+        seed=int(seed),
+        index=int(index),
+        optimal_makespan=solution.makespan,
+        optimal_sum_of_costs=solution.sum_of_costs,
+        sum_of_distances=int(bare_distances(instance).sum()),
+        needs_wait=needs_wait(instance),
+        plan=solution.plan,
+    )
+    return labelled, solution.status, ""
