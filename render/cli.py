@@ -99,7 +99,19 @@ def _play(args: argparse.Namespace) -> int:
         if value is not None
     }
     game, stage_config = None, None
-    if args.load:
+    if args.map or args.scen:
+        from replays.types import InstanceLabels
+        from simulator.errors import ConfigError
+        from simulator.movingai import import_one
+
+        if not (args.map and args.scen) or args.load:
+            raise ConfigError("--map" if args.scen else "--scen", args.map or args.scen,
+                              "--map FILE.map and --scen FILE.scen together, without --load")
+        agents = 2 if args.agents is None else args.agents
+        item = import_one(args.map, args.scen, agents, args.episode, field_name="--episode")
+        game = PlayGame(item.instance, InstanceLabels.from_labelled(item),
+                        origin=f"{args.scen} instance {args.episode} ({agents} agents)")
+    elif args.load:
         instance, labels = load_instance(args.load, args.episode)
         game = PlayGame(instance, labels, origin=args.load)
         defaults.update(load=args.load, episode=args.episode)
@@ -173,7 +185,8 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
         epilog=(
             "examples:\n"
             "  mapf-lake play --size 5 --agents 2 --seed 3\n"
-            "  mapf-lake gen --size 5 --n 10 --out five.jsonl && mapf-lake play --load five.jsonl --episode 3"
+            "  mapf-lake gen --size 5 --n 10 --out five.jsonl && mapf-lake play --load five.jsonl --episode 3\n"
+            "  mapf-lake play --map arena.map --scen arena-even-1.scen --agents 3 --episode 2"
         ),
     )
     play.add_argument("--size", type=int, default=None, help="map side, 3..32 (default 6)")
@@ -184,7 +197,14 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     play.add_argument("--seed", type=int, default=None, help="generator seed (default 0)")
     play.add_argument("--load", metavar="FILE",
                       help="instance file: a replay (.mlr), `gen --out` JSON lines, instance JSON, or map text")
-    play.add_argument("--episode", type=int, default=0, help="with --load: the episode or line to take (default 0)")
+    play.add_argument("--episode", type=int, default=0,
+                      help="with --load: the episode or line to take; with --map: the instance, made of scenario "
+                           "lines EPISODE*K+1 .. EPISODE*K+K for K agents (default 0)")
+    play.add_argument("--map", metavar="FILE.map",
+                      help="a MovingAI map (with --scen): play one of its scenario's instances, certified by the "
+                           "solver (tiles . G S are ice, @ O T W holes; --agents is the scenario lines per instance, "
+                           "default 2)")
+    play.add_argument("--scen", metavar="FILE.scen", help="the MovingAI scenario of --map (x = column, y = row)")
     play.add_argument("--save", metavar="OUT", default=None,
                       help="replay file that ctrl+s writes (default play-<date>-<time>.mlr here)")
     play.set_defaults(handler=_play)

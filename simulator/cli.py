@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -110,6 +111,8 @@ def _gen(args: argparse.Namespace) -> int:
     from simulator.atomic import atomic_write
     from simulator.generator import generate, to_jsonl
 
+    if args.map or args.scen:
+        return _gen_movingai(args)
     if args.suite:
         from simulator.suites import generate_suite, suite_checksum, suite_size
 
@@ -144,6 +147,46 @@ def _gen(args: argparse.Namespace) -> int:
             + (f", {report.rejected_makespan} outside the makespan band)" if report.rejected_makespan else ")")
         )
     print(f"checksum {stage.checksum()}" + (f", written to {args.out}" if args.out else ""))
+    return 0
+
+
+def _gen_movingai(args: argparse.Namespace) -> int:
+    """``gen --map FILE.map --scen FILE.scen``: an instance per ``--agents`` scenario lines, certified."""
+    from simulator.atomic import atomic_write
+    from simulator.errors import ConfigError
+    from simulator.generator import to_jsonl
+    from simulator.movingai import instances_from_scenarios, read_map, read_scen
+
+    if not (args.map and args.scen):
+        missing = "--scen" if args.map else "--map"
+        raise ConfigError(missing, None, "given: --map FILE.map and --scen FILE.scen go together")
+    if len(args.agents) != 1:
+        raise ConfigError("--agents", args.agents, "one count with --map: the scenario lines of each instance")
+    agents = args.agents[0]
+    grid = read_map(args.map)
+    scenarios = read_scen(args.scen)
+    update, close = progress_bar(len(scenarios) // max(agents, 1), f"importing {args.scen}")
+    try:
+        result = instances_from_scenarios(grid, scenarios, agents, source=args.scen, progress=update)
+    finally:
+        close()
+    if args.out:
+        atomic_write(args.out, to_jsonl(result.items))
+    elif not args.quiet:
+        for item in result.items:
+            print(_describe(item))
+    report = result.report
+    print(report.render())
+    shown = 10
+    for group, line, reason in report.skipped[:shown]:
+        print(f"  skipped instance {group} (from line {line}): {reason}")
+    if len(report.skipped) > shown:
+        print(f"  ... and {len(report.skipped) - shown} more skipped")
+    if not result.items:
+        print("no instance imported", file=sys.stderr)
+        return 1
+    checksum = hashlib.sha256(to_jsonl(result.items)).hexdigest()
+    print(f"checksum {checksum}" + (f", written to {args.out}" if args.out else ""))
     return 0
 
 
@@ -241,12 +284,18 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
             "examples:\n"
             "  mapf-lake gen --size 8 --agents 3 --holes 0.3 --wait-ratio 0.5 --n 5 --seed 1\n"
             "  mapf-lake gen --size 4 5 6 --n 300 --out train.jsonl\n"
-            "  mapf-lake gen --suite paper-quick --quiet"
+            "  mapf-lake gen --suite paper-quick --quiet\n"
+            "  mapf-lake gen --map arena.map --scen arena-even-1.scen --agents 3 --out arena.jsonl"
         ),
     )
     source = gen.add_mutually_exclusive_group()
     source.add_argument("--config", help="stage config file (.yaml, .yml or .json)")
     source.add_argument("--suite", choices=sorted(SUITES), help="generate a benchmark suite and print its checksum")
+    source.add_argument("--map", metavar="FILE.map",
+                        help="a MovingAI map (with --scen): an instance per --agents scenario lines, each certified "
+                             "and labelled; groups sharing a start or goal, on an impassable tile, unsolvable or "
+                             "over the solver budget are skipped and counted (tiles . G S are ice, @ O T W holes)")
+    gen.add_argument("--scen", metavar="FILE.scen", help="the MovingAI scenario of --map (x = column, y = row)")
     add_stage_flags(gen, n_default=10)
     gen.add_argument("--max-attempts", type=int, default=2000, help="candidates per instance before giving up")
     gen.add_argument("--out", help="write JSON lines here (atomically) instead of printing the instances")

@@ -410,6 +410,34 @@ def import_movingai(
                                     max_groups=max_groups, solver_nodes=solver_nodes, progress=progress)
 
 
+def import_one(
+    map_path: str | os.PathLike,
+    scen_path: str | os.PathLike,
+    agents: int = 2,
+    group: int = 0,
+    *,
+    solver_nodes: int = DEFAULT_SOLVER_NODES,
+    field_name: str = "group",
+) -> LabelledInstance:
+    """The instance of group ``group`` (the scenario's lines ``group * agents`` .. ``group * agents + agents - 1``,
+    counted from 0), solving no other group; a group out of range, or one that is skipped, raises
+    :class:`ConfigError` saying why, with ``field_name`` as its field (a command line names its flag)."""
+    agents = _check_agents(agents)
+    grid = read_map(map_path)
+    scenarios = read_scen(scen_path)
+    total = len(scenarios) // agents
+    if isinstance(group, bool) or not isinstance(group, int) or not 0 <= group < total:
+        raise ConfigError(field_name, group, f"0..{total - 1}: {os.fspath(scen_path)} has {len(scenarios)} scenario "
+                          f"lines, {total} instances of {agents} agents")
+    result = instances_from_scenarios(grid, scenarios, agents, source=os.fspath(scen_path), first_group=group,
+                                      max_groups=1, solver_nodes=solver_nodes)
+    if not result.items:
+        _, line, reason = result.report.skipped[0]
+        raise ConfigError(field_name, group, f"a group of {agents} scenario lines that is an instance",
+                          f"the {agents} lines from line {line} of {os.fspath(scen_path)}: {reason}")
+    return result.items[0]
+
+
 # --------------------------------------------------------------------------------------------------- writing
 def format_map(grid: np.ndarray) -> str:
     """The ``.map`` text of a grid: ice as ``.``, holes as ``@``."""

@@ -221,3 +221,14 @@ def test_read__oversized_missing_and_binary_files_are_clear_errors(tmp_path):
     binary.write_bytes(b"\xff\xfe" * 10)
     with pytest.raises(ConfigError, match="UTF-8"):
         read_map(binary)
+
+
+def test_import_one__solves_only_its_group_and_says_why_a_group_is_no_instance():
+    from simulator.movingai import import_one
+
+    item = import_one(LAKE_MAP, LAKE_SCEN, agents=2, group=4)
+    assert item.index == 4 and item.instance == Instance(LAKE_GRID, [[3, 2], [1, 4]], [[1, 4], [3, 2]])
+    with pytest.raises(ConfigError, match=r"--episode = 3 is not allowed.*from line 8.*unsolvable"):
+        import_one(LAKE_MAP, LAKE_SCEN, agents=2, group=3, field_name="--episode")
+    with pytest.raises(ConfigError, match=r"group = 5 is not allowed: 0\.\.4"):
+        import_one(LAKE_MAP, LAKE_SCEN, agents=2, group=5)

@@ -1,0 +1,57 @@
+"""Subprocess smoke tests of users' own maps and sets: ``gen --map/--scen``, ``play --map/--scen`` refusals,
+``eval --instances`` and ``eval --config``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from simulator.generator import read_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
+MOVINGAI = ROOT / "tests" / "fixtures" / "movingai"
+LAKE_MAP, LAKE_SCEN = str(MOVINGAI / "lake-6x4.map"), str(MOVINGAI / "lake-6x4.scen")
+
+
+def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {key: value for key, value in os.environ.items() if key not in ("DISPLAY",)}
+    result = subprocess.run([sys.executable, "-m", "curriculum.cli", *args], capture_output=True, text=True,
+                            cwd=ROOT, timeout=300, env=env, stdin=subprocess.DEVNULL)
+    if check and result.returncode != 0:
+        raise AssertionError(f"mapf-lake {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
+    return result
+
+
+def test_cli_gen__movingai_map_and_scen_print_and_write_certified_instances(tmp_path):
+    printed = run("gen", "--map", LAKE_MAP, "--scen", LAKE_SCEN).stdout
+    assert "optimal makespan 9" in printed and "imported 2 of 5 instances" in printed
+    assert "skipped instance 3 (from line 8): unsolvable" in printed
+    out = tmp_path / "lake.jsonl"
+    written = run("gen", "--map", LAKE_MAP, "--scen", LAKE_SCEN, "--agents", "1", "--out", str(out)).stdout
+    assert "imported 9 of 11 instances" in written and f"written to {out}" in written
+    items = read_jsonl(out)
+    # line 6 (instance 4) starts on a tree, line 8 (instance 6) has its goal in a walled-off corner
+    assert [item.index for item in items] == [0, 1, 2, 3, 5, 7, 8, 9, 10]
+    assert all(item.instance.n_agents == 1 and item.size == 6 for item in items)
+
+
+def test_cli_gen__movingai_refusals_are_one_line_exit_2(tmp_path):
+    for args, words in (
+        (("--map", LAKE_MAP), "--scen = None is not allowed"),
+        (("--scen", LAKE_SCEN), "--map = None is not allowed"),
+        (("--map", LAKE_MAP, "--scen", LAKE_SCEN, "--agents", "2", "3"), "one count with --map"),
+        (("--map", LAKE_SCEN, "--scen", LAKE_SCEN), "lake-6x4.scen line 1"),
+    ):
+        result = run("gen", *args, check=False)
+        assert result.returncode == 2 and words in result.stderr and "Traceback" not in result.stderr, args
+
+
+def test_cli_play__movingai_instance_out_of_range_or_skipped_is_one_line_before_the_app(tmp_path):
+    for episode, words in (("7", "--episode = 7 is not allowed: 0..4"), ("2", "on an impassable tile")):
+        result = run("play", "--map", LAKE_MAP, "--scen", LAKE_SCEN, "--episode", episode, check=False)
+        assert result.returncode == 2 and words in result.stderr and "Traceback" not in result.stderr
+    result = run("play", "--scen", LAKE_SCEN, check=False)
+    assert result.returncode == 2 and "--map FILE.map and --scen FILE.scen together" in result.stderr
