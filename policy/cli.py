@@ -67,6 +67,34 @@ def _rollout(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_set(args: argparse.Namespace):
+    """The set ``eval`` runs on and its short label for the default --out: a suite (``--suite``, default paper;
+    ``--quick`` its quick variant), a user's instance file (``--instances``) or a stage config generated now
+    (``--config``, ``--seed`` overriding its seed)."""
+    from policy.evaluation import config_set, instances_set, suite_set
+    from simulator.errors import ConfigError
+
+    if args.quick and (args.instances or args.config):
+        raise ConfigError("--quick", True, "a suite's quick variant: with --instances or --config, leave it out")
+    if args.instances:
+        chosen = instances_set(args.instances)
+        return chosen, f"instances-{Path(args.instances).stem}-{chosen.record['instances']['sha256'][:8]}"
+    if args.config:
+        from simulator.cli import progress_bar
+        from simulator.config import load_config
+
+        config = load_config(args.config)
+        update, close = progress_bar(config.samples, "generating")
+        try:
+            chosen = config_set(config, args.seed, source=args.config, progress=update)
+        finally:
+            close()
+        return chosen, f"config-{Path(args.config).stem}-seed{chosen.record['config']['seed']}"
+    suite = args.suite or "paper"
+    suite = f"{suite}-quick" if args.quick and not suite.endswith("-quick") else suite
+    return suite_set(suite), suite
+
+
 def _eval(args: argparse.Namespace) -> int:
     import json
     import re
@@ -74,21 +102,22 @@ def _eval(args: argparse.Namespace) -> int:
     from policy.evaluation import evaluate
     from policy.policies import make_policy
 
+    seed = 0 if args.seed is None else args.seed  # the sampling seed
     sampling = None
     if ":" in args.policy:
         from policy.backend_base import Sampling
 
         sampling = Sampling(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
-                            top_k=args.top_k, seed=args.seed, enable_thinking=args.thinking, batch_size=args.batch_size)
+                            top_k=args.top_k, seed=seed, enable_thinking=args.thinking, batch_size=args.batch_size)
     policy = make_policy(args.policy, args.style, sampling)
-    suite = f"{args.suite}-quick" if args.quick and not args.suite.endswith("-quick") else args.suite
-    out = Path(args.out) if args.out else Path("runs") / f"eval-{re.sub(r'[^A-Za-z0-9_.-]+', '_', args.policy)}-{suite}"
+    chosen, label = _eval_set(args)
+    safe = re.sub(r'[^A-Za-z0-9_.-]+', '_', f"{args.policy}-{label}")
+    out = Path(args.out) if args.out else Path("runs") / f"eval-{safe}"
     from simulator.cli import progress_bar
-    from simulator.suites import suite_size
 
-    update, close = progress_bar(suite_size(suite), f"eval {args.policy}")
+    update, close = progress_bar(sum(cell.count for cell in chosen.cells), f"eval {args.policy}")
     try:
-        table = evaluate(policy, suite, out, seed=args.seed, progress=lambda done, total: update(done))
+        table = evaluate(policy, chosen, out, seed=seed, progress=lambda done, total: update(done))
     finally:
         close()
     print(json.dumps(table.to_dict(), indent=2) if args.json else table.render())
@@ -207,29 +236,44 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
 
     evaluation = commands.add_parser(
         "eval",
-        help="paper-style evaluation of a policy on a benchmark suite (resumable)",
+        help="paper-style evaluation of a policy on a benchmark suite, your own instances or a stage config "
+             "(resumable)",
         description=(
-            "Run a policy over a benchmark suite, write one replay file per (agents x size) cell into --out, and "
-            "print the table: rows = agent counts, columns = map sizes, cells = valid% / optimal%, plus the mean. "
-            "Re-running with the same --out skips finished cells. POLICY: random, greedy, oracle, or a model backend "
-            "spec hf:PATH, vllm:PATH, openai:MODEL."
+            "Run a policy over a benchmark suite (--suite), your own instances (--instances: JSON lines as gen --out "
+            "writes them, e.g. from gen --map/--scen) or a stage config generated now (--config), write one replay "
+            "file per (agents x size) cell into --out, and print the table: rows = agent counts, columns = map "
+            "sizes, cells = valid% / optimal%, plus the mean and the worst 10% of cells' mean valid rate "
+            "(cvar10_valid). Each replay header records the set (suite name, instance file and its sha256, or the "
+            "config document). Re-running with the same --out skips finished cells. POLICY: random, greedy, "
+            "oracle, or a model backend spec hf:PATH, vllm:PATH, openai:MODEL."
         ),
         epilog=(
             "examples:\n"
             "  mapf-lake eval --policy greedy --suite paper --quick\n"
+            "  mapf-lake eval --policy oracle --instances mine.jsonl\n"
+            "  mapf-lake eval --policy greedy --config stage.yaml --seed 7\n"
             "  mapf-lake eval --policy hf:runs/tiny-rule/stage-03/model --suite paper --out runs/eval-tiny\n"
             "  mapf-lake eval --policy openai:MODEL --suite paper-quick   # with MAPF_LAKE_OPENAI_BASE_URL set"
         ),
     )
     evaluation.add_argument("--policy", required=True, help="scripted name or backend spec")
-    evaluation.add_argument("--suite", default="paper", choices=["paper", "train-2agent", "paper-quick",
-                                                                  "train-2agent-quick"], help="suite (default paper)")
+    chosen_set = evaluation.add_mutually_exclusive_group()
+    chosen_set.add_argument("--suite", default=None, choices=["paper", "train-2agent", "paper-quick",
+                                                              "train-2agent-quick"], help="suite (default paper)")
+    chosen_set.add_argument("--instances", metavar="FILE.jsonl",
+                            help="your own instances: JSON lines as gen --out writes them; cells by agents x size")
+    chosen_set.add_argument("--config", metavar="STAGE.yaml",
+                            help="a stage config (.yaml, .yml or .json) whose instances are generated now; cells "
+                                 "by agents x size")
     evaluation.add_argument("--quick", action="store_true", help="the suite's quick variant (10 instances per cell)")
-    evaluation.add_argument("--out", default=None, help="replay folder (default runs/eval-POLICY-SUITE)")
+    evaluation.add_argument("--out", default=None, help="replay folder (default runs/eval-POLICY-SUITE, "
+                            "runs/eval-POLICY-instances-STEM-SHA8 or runs/eval-POLICY-config-STEM-seedSEED)")
     evaluation.add_argument("--json", action="store_true", help="print the table as JSON")
     evaluation.add_argument("--style", default=None, choices=sorted(PROMPT_STYLES),
                             help="prompt style (default: the one a run's checkpoint was trained with, else natural)")
-    evaluation.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    evaluation.add_argument("--seed", type=int, default=None,
+                            help="sampling seed (default 0); with --config also the generator's seed, overriding "
+                                 "the file's as gen --seed does")
     evaluation.add_argument("--temperature", type=float, default=0.0, help="model sampling temperature (default 0: greedy)")
     evaluation.add_argument("--max-new-tokens", type=int, default=512, help="model answer length limit (default 512)")
     evaluation.add_argument("--batch-size", type=int, default=32, help="prompts per generate call (default 32)")

@@ -3,13 +3,20 @@
 ``evaluate(policy, suite, out_dir)`` runs every (agents x size) cell of the suite whose replay file is not in
 ``out_dir`` yet (a complete file is the record that the cell is done: files are written atomically), and
 returns the table: rows = agent counts, columns = map sizes, cells = valid% / optimal%, plus the mean over
-sizes, and the failure breakdown over all cells. A file is reused only when its header records this policy
-descriptor (prompt style and decoding included), seed and suite; a folder holding another run's cells is refused
-with a ConfigError before anything is run.
+sizes, the worst cells' mean (``cvar10_valid``, see :class:`EvalTable`) and the failure breakdown over all cells.
+A file is reused only when its header records this policy descriptor (prompt style and decoding included), seed
+and set; a folder holding another run's cells is refused with a ConfigError before anything is run.
+
+The set is a named suite, or an :class:`EvalSet`: a user's own instances (:func:`instances_set`, JSON lines as
+``mapf-lake gen --out`` writes them) or a stage config generated on the spot (:func:`config_set`); their
+instances are grouped into cells by (agent count, ``size`` label). Each cell's replay header records which set
+in its ``extra``: ``suite`` (the name), ``instances`` (``{"path", "sha256"}`` of the file; reuse compares the
+sha256 only, so a moved file is the same set) or ``config`` (the stage config document, seed included).
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -25,17 +32,113 @@ from replays.types import ReplayHeader
 from replays.writer import ReplayWriter
 from simulator import constants as C
 from simulator.errors import ConfigError
+from simulator.generator import LabelledInstance, generate, read_jsonl
 from simulator.suites import generate_cell, suite_cells
 from simulator.tables import format_rate_table
+
+CVAR_PERCENT = 10  # the share of cells, worst first, that cvar10_valid averages (an integer: exact ceilings)
 
 
 def cell_file(out_dir: Path, agents: int, size: int) -> Path:
     return out_dir / f"cell-{agents}x{size}.mlr"
 
 
+@dataclass(frozen=True)
+class EvalCell:
+    """One (agents, size) cell of an evaluation set.
+
+    Fields:
+        agents, size: the cell's agent count and size label (its row and column in the table).
+        count: its number of instances.
+        stage_config: recorded in its replay header: the suite cell's or the ``--config`` stage config document;
+            None for a user's instance file.
+        load: gives the cell's instances (a suite cell generates them when called).
+    """
+
+    agents: int
+    size: int
+    count: int
+    stage_config: dict | None
+    load: Callable[[], list[LabelledInstance]]
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """What an evaluation runs on.
+
+    Fields:
+        name: shown in the table's title and as ``EvalTable.suite``: the suite's name, ``instances:FILE`` or
+            ``config:FILE``.
+        record: written into every cell's replay header ``extra``: ``{"suite": name}``, ``{"instances": {"path",
+            "sha256"}}`` or ``{"config": document}``.
+        cells: in table order (agents, then size).
+    """
+
+    name: str
+    record: dict
+    cells: tuple[EvalCell, ...]
+
+    def identity(self) -> dict:
+        """What a cell file must have recorded to be reused for this set (see ``_recorded_run``)."""
+        instances = self.record.get("instances")
+        return {"suite": self.record.get("suite"), "instances": instances["sha256"] if instances else None,
+                "config": self.record.get("config")}
+
+
+def suite_set(name: str) -> EvalSet:
+    """A benchmark suite (``simulator.suites``) as an evaluation set; each cell is generated when it runs."""
+    cells = tuple(EvalCell(cell.agents, cell.size, cell.count, cell.config().to_dict(),
+                           lambda cell=cell: generate_cell(cell).instances) for cell in suite_cells(name))
+    return EvalSet(name, {"suite": name}, cells)
+
+
+def _grouped(items: list[LabelledInstance], stage_config: dict | None) -> tuple[EvalCell, ...]:
+    groups: dict[tuple[int, int], list[LabelledInstance]] = {}
+    for item in items:
+        groups.setdefault((item.instance.n_agents, item.size), []).append(item)
+    return tuple(EvalCell(agents, size, len(members), stage_config, lambda members=members: members)
+                 for (agents, size), members in sorted(groups.items()))
+
+
+def instances_set(path: str | Path) -> EvalSet:
+    """A user's own instances: a JSON-lines file as ``mapf-lake gen --out`` writes it
+    (``simulator.generator.read_jsonl``), grouped into cells by (agent count, size); the header records the
+    file's path and sha256."""
+    path = Path(path)
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise ConfigError("--instances", str(path), "a readable JSON-lines file of instances (gen --out)",
+                          exc.strerror or str(exc)) from None
+    items = read_jsonl(path)
+    if not items:
+        raise ConfigError("--instances", str(path), "a file with at least one instance (gen --out writes them)")
+    return EvalSet(f"instances:{path}", {"instances": {"path": str(path), "sha256": digest}}, _grouped(items, None))
+
+
+def config_set(config, seed: int | None = None, source: str = "config",
+               progress: Callable[[int], None] | None = None) -> EvalSet:
+    """A stage config's instances, generated now (``seed`` overrides the config's, as ``gen --seed`` does), grouped
+    into cells by (agent count, size); the header records the config document with the seed used."""
+    from simulator.config import StageConfig
+
+    if not isinstance(config, StageConfig):
+        raise ConfigError("config", type(config).__name__, "a simulator.config.StageConfig")
+    if seed is not None:
+        config = StageConfig.from_dict({**config.to_dict(), "seed": seed})
+    document = config.to_dict()
+    items = generate(config, progress=progress).instances
+    return EvalSet(f"config:{source}", {"config": document}, _grouped(items, document))
+
+
 @dataclass
 class EvalTable:
-    """valid/optimal rates per (agents, size), failure counts, and where the replays are."""
+    """valid/optimal rates per (agents, size), failure counts, and where the replays are.
+
+    ``cvar10_valid()``: the mean valid rate of the worst cells, the tail the mean hides. Rule: sort the cells by
+    valid rate ascending and average the first ``ceil(CVAR_PERCENT / 100 * n_cells)`` of them (at least one cell;
+    every cell counts once, whatever its number of episodes; ties do not change the mean). None without cells.
+    """
 
     suite: str
     policy: dict
@@ -43,6 +146,7 @@ class EvalTable:
     failures: dict[str, int] = field(default_factory=dict)
     reused_cells: int = 0
     files: list[str] = field(default_factory=list)
+    source: dict = field(default_factory=dict)  # the set's header record (EvalSet.record)
 
     def sizes(self) -> list[int]:
         return sorted({size for _, size in self.rates})
@@ -54,6 +158,15 @@ class EvalTable:
         cells = [self.rates[(agents, s)] for s in self.sizes() if (agents, s) in self.rates]
         return float(np.mean([c[0] for c in cells])), float(np.mean([c[1] for c in cells]))
 
+    def cvar_cells(self) -> int:
+        """How many cells ``cvar10_valid`` averages: ``ceil(CVAR_PERCENT / 100 * n_cells)``, 0 without cells."""
+        return -(-len(self.rates) * CVAR_PERCENT // 100)  # a ceiling in integers: 0.1 * 30 is 3.0000000000000004
+
+    def cvar10_valid(self) -> float | None:
+        """The mean valid rate of the worst ``cvar_cells()`` cells (see the class docstring)."""
+        worst = sorted(valid for valid, _, _ in self.rates.values())[: self.cvar_cells()]
+        return float(np.mean(worst)) if worst else None
+
     def to_dict(self) -> dict:
         return {
             "suite": self.suite,
@@ -61,8 +174,11 @@ class EvalTable:
             "cells": {f"{a}x{s}": {"valid_rate": v, "optimal_rate": o, "episodes": n}
                       for (a, s), (v, o, n) in sorted(self.rates.items())},
             "mean": {str(a): dict(zip(("valid_rate", "optimal_rate"), self.mean(a))) for a in self.agents()},
+            "cvar10_valid": self.cvar10_valid(),
+            "cvar10_cells": self.cvar_cells(),
             "failures": self.failures,
             "reused_cells": self.reused_cells,
+            "source": self.source,
         }
 
     def render(self) -> str:
@@ -70,6 +186,9 @@ class EvalTable:
                 for a in self.agents()]
         lines = [format_rate_table(f"{self.policy.get('spec', '?')} on {self.suite}: valid% / optimal%", "agents ",
                                    rows, self.sizes())]
+        if self.rates:
+            lines.append(f"worst {CVAR_PERCENT}% of cells (cvar10_valid, the {self.cvar_cells()} of "
+                         f"{len(self.rates)} cells with the lowest valid rate): valid {100 * self.cvar10_valid():.1f}%")
         total = sum(v[2] for v in self.rates.values())
         failed = {name: n for name, n in self.failures.items() if n}
         lines.append(f"failures over {total} episodes: " + (
@@ -94,9 +213,12 @@ def _read_header(path: Path) -> ReplayHeader | None:
 
 
 def _recorded_run(header: ReplayHeader) -> dict:
-    """What a cell file was made by: the policy descriptor (decoding included), the sampling seed and the suite."""
+    """What a cell file was made by: the policy descriptor (decoding included), the sampling seed, the set (a
+    suite's name, an instance file's sha256 or a stage config document) and the cell's stage config."""
+    instances = header.extra.get("instances")
     return {"policy": header.policy, "seed": header.extra.get("seed"), "suite": header.extra.get("suite"),
-            "cell": header.stage_config}
+            "instances": instances.get("sha256") if isinstance(instances, dict) else instances,
+            "config": header.extra.get("config"), "cell": header.stage_config}
 
 
 def _check_same_run(path: Path, out_dir: Path, recorded: dict, current: dict, ignored: tuple[str, ...] = ()) -> None:
@@ -117,14 +239,14 @@ def _check_same_run(path: Path, out_dir: Path, recorded: dict, current: dict, ig
         else:
             parts.append(f"{name} {was!r} (now {now!r})")
     raise ConfigError("--out", str(out_dir), "a new folder, or one holding replays of this same policy, decoding, "
-                      "seed and suite (pick another --out)",
+                      "seed and suite, instance file or config (pick another --out)",
                       f"{path.name} was written with " + "; ".join(parts))
 
 
 def _check_folder(out_dir: Path, cells, current: dict, ignored: tuple[str, ...]) -> None:
     """Every cell file already in ``out_dir`` (of this suite's cells or not) must come from this same run; checked
     before any cell is run, so a refusal changes nothing."""
-    configs = {cell_file(out_dir, cell.agents, cell.size).name: cell.config().to_dict() for cell in cells}
+    configs = {cell_file(out_dir, cell.agents, cell.size).name: cell.stage_config for cell in cells}
     for path in sorted(out_dir.glob("cell-*.mlr")):
         header = _read_header(path)
         if header is not None:
@@ -132,37 +254,43 @@ def _check_folder(out_dir: Path, cells, current: dict, ignored: tuple[str, ...])
             _check_same_run(path, out_dir, _recorded_run(header), expected, ignored)
 
 
-def evaluate(policy, suite: str, out_dir: str | Path, seed: int = 0, run_id: str = "eval",
+def evaluate(policy, suite: str | EvalSet, out_dir: str | Path, seed: int = 0, run_id: str = "eval",
              progress: Callable[[int, int], None] | None = None,
              ignored_policy_keys: tuple[str, ...] = ()) -> EvalTable:
-    """Evaluate ``policy`` (see ``policy.policies``) on every cell of ``suite``; see the module docstring.
+    """Evaluate ``policy`` (see ``policy.policies``) on every cell of ``suite`` (a suite's name or an
+    :class:`EvalSet`); see the module docstring.
 
     ``ignored_policy_keys``: descriptor keys not compared when reusing a cell (a run's final evaluation ignores
     ``spec``, whose checkpoint path moves with the run folder).
 
     ``progress(done, total)`` is called with instances finished (cells reused count at once).
     """
+    eval_set = suite_set(suite) if isinstance(suite, str) else suite
+    if not isinstance(eval_set, EvalSet):
+        raise ConfigError("suite", type(suite).__name__, "a suite's name or a policy.evaluation.EvalSet")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    cells = suite_cells(suite)
+    cells = eval_set.cells
     total = sum(cell.count for cell in cells)
-    table = EvalTable(suite, policy.descriptor)
+    table = EvalTable(eval_set.name, policy.descriptor, source=eval_set.record)
     failures = {name: 0 for name in C.FAILURE_NAMES if name != "none"}
     done = 0
-    _check_folder(out_dir, cells, {"policy": policy.descriptor, "seed": seed, "suite": suite}, ignored_policy_keys)
+    _check_folder(out_dir, cells, {"policy": policy.descriptor, "seed": seed, **eval_set.identity()},
+                  ignored_policy_keys)
     for cell in cells:
         path = cell_file(out_dir, cell.agents, cell.size)
         episodes = _read_cell(path) if path.exists() else None
         if episodes is not None and len(episodes) == cell.count:
             table.reused_cells += 1
         else:
-            items = generate_cell(cell).instances
+            items = cell.load()
             answers = policy.answer(items, seed=seed)
             episodes = judge_episodes(items, answers.plans, answers.parse_errors, answers.completions, answers.prompts)
             attach_rewards(episodes, items, answers)
             header = ReplayHeader.new(run_id=run_id, stage=0, split="eval", policy=policy.descriptor,
-                                      stage_config=cell.config().to_dict(),
-                                      extra={"suite": suite, "agents": cell.agents, "size": cell.size, "seed": seed})
+                                      stage_config=cell.stage_config,
+                                      extra={**eval_set.record, "agents": cell.agents, "size": cell.size,
+                                             "seed": seed})
             with ReplayWriter(path, header) as writer:
                 writer.write_all(episodes)
         summary = summarize(episodes, exemplars_per_category=0)

@@ -55,3 +55,33 @@ def test_cli_play__movingai_instance_out_of_range_or_skipped_is_one_line_before_
         assert result.returncode == 2 and words in result.stderr and "Traceback" not in result.stderr
     result = run("play", "--scen", LAKE_SCEN, check=False)
     assert result.returncode == 2 and "--map FILE.map and --scen FILE.scen together" in result.stderr
+
+
+def test_cli_eval__a_users_instances_file_the_movingai_import_and_cvar_in_the_json(tmp_path):
+    mine = tmp_path / "lake.jsonl"
+    run("gen", "--map", LAKE_MAP, "--scen", LAKE_SCEN, "--agents", "1", "--out", str(mine))
+    data = json.loads(run("eval", "--policy", "oracle", "--instances", str(mine), "--out", str(tmp_path / "out"),
+                          "--json").stdout)
+    assert data["suite"] == f"instances:{mine}" and data["cells"] == {
+        "1x6": {"valid_rate": 1.0, "optimal_rate": 1.0, "episodes": 9}}
+    assert data["cvar10_valid"] == 1.0 and data["cvar10_cells"] == 1
+    assert data["source"]["instances"]["path"] == str(mine) and len(data["source"]["instances"]["sha256"]) == 64
+
+
+def test_cli_eval__a_stage_config_generated_now_with_seed_and_refusals(tmp_path):
+    stage = tmp_path / "stage.yaml"
+    stage.write_text("agents: 2\nsamples: 6\nseed: 1\nsizes:\n  3: {data_ratio: 0.5, hole_ratio: 0.1, wait_ratio: 0}\n"
+                     "  4: {data_ratio: 0.5, hole_ratio: 0.1, wait_ratio: 0}\n")
+    out = run("eval", "--policy", "greedy", "--config", str(stage), "--seed", "7", "--out", str(tmp_path / "out"))
+    assert f"greedy on config:{stage}" in out.stdout and "worst 10% of cells" in out.stdout
+    from replays.reader import read_replay
+
+    header, _ = read_replay(tmp_path / "out" / "cell-2x3.mlr")
+    assert header.extra["config"]["seed"] == 7 and header.extra["seed"] == 7
+    for args, words in (
+        (("--config", str(stage), "--quick"), "--quick = True is not allowed"),
+        (("--instances", str(stage), "--config", str(stage)), "not allowed with argument"),
+        (("--instances", str(tmp_path / "missing.jsonl")), "--instances"),
+    ):
+        result = run("eval", "--policy", "oracle", *args, "--out", str(tmp_path / "refused"), check=False)
+        assert result.returncode == 2 and words in result.stderr and "Traceback" not in result.stderr, args
