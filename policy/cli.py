@@ -132,8 +132,11 @@ def _export(args: argparse.Namespace) -> int:
     from simulator.cli import progress_bar
     from simulator.config import load_config
     from simulator.generator import generate
+    from simulator.errors import ConfigError
     from simulator.suites import generate_suite, suite_size
 
+    if not (args.out or args.movingai):
+        raise ConfigError("--out", None, "given: a dataset file or folder to write (or --movingai DIR, or both)")
     fmt = args.format or ("parquet" if str(args.out).endswith(".parquet") else "jsonl")
     started = time.perf_counter()
     if args.suite:
@@ -151,6 +154,17 @@ def _export(args: argparse.Namespace) -> int:
         finally:
             close()
         source = f"config:{Path(args.config).name}"
+    if args.movingai:
+        from simulator.movingai import export_movingai
+
+        stem = args.suite or Path(args.config).stem
+        paths = export_movingai(items, args.movingai, stem=stem)
+        maps = sum(path.suffix == ".map" for path in paths)
+        print(f"wrote {maps} MovingAI maps and {len(paths) - maps} scenarios ({len(items)} instances, one scenario "
+              f"line per agent) to {args.movingai}; gen --map {stem}-NNNN.map --scen {stem}-NNNN-aK.scen "
+              f"--agents K reads a board's instances back")
+        if not args.out:
+            return 0
     rows = (layout_row(record, args.layout, index, args.split)
             for index, record in enumerate(export_items(source, items, args.style)))
     count = write_rows(rows, args.out, fmt)
@@ -204,7 +218,10 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     source = export.add_mutually_exclusive_group(required=True)
     source.add_argument("--suite", choices=sorted(SUITES), help="a benchmark suite")
     source.add_argument("--config", help="a stage config file (.yaml, .yml or .json)")
-    export.add_argument("--out", required=True, help="the file (jsonl, parquet) or new folder (hf) to write")
+    export.add_argument("--out", default=None, help="the file (jsonl, parquet) or new folder (hf) to write")
+    export.add_argument("--movingai", metavar="DIR", default=None,
+                        help="also (or instead of --out) write the instances as MovingAI files into DIR: a .map per "
+                             "board (holes as @) and a .scen per board and agent count, one line per agent")
     export.add_argument("--format", choices=FORMATS, default=None,
                         help="jsonl, parquet or hf (default: from --out's suffix, .parquet -> parquet, else jsonl)")
     export.add_argument("--layout", choices=LAYOUTS, default="records", help="row layout (default records)")

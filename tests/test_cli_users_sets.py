@@ -85,3 +85,20 @@ def test_cli_eval__a_stage_config_generated_now_with_seed_and_refusals(tmp_path)
     ):
         result = run("eval", "--policy", "oracle", *args, "--out", str(tmp_path / "refused"), check=False)
         assert result.returncode == 2 and words in result.stderr and "Traceback" not in result.stderr, args
+
+
+def test_cli_export__movingai_files_that_gen_reads_back(tmp_path):
+    stage = tmp_path / "stage.yaml"
+    stage.write_text("agents: 3\nsamples: 3\nseed: 2\nsizes:\n  5: {data_ratio: 1.0, hole_ratio: 0.2, wait_ratio: 0}\n")
+    printed = run("export", "--config", str(stage), "--movingai", str(tmp_path / "mai")).stdout
+    assert "wrote 3 MovingAI maps and 3 scenarios (3 instances" in printed
+    back = tmp_path / "back.jsonl"
+    folder = tmp_path / "mai"
+    run("gen", "--map", str(folder / "stage-0001.map"), "--scen", str(folder / "stage-0001-a3.scen"), "--agents", "3",
+        "--out", str(back))
+    original = tmp_path / "original.jsonl"
+    run("gen", "--config", str(stage), "--out", str(original))
+    (imported,), generated = read_jsonl(back), read_jsonl(original)
+    assert imported.instance == generated[1].instance and imported.plan == generated[1].plan
+    result = run("export", "--config", str(stage), check=False)
+    assert result.returncode == 2 and "--out = None is not allowed" in result.stderr
