@@ -343,7 +343,10 @@ def instances_from_scenarios(
         progress: called with the number of groups looked at so far.
     """
     agents = _check_agents(agents)
-    grid = np.asarray(grid, np.int8)
+    grid = np.array(grid, np.int8)  # a copy: the instances share it read-only, the caller keeps its own
+    if grid.ndim != 2 or not np.isin(grid, (C.ICE, C.HOLE)).all():
+        raise ConfigError("grid", grid.shape, f"an (H, W) grid of {C.ICE} (ice) and {C.HOLE} (hole), as parse_map "
+                          "gives it")
     _check_lines_fit(grid, scenarios, source)
     total = len(scenarios) // agents
     if isinstance(first_group, bool) or not isinstance(first_group, int) or first_group < 0:
