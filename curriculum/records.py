@@ -9,13 +9,50 @@ report or ``compare``). Records written before a field existed read back with th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from engineer.context import HistoryEntry
 from engineer.decision import DECISION_OUTCOMES, decision_outcome
-from simulator.config import StageConfig
+from simulator.config import StageConfig, _checked_int, _checked_real
 from simulator.errors import ConfigError
+
+MAX_STAGE = 1000  # a run has at most 1,000 stages (RunConfig.stages)
+MAX_FIGURE = 1e12  # bound of a trainer's figure or a phase's seconds: finite and printable as a float
+# The trainer's figures the report prints (each a number when present; the trainer may add others).
+TRAIN_FIGURES = ("step_seconds", "reward_mean", "zero_variance_share", "completion_tokens_mean")
+
+
+def _at(where: str, key: str) -> str:
+    """The dotted name of ``key`` under ``where`` (``key`` alone when ``where`` is empty)."""
+    return f"{where}.{key}" if where else key
+
+
+def _optional_str(data: Mapping, key: str, where: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(_at(where, key), value, "a string")
+    return value
+
+
+def _str_list(data: Mapping, key: str, where: str) -> tuple[str, ...]:
+    value = data.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(_at(where, key), value, "a list of strings")
+    return tuple(value)
+
+
+def _mapping(data: Mapping, key: str, where: str) -> dict:
+    """``data[key]``, a mapping ({} when missing or null)."""
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(_at(where, key), value, "a mapping")
+    return dict(value)
 
 
 @dataclass(frozen=True)
@@ -32,6 +69,15 @@ class StageScores:
     """Sampled pass@1 at the training temperature (``validation.sampled_k`` samples each); None: not measured."""
     zero_variance_share: float | None = None
     """Share of the stage's GRPO groups whose rewards were all equal (no learning signal); None: no GRPO."""
+
+    def __post_init__(self) -> None:
+        """Shares are finite numbers in [0, 1] (a rate of 7 would print as 700%), the reward a finite number;
+        ConfigError names ``scores.<field>``."""
+        for name in ("valid_rate", "optimal_rate", "sampled_valid_rate", "zero_variance_share"):
+            if name in ("valid_rate", "optimal_rate") or getattr(self, name) is not None:
+                _checked_real(getattr(self, name), f"scores.{name}", 0.0, 1.0)
+        if self.reward_mean is not None:
+            _checked_real(self.reward_mean, "scores.reward_mean", -MAX_FIGURE, MAX_FIGURE)
 
     def to_dict(self) -> dict[str, float]:
         out = {"valid_rate": self.valid_rate, "optimal_rate": self.optimal_rate}
@@ -66,12 +112,21 @@ class StageDecision:
                 "diff": list(self.diff), "repairs": list(self.repairs)}
 
     @classmethod
-    def from_decision(cls, decision: dict) -> "StageDecision":
-        """From the engineer's ``decision.json`` document (or a stage record's ``decision`` part)."""
-        outcome = decision.get("outcome") or decision_outcome(decision.get("accepted"), decision.get("diff"))
-        return cls(outcome=outcome, engineer=decision.get("engineer"), accepted=decision.get("accepted"),
-                   reason=decision.get("reason") or "", diff=tuple(decision.get("diff") or ()),
-                   repairs=tuple(decision.get("repairs") or ()))
+    def from_decision(cls, decision: dict, where: str = "decision") -> "StageDecision":
+        """From the engineer's ``decision.json`` document (or a stage record's ``decision`` part); a field of
+        the wrong type raises ConfigError naming ``where.<field>``."""
+        if not isinstance(decision, Mapping):
+            raise ConfigError(where, decision, "a mapping")
+        accepted = decision.get("accepted")
+        if accepted is not None and not isinstance(accepted, bool):
+            raise ConfigError(_at(where, "accepted"), accepted, "true or false")
+        diff = _str_list(decision, "diff", where)
+        outcome = _optional_str(decision, "outcome", where) or decision_outcome(accepted, diff)
+        if outcome not in DECISION_OUTCOMES:
+            raise ConfigError(_at(where, "outcome"), outcome, f"one of {', '.join(DECISION_OUTCOMES)}")
+        return cls(outcome=outcome, engineer=_optional_str(decision, "engineer", where), accepted=accepted,
+                   reason=_optional_str(decision, "reason", where) or "", diff=diff,
+                   repairs=_str_list(decision, "repairs", where))
 
 
 @dataclass(frozen=True)
@@ -113,31 +168,40 @@ class StageRecord:
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "stage record") -> "StageRecord":
-        """Read a ``stage.json`` document; a missing required part raises ConfigError naming ``where``."""
+        """Read a ``stage.json`` document; a missing required part, or a part of the wrong type or out of range
+        (a stage number that is not an integer in [1, 1000], a rate outside [0, 1], NaN, a list where a mapping
+        belongs), raises ConfigError naming ``where.<part>`` (``where`` empty: the part alone)."""
         if not isinstance(data, dict):
-            raise ConfigError(where, type(data).__name__, "a mapping (the stage record mapf-lake train writes)")
+            raise ConfigError(where or "stage record", type(data).__name__,
+                              "a mapping (the stage record mapf-lake train writes)")
         for key in ("stage", "config", "scores", "decision"):
             if key not in data:
-                raise ConfigError(f"{where}.{key}", None, "present (the stage record mapf-lake train writes)")
+                raise ConfigError(_at(where, key), None, "present (the stage record mapf-lake train writes)")
+        stage = _checked_int(data["stage"], _at(where, "stage"), 1, MAX_STAGE)
         scores = data["scores"]
         if not isinstance(scores, dict) or not all(key in scores for key in ("valid_rate", "optimal_rate")):
-            raise ConfigError(f"{where}.scores", scores, "a mapping with valid_rate and optimal_rate")
-        decision = data["decision"]
-        if not isinstance(decision, dict):
-            raise ConfigError(f"{where}.decision", decision, "a mapping")
-        config = StageConfig.from_dict(data["config"])
-        train = data.get("train") or {}
+            raise ConfigError(_at(where, "scores"), scores, "a mapping with valid_rate and optimal_rate")
+        config = _config(data["config"], _at(where, "config"))
+        next_config = _config(data["next_config"], _at(where, "next_config")) if data.get("next_config") else config
+        train = _mapping(data, "train", where)
+        for name in TRAIN_FIGURES:
+            if train.get(name) is not None:
+                _checked_real(train[name], _at(where, f"train.{name}"), -MAX_FIGURE, MAX_FIGURE)
+        timings = _mapping(data, "timings", where)
+        for name, seconds in timings.items():
+            _checked_real(seconds, _at(where, f"timings.{name}"), 0.0, MAX_FIGURE)
+        try:
+            stage_scores = StageScores(
+                **{key: scores.get(key) for key in ("valid_rate", "optimal_rate", "reward_mean", "sampled_valid_rate")},
+                zero_variance_share=scores.get("zero_variance_share", train.get("zero_variance_share")))
+        except ConfigError as error:
+            raise ConfigError(_at(where, error.field), error.value, error.allowed) from None
         return cls(
-            stage=int(data["stage"]), config=config,
-            next_config=StageConfig.from_dict(data["next_config"]) if data.get("next_config") else config,
-            model=str(data.get("model") or ""),
-            scores=StageScores(**{key: scores.get(key) for key in ("valid_rate", "optimal_rate", "reward_mean",
-                                                                   "sampled_valid_rate")},
-                               zero_variance_share=scores.get("zero_variance_share",
-                                                              train.get("zero_variance_share"))),
-            decision=StageDecision.from_decision(decision),
-            train=train, generation=data.get("generation") or {}, churn=data.get("churn") or {},
-            timings=data.get("timings") or {}, shared_from=data.get("shared_from"))
+            stage=stage, config=config, next_config=next_config,
+            model=_optional_str(data, "model", where) or "", scores=stage_scores,
+            decision=StageDecision.from_decision(data["decision"], _at(where, "decision")),
+            train=train, generation=_mapping(data, "generation", where), churn=_mapping(data, "churn", where),
+            timings=timings, shared_from=_optional_str(data, "shared_from", where))
 
     def history_entry(self) -> HistoryEntry:
         """The stage as an engineer's history lists it: number, config and validation scores."""
@@ -146,6 +210,16 @@ class StageRecord:
                             optimal_rate=scores.optimal_rate, reward_mean=scores.reward_mean,
                             sampled_valid_rate=scores.sampled_valid_rate,
                             zero_variance_share=scores.zero_variance_share)
+
+
+def _config(document: Any, where: str) -> StageConfig:
+    """A stage config document as a StageConfig; its errors name their field under ``where``."""
+    if not isinstance(document, Mapping):
+        raise ConfigError(where, document, "a mapping (a stage config)")
+    try:
+        return StageConfig.from_dict(document)
+    except ConfigError as error:
+        raise ConfigError(f"{where}.{error.field}", error.value, error.allowed) from None
 
 
 __all__ = ["StageDecision", "StageRecord", "StageScores"]

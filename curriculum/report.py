@@ -2,63 +2,151 @@
 
 from __future__ import annotations
 
-import json
+import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from curriculum.records import StageRecord
+from curriculum.run import read_record
 from engineer.evidence import StageEvidence
-from simulator.errors import ConfigError
+from replays.mining import check_value
+from simulator.config import MAX_STAGE_AGENTS, _checked_int, _checked_real
+from simulator.errors import ConfigError, short_repr
 from simulator.tables import format_rate_table
 
 
-def _read_json(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict:
-    """A JSON object from ``path`` with ``keys`` present, or ConfigError naming the file (never a traceback)."""
+_CELL_KEY = re.compile(r"[1-9][0-9]{0,2}x[1-9][0-9]{0,3}")  # a test-set cell: "<agents>x<side>", e.g. "2x6"
+MAX_SAMPLES_K = 1024  # validation.sampled_k's bound (curriculum.config.Validation)
+
+
+def _damaged(path: Path, what: str, error: ConfigError) -> ConfigError:
+    """``error`` (naming a key inside the record) as one ConfigError that names the file first."""
+    return ConfigError(str(path), "a damaged record", f"the {what} mapf-lake train writes (restore it, or start a "
+                       "new run)", " ".join(str(error).split())[:300])
+
+
+def _get(data: Any, key: str, where: str, kind: str, optional: bool = False) -> Any:
+    """``data[key]`` checked by :func:`replays.mining.check_value` (``kind``: int, number, str, mapping, list);
+    ``where`` is the dotted name of ``data`` inside its record ('' at the top). With ``optional``, a missing key
+    or null reads as None."""
+    name = f"{where}.{key}" if where else key
+    if not isinstance(data, Mapping):
+        raise ConfigError(where or "record", data, "a mapping")
+    if optional and data.get(key) is None:
+        return None
+    if key not in data:
+        raise ConfigError(name, None, "present")
+    return check_value(data[key], name, kind)
+
+
+def _rate(value, where: str) -> float:
+    """A share: a finite number in [0, 1] (a rate of 7 would print as 700%, NaN as nan)."""
+    return _checked_real(value, where, 0.0, 1.0)
+
+
+def _rates(cell, where: str, keys: tuple[str, ...] = ("valid_rate", "optimal_rate")) -> None:
+    for key in keys:
+        _rate(_get(cell, key, where, "number"), f"{where}.{key}")
+
+
+def _check_cells(data: dict, where: str, keys: tuple[str, ...], non_empty: bool) -> None:
+    """``data[where]``: {"<agents>x<side>": {rate key: share}}, at least one cell when ``non_empty``."""
+    cells = _get(data, where, "", "mapping")
+    if non_empty and not cells:
+        raise ConfigError(where, cells, "at least one cell \"<agents>x<side>\" (the final evaluation's cells)")
+    for key, cell in cells.items():
+        if not _CELL_KEY.fullmatch(key):
+            raise ConfigError(f"{where}.{short_repr(key, 40)}", key, "a cell name \"<agents>x<side>\" like \"2x6\"")
+        _rates(cell, f"{where}.{key}", keys)
+
+
+def _check_manifest(manifest: dict) -> None:
+    """What report and compare read of the manifest, typed: run_config.engineer.spec, model, seed, arm, the
+    initial config's agents, and the versions of the installation(s) the run was made with."""
+    config = _get(manifest, "run_config", "", "mapping")
+    _get(_get(config, "engineer", "run_config", "mapping"), "spec", "run_config.engineer", "str")
+    _get(config, "model", "run_config", "str")
+    _checked_int(config.get("seed"), "run_config.seed", 0, 2**31 - 1)  # RunConfig.seed's range
+    if config.get("arm") is not None and not isinstance(config["arm"], str):
+        raise ConfigError("run_config.arm", config["arm"], "a string (the comparison arm)")
+    initial = _get(config, "initial_config", "run_config", "mapping", optional=True) or {}
+    agents = initial.get("agents")
+    if agents is not None:
+        counts = agents if isinstance(agents, list) and len(agents) == 2 else [agents]
+        for count in counts:
+            _checked_int(count, "run_config.initial_config.agents", 1, MAX_STAGE_AGENTS)
+    extended = _get(manifest, "extended", "", "list", optional=True) or []
+    for where, entry in [("", manifest)] + [(f"extended[{index}]", entry) for index, entry in enumerate(extended)]:
+        versions = _get(entry, "versions", where, "mapping", optional=True) or {}
+        for name, version in versions.items():
+            if version is not None and not isinstance(version, str):
+                raise ConfigError(f"{where + '.' if where else ''}versions.{short_repr(name, 40)}", version,
+                                  "a version string, or null (not installed)")
+
+
+def _check_final_table(table: dict) -> None:
+    _get(table, "suite", "", "str")
+    _check_cells(table, "cells", ("valid_rate", "optimal_rate"), non_empty=True)
+    for key, mean in _get(table, "mean", "", "mapping").items():
+        if not re.fullmatch(r"[1-9][0-9]{0,2}", key):
+            raise ConfigError(f"mean.{short_repr(key, 40)}", key, "an agent count (\"2\")")
+        _rates(mean, f"mean.{key}")
+
+
+def _check_sampled(sampled: dict) -> None:
+    _checked_int(sampled.get("k"), "k", 1, MAX_SAMPLES_K)
+    _check_cells(sampled, "cells", ("valid_rate",), non_empty=False)
+
+
+def _record(path: Path, what: str, keys: tuple[str, ...], check) -> dict:
+    """The record at ``path`` read by :func:`curriculum.run.read_record` (a regular file, bounded, a JSON object
+    with ``keys``), then ``check(data)``: a ConfigError of ``check`` is re-raised naming the file."""
+    data = read_record(path, what, keys)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ConfigError(str(path), "unreadable", f"the {what} mapf-lake train wrote (JSON)",
-                          " ".join(str(exc).split())[:200]) from None
-    missing = [key for key in keys if not isinstance(data, dict) or key not in data]
-    if missing:
-        raise ConfigError(str(path), "incomplete", f"the {what} mapf-lake train wrote", f"no {missing[0]!r}")
+        check(data)
+    except ConfigError as error:
+        raise _damaged(path, what, error) from None
     return data
 
 
 def _stage_record(path: Path) -> StageRecord:
-    data = _read_json(path, "stage record", ("stage", "scores", "train", "decision", "config"))
+    data = read_record(path, "stage record", ("stage", "scores", "train", "decision", "config"))
     try:
-        return StageRecord.from_dict(data, str(path))
-    except (ConfigError, TypeError, ValueError) as error:
-        raise ConfigError(str(path), "incomplete", "the stage record mapf-lake train wrote",
-                          " ".join(str(error).split())[:200]) from None
+        record = StageRecord.from_dict(data, "")
+    except ConfigError as error:
+        raise _damaged(path, "stage record", error) from None
+    except (TypeError, ValueError, OverflowError, RecursionError) as error:  # a shape from_dict does not check
+        raise _damaged(path, "stage record", ConfigError("stage record", type(error).__name__, "readable",
+                                                         str(error))) from None
+    folder = path.parent.name[len("stage-"):]
+    if folder.isdigit() and int(folder) != record.stage:  # stage-01/ holding another stage's record
+        raise _damaged(path, "stage record", ConfigError("stage", record.stage, f"{int(folder)} (its folder's "
+                                                         f"number, {path.parent.name})"))
+    return record
 
 
 def _validation_summary(path: Path) -> StageEvidence:
-    data = _read_json(path, "validation summary", ("valid_rate", "optimal_rate"))
+    data = read_record(path, "validation summary", ("valid_rate", "optimal_rate"))
     try:
-        return StageEvidence.from_dict(data, str(path))
+        evidence = StageEvidence.from_dict(data, "")
+        for key in ("valid_rate", "optimal_rate"):
+            _rate(getattr(evidence.failures, key), key)
     except ConfigError as error:
-        raise ConfigError(str(path), "incomplete", "the validation summary mapf-lake train wrote",
-                          " ".join(str(error).split())[:200]) from None
+        raise _damaged(path, "validation summary", error) from None
+    return evidence
 
 
 def load_run(run_dir: str | Path) -> dict:
-    """Everything a report needs from a run folder: stages, untrained/warm-start scores, final table. A missing
-    or corrupt record raises ConfigError naming the file."""
+    """Everything a report needs from a run folder: stages, untrained/warm-start scores, final table. Each record
+    is read by :func:`curriculum.run.read_record` (a regular file of at most ``MAX_RECORD_BYTES``: a FIFO or a
+    link to /dev/zero is refused before it is opened) and checked for the types and ranges the report and the
+    comparison read; a missing, corrupt or ill-typed record raises ConfigError naming the file and the key."""
     run_dir = Path(run_dir)
-    if not (run_dir / "manifest.json").is_file():
+    manifest_path = run_dir / "manifest.json"
+    if not (manifest_path.exists() or manifest_path.is_symlink()):
         raise ConfigError("run", str(run_dir), "a run folder made by mapf-lake train (with manifest.json)")
-    manifest = _read_json(run_dir / "manifest.json", "run manifest", ("run_config",))
-    config = manifest["run_config"]
-    if not isinstance(config, dict) or not isinstance(config.get("engineer"), dict) or "seed" not in config:
-        raise ConfigError(str(run_dir / "manifest.json"), "incomplete", "the run manifest mapf-lake train wrote",
-                          "its run_config lacks engineer or seed")
-    extended = manifest.get("extended", [])
-    if not isinstance(manifest.get("versions", {}), dict) or not (
-            isinstance(extended, list) and all(isinstance(e, dict) and isinstance(e.get("versions", {}), dict)
-                                               for e in extended)):
-        raise ConfigError(str(run_dir / "manifest.json"), "incomplete", "the run manifest mapf-lake train wrote",
-                          "its versions or extended entries are not objects")
+    manifest = _record(manifest_path, "run manifest", ("run_config",), _check_manifest)
     stages = [_stage_record(path) for path in sorted(run_dir.glob("stage-*/stage.json"))]
     numbers = sorted(int(path.parent.name[len("stage-"):]) for path in run_dir.glob("stage-*/stage.json")
                      if path.parent.name[len("stage-"):].isdigit())
@@ -69,15 +157,15 @@ def load_run(run_dir: str | Path) -> dict:
     out = {"dir": str(run_dir), "manifest": manifest, "stages": stages}
     for part in ("untrained", "warm_start"):
         summary = run_dir / part / "summary.json"
-        if summary.exists():
+        if summary.exists() or summary.is_symlink():
             failures = _validation_summary(summary).failures
             out[part] = {"valid_rate": failures.valid_rate, "optimal_rate": failures.optimal_rate}
     table = run_dir / "final" / "table.json"
-    if table.exists():
-        out["final"] = _read_json(table, "final table", ("cells", "mean", "suite"))
+    if table.exists() or table.is_symlink():
+        out["final"] = _record(table, "final table", ("cells", "mean", "suite"), _check_final_table)
         sampled = run_dir / "final" / "sampled.json"
-        if sampled.exists():
-            out["final_sampled"] = _read_json(sampled, "test-set sampled pass@1", ("cells", "k"))
+        if sampled.exists() or sampled.is_symlink():
+            out["final_sampled"] = _record(sampled, "test-set sampled pass@1", ("cells", "k"), _check_sampled)
     return out
 
 

@@ -71,7 +71,7 @@ def _fake_run(arm: str, seed: int, stage_valid: float, warm: float = 0.3, final:
               "scores": {"valid_rate": stage_valid, "optimal_rate": stage_valid / 2,
                          "sampled_valid_rate": stage_valid - 0.1}}
     run = {"dir": f"runs/x-{arm}-s{seed}", "warm_start": {"valid_rate": warm, "optimal_rate": warm / 2},
-           "manifest": {"run_config": {"arm": arm, "seed": seed, "engineer": {"spec": arm}}},
+           "manifest": {"run_config": {"arm": arm, "seed": seed, "engineer": {"spec": arm}, "model": "tiny"}},
            "stages": [StageRecord.from_dict(record)]}
     if final is not None:
         run["final"] = {"suite": "s", "cells": {"2x3": {"valid_rate": final, "optimal_rate": final}}}

@@ -52,8 +52,8 @@ def test_stage_record__older_records_read_back_with_their_outcome_derived(decisi
     ({k: v for k, v in _record().items() if k != "scores"}, "where.scores"),
     (_record(scores={"valid_rate": 0.3}), "where.scores"),
     (_record(decision="yes"), "where.decision"),
-    (_record(decision={"outcome": "maybe"}), "decision.outcome"),
-    (_record(config={"agents": 2}), "samples"),
+    (_record(decision={"outcome": "maybe"}), "where.decision.outcome"),
+    (_record(config={"agents": 2}), "where.config.samples"),
 ])
 def test_stage_record__bad_documents_name_the_part(data, field):
     with pytest.raises(ConfigError) as caught:
@@ -70,11 +70,12 @@ def test_stage_scores_and_decision__direct_construction():
 def test_load_run__a_corrupt_stage_record_names_its_file(tmp_path):
     from curriculum.report import load_run
 
-    (tmp_path / "manifest.json").write_text(json.dumps({"run_config": {"engineer": {"spec": "rule"}, "seed": 0}}))
+    (tmp_path / "manifest.json").write_text(json.dumps({"run_config": {"engineer": {"spec": "rule"}, "model": "tiny",
+                                                                                 "seed": 0}}))
     (tmp_path / "stage-01").mkdir()
     (tmp_path / "stage-01" / "stage.json").write_text(json.dumps(_record(config={"agents": 2, "sizes": {}})))
     with pytest.raises(ConfigError) as caught:
         load_run(tmp_path)
     assert caught.value.field.endswith("stage.json") and "stage record" in str(caught.value)
-    (tmp_path / "stage-01" / "stage.json").write_text(json.dumps(_record()))
+    (tmp_path / "stage-01" / "stage.json").write_text(json.dumps(_record(stage=1)))
     assert load_run(tmp_path)["stages"][0].scores.valid_rate == 0.3

@@ -1,0 +1,162 @@
+"""``report`` and ``compare`` read a run folder through ``load_run``: every record is a regular file of bounded
+size holding the types and ranges ``train`` writes; anything else is one ConfigError naming the file and the key,
+never a traceback, a hang, a memory blow-up or a rate printed as 700%.
+
+The folder is written by hand (``run_folder_fixture``); each case damages one field of one file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from run_folder_fixture import RECORD_FILES, run_documents, write_run_folder
+
+from curriculum.report import (compare_table, load_run, render_report, render_seed_comparison, run_figures,
+                               seed_comparison)
+from simulator.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+DELETE = object()
+
+
+def _set(document: dict, dotted: str, value) -> None:
+    *parents, last = dotted.split(".")
+    for key in parents:
+        document = document[key]
+    if value is DELETE:
+        del document[last]
+    else:
+        document[last] = value
+
+
+def test_load_run__the_hand_made_folder_reads_and_renders(tmp_path):
+    run = load_run(write_run_folder(tmp_path / "run"))
+    assert run["stages"][0].scores.valid_rate == 0.5 and run["warm_start"]["valid_rate"] == 0.25
+    assert "kept: no change" in render_report(run)
+    assert "r" in compare_table([run]) and "seeds: 5" in render_seed_comparison(seed_comparison([run]))
+    assert run_figures(run)["test"] == 0.5
+
+
+# (file, dotted key set to the value, what the error names besides the file)
+BAD_FIELDS = [
+    ("manifest.json", "run_config.engineer", {}, "engineer"),
+    ("manifest.json", "run_config.engineer.spec", ["fixed"], "spec"),
+    ("manifest.json", "run_config.model", {}, "model"),
+    ("manifest.json", "run_config.model", DELETE, "model"),
+    ("manifest.json", "run_config.seed", "5", "seed"),
+    ("manifest.json", "run_config.seed", 1e309, "seed"),
+    ("manifest.json", "run_config.seed", 10**400, "seed"),
+    ("manifest.json", "run_config.seed", True, "seed"),
+    ("manifest.json", "run_config.arm", ["a"], "arm"),
+    ("manifest.json", "run_config.initial_config", [1], "initial_config"),
+    ("manifest.json", "run_config.initial_config.agents", [1, 10**12], "agents"),
+    ("manifest.json", "versions", [], "versions"),
+    ("manifest.json", "versions.torch", ["2.1"], "torch"),
+    ("manifest.json", "extended", [{"versions": {"torch": {"a": 1}}}], "torch"),
+    ("stage-01/stage.json", "stage", 1e309, "stage"),
+    ("stage-01/stage.json", "stage", "1", "stage"),
+    ("stage-01/stage.json", "stage", 1.5, "stage"),
+    ("stage-01/stage.json", "stage", 10**30, "stage"),
+    ("stage-01/stage.json", "stage", 2, "stage"),  # stage-01/ holding stage 2's record
+    ("stage-01/stage.json", "scores.valid_rate", "0.5", "valid_rate"),
+    ("stage-01/stage.json", "scores.valid_rate", [0.5], "valid_rate"),
+    ("stage-01/stage.json", "scores.valid_rate", 7, "valid_rate"),
+    ("stage-01/stage.json", "scores.valid_rate", -0.25, "valid_rate"),
+    ("stage-01/stage.json", "scores.valid_rate", math.nan, "valid_rate"),
+    ("stage-01/stage.json", "scores.optimal_rate", math.inf, "optimal_rate"),
+    ("stage-01/stage.json", "scores.optimal_rate", None, "optimal_rate"),
+    ("stage-01/stage.json", "scores.sampled_valid_rate", 2, "sampled_valid_rate"),
+    ("stage-01/stage.json", "scores.reward_mean", math.nan, "reward_mean"),
+    ("stage-01/stage.json", "scores.zero_variance_share", "x", "zero_variance_share"),
+    ("stage-01/stage.json", "train", [1], "train"),
+    ("stage-01/stage.json", "train.step_seconds", 10**400, "step_seconds"),
+    ("stage-01/stage.json", "train.reward_mean", math.inf, "reward_mean"),
+    ("stage-01/stage.json", "timings", "x", "timings"),
+    ("stage-01/stage.json", "timings.train", "10", "train"),
+    ("stage-01/stage.json", "timings.train", -1, "train"),
+    ("stage-01/stage.json", "decision.engineer", {}, "engineer"),
+    ("stage-01/stage.json", "decision.outcome", ["kept"], "outcome"),
+    ("stage-01/stage.json", "decision.diff", "abc", "diff"),
+    ("stage-01/stage.json", "decision.diff", [1], "diff"),
+    ("stage-01/stage.json", "decision.reason", 5, "reason"),
+    ("stage-01/stage.json", "decision.accepted", "yes", "accepted"),
+    ("stage-01/stage.json", "shared_from", 5, "shared_from"),
+    ("stage-01/stage.json", "model", {}, "model"),
+    ("stage-01/stage.json", "churn", [], "churn"),
+    ("stage-01/stage.json", "config", [], "config"),
+    ("stage-01/stage.json", "next_config", 5, "next_config"),
+    ("untrained/summary.json", "valid_rate", 7, "valid_rate"),
+    ("warm_start/summary.json", "valid_rate", math.nan, "valid_rate"),
+    ("warm_start/summary.json", "optimal_rate", "x", "optimal_rate"),
+    ("final/table.json", "cells", {}, "cells"),
+    ("final/table.json", "cells", [], "cells"),
+    ("final/table.json", "cells.2x3", {}, "2x3"),
+    ("final/table.json", "cells.2x3.valid_rate", "0.5", "valid_rate"),
+    ("final/table.json", "cells.2x3.valid_rate", 7, "valid_rate"),
+    ("final/table.json", "cells.2x3.optimal_rate", math.nan, "optimal_rate"),
+    ("final/table.json", "cells.bad", {"valid_rate": 0.5, "optimal_rate": 0.5}, "bad"),
+    ("final/table.json", "cells." + "9" * 5000 + "x3", {"valid_rate": 0.5, "optimal_rate": 0.5}, "cells"),
+    ("final/table.json", "mean.2", 5, "2"),
+    ("final/table.json", "mean.2.valid_rate", 2, "valid_rate"),
+    ("final/table.json", "suite", 5, "suite"),
+    ("final/sampled.json", "k", 0, "k"),
+    ("final/sampled.json", "k", "2", "k"),
+    ("final/sampled.json", "k", 1e309, "k"),
+    ("final/sampled.json", "cells", [], "cells"),
+    ("final/sampled.json", "cells.2x3.valid_rate", 2, "valid_rate"),
+]
+
+
+@pytest.mark.parametrize("name, key, value, names", BAD_FIELDS,
+                         ids=[f"{name}:{key[:30]}={str(value)[:12]}" for name, key, value, _ in BAD_FIELDS])
+def test_load_run__a_wrong_typed_or_out_of_range_field_names_file_and_key(tmp_path, name, key, value, names):
+    documents = run_documents()
+    _set(documents[name], key, value)
+    folder = write_run_folder(tmp_path / "run", documents)  # NaN and Infinity: json writes and reads them back
+    with pytest.raises(ConfigError) as caught:
+        load_run(folder)
+    message = str(caught.value)
+    assert str(folder / name) in message and names in message, message
+    assert len(message) < 600
+
+
+@pytest.mark.parametrize("name", RECORD_FILES)
+@pytest.mark.parametrize("how", ["dev-zero", "fifo", "huge", "folder"])
+def test_load_run__a_record_that_is_not_a_small_regular_file_is_refused_at_once(tmp_path, monkeypatch, name, how):
+    import curriculum.run as run_module
+
+    folder = write_run_folder(tmp_path / "run")
+    path = folder / name
+    path.unlink()
+    if how == "dev-zero":
+        path.symlink_to("/dev/zero")
+    elif how == "fifo":
+        os.mkfifo(path)  # opening it for reading would block until a writer comes
+    elif how == "huge":
+        monkeypatch.setattr(run_module, "MAX_RECORD_BYTES", 1000)
+        path.write_text(json.dumps(run_documents()[name]) + " " * 1000)
+    else:
+        path.mkdir()
+    with pytest.raises(ConfigError) as caught:
+        load_run(folder)
+    assert str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize("name", RECORD_FILES)
+def test_cli_report_and_compare__a_damaged_record_is_one_line_exit_2(tmp_path, name):
+    documents = run_documents()
+    damaged = {"manifest.json": "run_config", "stage-01/stage.json": "scores", "final/table.json": "suite",
+               "final/sampled.json": "k"}.get(name, "valid_rate")
+    documents[name][damaged] = ["wrong"]
+    folder = write_run_folder(tmp_path / "run", documents)
+    for command in ("report", "compare"):
+        result = subprocess.run([sys.executable, "-m", "curriculum.cli", command, str(folder)], cwd=ROOT,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-1500:]
+        assert name in result.stderr and len(result.stderr.strip().splitlines()) == 1
