@@ -26,9 +26,26 @@ def default_arms() -> dict[str, dict]:
     return {**arms, **COMPARE_EXTRA_ARMS}
 
 
-def _parse_overrides(pairs: list[str]) -> dict:
+def _non_finite(value) -> float | None:
+    """The first NaN or infinite number in a YAML value (nested lists and mappings, keys too), else None."""
+    import math
+
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return item
+        if isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+    return None
+
+
+def _parse_overrides(pairs: list[str], flag: str = "--set") -> dict:
     """``KEY=VALUE`` pairs -> {dotted key: value}; each VALUE is read as YAML the way config files are
-    (``1e-3`` is a number, anchors and aliases are refused)."""
+    (``1e-3`` is a number, anchors and aliases are refused, NaN and infinities such as ``1e309`` are refused
+    wherever they sit). ``flag`` names the option in errors (``--set``, ``--arm NAME``)."""
     import yaml
 
     from simulator.config import load_yaml
@@ -38,13 +55,16 @@ def _parse_overrides(pairs: list[str]) -> dict:
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise ConfigError("--set", pair, "KEY=VALUE with a dotted key, e.g. training.steps=10")
+            raise ConfigError(flag, pair, "KEY=VALUE with a dotted key, e.g. training.steps=10")
         try:
             out[key] = load_yaml(value)
         except (yaml.YAMLError, RecursionError, ValueError) as exc:
             reason = " ".join(str(exc).split())[:200] or type(exc).__name__
-            raise ConfigError(f"--set {key}", value, "a YAML value (a number, word, [list] or {mapping})",
+            raise ConfigError(f"{flag} {key}", value, "a YAML value (a number, word, [list] or {mapping})",
                               reason) from None
+        if _non_finite(out[key]) is not None:
+            raise ConfigError(f"{flag} {key}", value, "finite numbers only (not NaN, .inf or beyond 1.8e308 such "
+                              "as 1e309)")
     return out
 
 
@@ -158,8 +178,29 @@ def verdict(result: dict, metric: str = "test") -> str:
             + (f" (p={p:.3g})" if p is not None else "") + ".")
 
 
+# Run-config keys an arm may not override: the comparison sets them per run itself (the seed from --seeds, the
+# name and arm from the arm's name).
+ARM_RESERVED_KEYS = ("seed", "name", "arm")
+MAX_ARM_NAME = 100  # RunConfig.arm's bound
+
+
+def _check_arm_name(name: str, spec: str, taken: dict, defaults: dict) -> None:
+    from simulator.errors import ConfigError
+
+    if "\n" in name or "\r" in name or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise ConfigError("--arm", spec, "a name without a newline or other control characters")
+    if len(name) > MAX_ARM_NAME:
+        raise ConfigError("--arm", spec, f"a name of at most {MAX_ARM_NAME} characters (got {len(name)})")
+    if "/" in name or "\\" in name or name in taken:
+        raise ConfigError("--arm", spec, "NAME=KEY=VALUE[;KEY=VALUE...] with a new plain name (no '/' or '\\'), "
+                          "e.g. nofail=engineer.context=[behavior], or a default arm's name "
+                          f"({', '.join(defaults)})")
+
+
 def _parse_arms(specs: list[str] | None) -> dict[str, dict]:
-    """``--arm NAME=KEY=VALUE[;KEY=VALUE...]`` -> {name: overrides}; none given: :func:`default_arms`."""
+    """``--arm NAME=KEY=VALUE[;KEY=VALUE...]`` (or a bare default arm's NAME) -> {name: overrides}; none given:
+    :func:`default_arms`. A name is at most 100 characters without '/', '\\' or control characters; a key
+    appears once per arm and is not one of :data:`ARM_RESERVED_KEYS`; values are finite."""
     from simulator.errors import ConfigError
 
     if not specs:
@@ -171,10 +212,22 @@ def _parse_arms(specs: list[str] | None) -> dict[str, dict]:
             arms[spec] = defaults[spec]
             continue
         name, sep, rest = spec.partition("=")
-        if not sep or not name or not rest or "/" in name or name in arms:
-            raise ConfigError("--arm", spec, "NAME=KEY=VALUE[;KEY=VALUE...] with a new plain name, e.g. "
+        if not sep or not name or not rest:
+            raise ConfigError("--arm", spec, "NAME=KEY=VALUE[;KEY=VALUE...], e.g. "
                               f"nofail=engineer.context=[behavior], or a default arm's name ({', '.join(defaults)})")
-        arms[name] = _parse_overrides([part for part in rest.split(";") if part])
+        _check_arm_name(name, spec, arms, defaults)
+        pairs = [part for part in rest.split(";") if part]
+        keys = [pair.partition("=")[0] for pair in pairs]
+        repeated = sorted({key for key in keys if keys.count(key) > 1})
+        if repeated:
+            raise ConfigError(f"--arm {name}", repeated[0], "each key once within an arm")
+        overrides = _parse_overrides(pairs, flag=f"--arm {name}")
+        reserved = [key for key in overrides if key in ARM_RESERVED_KEYS]
+        if reserved:
+            raise ConfigError(f"--arm {name}", reserved[0], f"keys other than {', '.join(ARM_RESERVED_KEYS)}: the "
+                              "comparison sets them for each run (--seeds N for seeds; the arm's name for name and "
+                              "arm)")
+        arms[name] = overrides
     return arms
 
 

@@ -550,6 +550,8 @@ def test_compare__corrupt_or_empty_manifest_is_one_line_exit_2(tmp_path, text):
     (["--arm", "a=engineer.spec=rule"], "--arm"),
     (["--compare", "--seeds", "0"], "--seeds"),
     (["--compare", "--arm", "bad"], "--arm"),
+    (["--compare", "--arm", "fixed", "--arm", "x=seed=5"], "seed"),
+    (["--compare", "--arm", "x=name=foo"], "name"),
 ])
 def test_train__seed_and_arm_flags_are_checked_before_any_work(tmp_path, args, field):
     result = subprocess.run([sys.executable, "-m", "curriculum.cli", "train", "--output-dir", str(tmp_path), *args],
@@ -564,6 +566,36 @@ def test_train__repeated_set_flags_add_up():
                              "stages=2"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "spec: progress" in result.stdout and "scale: absolute" in result.stdout and "stages: 2" in result.stdout
+
+
+@pytest.mark.parametrize("spec, names", [
+    ("x=seed=5", "seed"),  # the comparison sets seed, name and arm per run itself
+    ("x=name=foo", "name"),
+    ("x=arm=other", "arm"),
+    ("x=engineer.spec=rule;seed=5", "seed"),
+    ("a\nb=engineer.spec=rule", "newline"),
+    ("a\tb=engineer.spec=rule", "control"),
+    ("a" * 101 + "=engineer.spec=rule", "100 characters"),
+    ("a\\b=engineer.spec=rule", "--arm"),
+    ("x=training.learning_rate=1e309", "finite"),
+    ("x=training.learning_rate=.nan", "finite"),
+    ("x=engineer.options.low=[1e309]", "finite"),
+    ("x=training.steps=3;training.steps=4", "training.steps"),  # a duplicate key within one arm
+])
+def test_parse_arms__reserved_keys_bad_names_non_finite_values_and_duplicates_are_refused(spec, names):
+    from curriculum.commands import _parse_arms
+
+    with pytest.raises(ConfigError) as caught:
+        _parse_arms(["fixed", spec])
+    message = str(caught.value)
+    assert names in message and "--arm" in message and len(message) < 400 and "\n" not in message, message
+
+
+def test_parse_arms__the_longest_name_and_a_bare_default_name_still_work():
+    from curriculum.commands import _parse_arms, default_arms
+
+    assert _parse_arms(["a" * 100 + "=engineer.spec=rule", "gap-band"]) == {
+        "a" * 100: {"engineer.spec": "rule"}, "gap-band": default_arms()["gap-band"]}
 
 
 def test_parse_arms__a_bare_default_name_picks_that_arm():

@@ -589,6 +589,7 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     ("engineer.context=5", "engineer.context"),
     ("training.steps=" + "9" * 5000, "--set training.steps"),
     ("training.steps=&a [1]", "--set training.steps"),
+    ("training.learning_rate=1e309", "--set training.learning_rate"),  # infinite: refused as read, named as typed
 ])
 def test_set_overrides__bad_pairs_name_the_key_in_one_line(pair, field):
     from curriculum.commands import _parse_overrides
