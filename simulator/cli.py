@@ -28,23 +28,50 @@ def add_bench_target(bench: argparse._SubParsersAction, name: str, help: str, de
     parser.set_defaults(handler=handler)
 
 
+# The flags that describe a stage's maps (``add_stage_flags``), their attribute names and defaults. They default to
+# None in the parser so that one given beside --config, --suite or --map (which take their maps from elsewhere) is
+# refused instead of silently ignored; ``stage_flag`` reads a flag with its default.
+MAP_FLAGS = {"size": ("--size", [6]), "agents": ("--agents", [2]), "holes": ("--holes", 0.2),
+             "wait_ratio": ("--wait-ratio", 0.3), "slip": ("--slip", 0.0), "min_makespan": ("--min-makespan", None),
+             "max_makespan": ("--max-makespan", None)}
+
+
 def add_stage_flags(parser: argparse.ArgumentParser, n_default: int) -> None:
     """The flags that describe a one-config stage (``gen``, ``rollout``): --config or the map knobs."""
-    parser.add_argument("--size", type=int, nargs="+", default=[6], help="map side(s), 3..32 (default 6)")
-    parser.add_argument("--agents", type=int, nargs="+", default=[2], help="agents, or MIN MAX (default 2)")
-    parser.add_argument("--holes", type=float, default=0.2, help="hole ratio, 0..0.9 (default 0.2)")
-    parser.add_argument("--wait-ratio", type=float, default=0.3,
+    parser.add_argument("--size", type=int, nargs="+", default=None, help="map side(s), 3..32 (default 6)")
+    parser.add_argument("--agents", type=int, nargs="+", default=None, help="agents, or MIN MAX (default 2)")
+    parser.add_argument("--holes", type=float, default=None, help="hole ratio, 0..0.9 (default 0.2)")
+    parser.add_argument("--wait-ratio", type=float, default=None,
                         help="share of instances that need a wait (default 0.3)")
     parser.add_argument("--min-makespan", type=int, default=None, metavar="M",
                         help="only instances whose optimal makespan is at least M, 1..4096 (default: no bound)")
     parser.add_argument("--max-makespan", type=int, default=None, metavar="M",
                         help="only instances whose optimal makespan is at most M, 1..4096 (default: no bound; "
                              "small values put agents near their goals)")
-    parser.add_argument("--slip", type=float, default=0.0, help="slip probability recorded in the config (default 0)")
+    parser.add_argument("--slip", type=float, default=None, help="slip probability recorded in the config (default 0)")
     parser.add_argument("--n", type=int, default=None,
                         help=f"number of instances (default {n_default}; with --config, the file's samples)")
     parser.set_defaults(n_default=n_default)
     parser.add_argument("--seed", type=int, default=None, help="seed (default: the config's, or 0)")
+
+
+def stage_flag(args: argparse.Namespace, name: str):
+    """The map flag ``name`` (a key of :data:`MAP_FLAGS`) as given, else its default."""
+    value = getattr(args, name)
+    return MAP_FLAGS[name][1] if value is None else value
+
+
+def refuse_map_flags(args: argparse.Namespace, source: str, value, except_for: tuple[str, ...] = ()) -> None:
+    """ConfigError naming every map flag given beside ``source`` (``--config``, ``--suite``, ``--map``), which
+    takes its maps from elsewhere: such a flag would be ignored without a word."""
+    from simulator.errors import ConfigError
+
+    given = [flag for name, (flag, _) in MAP_FLAGS.items() if name not in except_for and getattr(args, name, None)
+             is not None]
+    if given:
+        fix = "set them in the file" if source == "--config" else "leave them out"
+        raise ConfigError(source, value, f"without {', '.join(given)}: {source} gives the maps, so they would be "
+                          f"ignored ({fix}, or leave {source} out)")
 
 
 def progress_bar(total: int, desc: str):
@@ -64,28 +91,30 @@ def config_from_args(args: argparse.Namespace):
     from simulator.errors import ConfigError
 
     if args.config:
+        refuse_map_flags(args, "--config", args.config)
         config = load_config(args.config)
         overrides = {key: value for key, value in (("seed", args.seed), ("samples", args.n)) if value is not None}
         if overrides:  # --seed and --n override the file's, as they say
             config = StageConfig.from_dict({**config.to_dict(), **overrides})
         return config
-    if not 1 <= len(args.agents) <= 2:
-        raise ConfigError("--agents", args.agents, "one count, or MIN MAX")
-    agents = args.agents if len(args.agents) == 1 else [args.agents[0], args.agents[1]]
+    sides, agents = stage_flag(args, "size"), stage_flag(args, "agents")
+    if not 1 <= len(agents) <= 2:
+        raise ConfigError("--agents", agents, "one count, or MIN MAX")
     document = {
-        "agents": agents[0] if len(args.agents) == 1 else agents,
+        "agents": agents[0] if len(agents) == 1 else [agents[0], agents[1]],
         "samples": args.n if args.n is not None else args.n_default,
         "seed": 0 if args.seed is None else args.seed,
-        "slip": args.slip,
+        "slip": stage_flag(args, "slip"),
         "sizes": {
-            size: {"data_ratio": 1.0 / len(args.size), "hole_ratio": args.holes, "wait_ratio": args.wait_ratio,
-                   "min_makespan": args.min_makespan, "max_makespan": args.max_makespan}
-            for size in args.size
+            size: {"data_ratio": 1.0 / len(sides), "hole_ratio": stage_flag(args, "holes"),
+                   "wait_ratio": stage_flag(args, "wait_ratio"), "min_makespan": args.min_makespan,
+                   "max_makespan": args.max_makespan}
+            for size in sides
         },
     }
-    if len(args.size) > 1:  # ratios that sum to exactly 1 in floats: give the remainder to the last size
-        share = 1.0 / len(args.size)
-        document["sizes"][args.size[-1]]["data_ratio"] = 1.0 - share * (len(args.size) - 1)
+    if len(sides) > 1:  # ratios that sum to exactly 1 in floats: give the remainder to the last size
+        share = 1.0 / len(sides)
+        document["sizes"][sides[-1]]["data_ratio"] = 1.0 - share * (len(sides) - 1)
     return StageConfig.from_dict(document)
 
 
@@ -115,6 +144,8 @@ def _gen(args: argparse.Namespace) -> int:
         return _gen_movingai(args)
     if args.suite:
         from simulator.suites import generate_suite, suite_checksum, suite_size
+
+        refuse_map_flags(args, "--suite", args.suite)
 
         update, close = progress_bar(suite_size(args.suite), f"suite {args.suite}")
         try:
@@ -160,9 +191,10 @@ def _gen_movingai(args: argparse.Namespace) -> int:
     if not (args.map and args.scen):
         missing = "--scen" if args.map else "--map"
         raise ConfigError(missing, None, "given: --map FILE.map and --scen FILE.scen go together")
-    if len(args.agents) != 1:
+    refuse_map_flags(args, "--map", args.map, except_for=("agents",))
+    if len(stage_flag(args, "agents")) != 1:
         raise ConfigError("--agents", args.agents, "one count with --map: the scenario lines of each instance")
-    agents = args.agents[0]
+    agents = stage_flag(args, "agents")[0]
     grid = read_map(args.map)
     scenarios = read_scen(args.scen)
     update, close = progress_bar(len(scenarios) // max(agents, 1), f"importing {args.scen}")

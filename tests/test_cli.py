@@ -55,6 +55,23 @@ def test_cli_gen__makespan_bounds_keep_the_plans_in_the_band_and_a_bad_bound_is_
     assert bad.returncode == 2 and "sizes.4.max_makespan" in bad.stderr and "Traceback" not in bad.stderr
 
 
+@pytest.mark.parametrize("source, flags, named", [
+    ("--config", ["--min-makespan", "6", "--max-makespan", "6"], "--min-makespan, --max-makespan"),
+    ("--config", ["--size", "4"], "--size"),
+    ("--config", ["--agents", "3"], "--agents"),
+    ("--config", ["--holes", "0.1"], "--holes"),
+    ("--config", ["--wait-ratio", "0", "--slip", "0.1"], "--wait-ratio, --slip"),
+    ("--suite", ["--size", "4"], "--size"),
+])
+def test_cli_gen__map_flags_beside_a_config_or_suite_are_refused_not_ignored(tmp_path, source, flags, named):
+    config = tmp_path / "stage.yaml"
+    config.write_text("agents: 2\nsamples: 2\nseed: 4\nsizes:\n  5: {data_ratio: 1.0, hole_ratio: 0.2, wait_ratio: 0}\n")
+    target = str(config) if source == "--config" else "paper-quick"
+    result = run("gen", source, target, *flags, "--quiet", check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-1500:]
+    assert named in result.stderr and source in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
 def test_cli_gen__config_file_and_schema(tmp_path):
     config = tmp_path / "stage.yaml"
     config.write_text("agents: 2\nsamples: 3\nseed: 4\nsizes:\n  5: {data_ratio: 1.0, hole_ratio: 0.2, wait_ratio: 0.5}\n")
