@@ -18,7 +18,7 @@ import yaml
 
 from engineer.context import CONTEXT_SECTIONS as ENGINEER_CONTEXT
 from simulator.atomic import atomic_write
-from simulator.config import StageConfig
+from simulator.config import REQUIRED_SIZE_KEYS, SIZE_KEYS, StageConfig
 from simulator.errors import ConfigError
 
 
@@ -419,7 +419,7 @@ class RunConfig:
                     raise ConfigError(dotted, value, f"a run config key; {where!r} is not a section "
                                       f"(sections here: {', '.join(allowed) or 'none'})")
                 target = target[key]
-            if last not in target and ".".join(path) not in OPEN_SECTIONS:
+            if last not in target and ".".join(path) not in OPEN_SECTIONS and not _optional_size_key(path, last):
                 raise ConfigError(dotted, value, f"a run config key: {_key_choices(last, target)}")
             target[last] = value
         return RunConfig.from_dict(data)
@@ -428,6 +428,16 @@ class RunConfig:
 # Sections whose keys are not fixed fields: the engineer's own options (checked by the engineer) and the reward
 # weights (checked against ``policy.rewards.REWARDS``).
 OPEN_SECTIONS = ("engineer.options", "training.rewards")
+# The run config's stage configs. A size of one takes optional keys its document leaves out when unset (the
+# makespan bounds): ``--set initial_config.sizes.3.min_makespan=4`` adds one, and StageConfig checks it.
+STAGE_CONFIG_FIELDS = ("initial_config", "validation.config", "warm_start.config")
+
+
+def _optional_size_key(path: list[str], key: str) -> bool:
+    """Whether ``path.key`` is an optional key of a size in one of :data:`STAGE_CONFIG_FIELDS`
+    (``initial_config.sizes.3.min_makespan``)."""
+    return (len(path) >= 2 and path[-2] == "sizes" and ".".join(path[:-2]) in STAGE_CONFIG_FIELDS
+            and key in SIZE_KEYS and key not in REQUIRED_SIZE_KEYS)
 
 
 def load_run_config(path: str | Path) -> RunConfig:

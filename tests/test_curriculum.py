@@ -616,6 +616,30 @@ def test_set_overrides__open_sections_take_new_keys_which_their_reader_checks():
         preset("small").with_overrides(**{"training.rewards.bogus": 1.0})
 
 
+@pytest.mark.parametrize("key, value, read", [
+    ("initial_config.sizes.3.min_makespan", 4, lambda c: c.initial_config.sizes[3].min_makespan),
+    ("initial_config.sizes.6.max_makespan", 9, lambda c: c.initial_config.sizes[6].max_makespan),
+    ("validation.config.sizes.4.max_makespan", 6, lambda c: c.validation.config.sizes[4].max_makespan),
+    ("warm_start.config.sizes.5.min_makespan", 2, lambda c: c.warm_start.config.sizes[5].min_makespan),
+])
+def test_set_overrides__the_optional_makespan_bounds_of_a_size_can_be_set(key, value, read):
+    assert read(preset("tiny").with_overrides(**{key: value})) == value
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"initial_config.sizes.3.min_makespan": 0}, "initial_config.sizes.3.min_makespan"),
+    ({"initial_config.sizes.3.min_makespan": 5, "initial_config.sizes.3.max_makespan": 4},
+     "initial_config.sizes.3.max_makespan"),
+    ({"initial_config.sizes.3.bogus": 1}, "initial_config.sizes.3.bogus"),
+    ({"initial_config.min_makespan": 1}, "initial_config.min_makespan"),
+    ({"training.sizes.3.min_makespan": 1}, "training.sizes.3.min_makespan"),
+])
+def test_set_overrides__makespan_bounds_are_checked_and_only_under_a_stage_configs_sizes(changes, field):
+    with pytest.raises(ConfigError) as caught:
+        preset("tiny").with_overrides(**changes)
+    assert caught.value.field == field, str(caught.value)
+
+
 def test_set_overrides__exponent_numbers_are_numbers():
     from curriculum.commands import _parse_overrides
 
