@@ -63,10 +63,15 @@ CATEGORIES = [kind.name for kind in C.FAILURES if kind.is_failure]
 def failure_point(episode) -> tuple[int, int] | None:
     """``(fail_step, fail_agent)`` when both index the episode's recorded trace, else None. The reader checks
     that they are integers; whether they fit the trace is checked here, since mining must never trust a file
-    (one flipped bit made them index past the trace)."""
+    (one flipped bit made them index past the trace). A step failure (illegal move, hole, conflict) happens
+    during a step: its ``fail_step`` is 1..T, whose flags are ``events[fail_step - 1]`` (a step 0 would read the
+    last step's flags, or none at all)."""
     outcome = episode.outcome
     t, k = outcome.fail_step, outcome.fail_agent
     if not 0 <= k < episode.instance.n_agents or not 0 <= t < len(episode.positions):
+        return None
+    if 0 <= outcome.failure < len(C.FAILURES) and C.FAILURES[outcome.failure].priority is not None and not (
+            1 <= t <= len(episode.events)):
         return None
     return t, k
 

@@ -149,3 +149,36 @@ def test_summarize__failing_step_or_agent_that_do_not_fit_the_trace_are_untruste
     for episode in read:
         assert "do not fit its trace" in describe_failure(episode)
         render_episode(episode)
+
+
+def _swap_episode(fail_step: int, steps: int):
+    """Two agents on a 1x3 corridor, judged an edge conflict at ``fail_step`` with ``steps`` steps of trace: a
+    real swap at step 1 when ``steps`` is 1, as a file may claim it otherwise."""
+    from replays.types import Episode, Outcome
+    from simulator.types import Instance
+
+    instance = Instance(grid=np.zeros((1, 3), np.int8), starts=[[0, 0], [0, 1]], goals=[[0, 1], [0, 0]])
+    positions = np.array([[[0, 0], [0, 1]], [[0, 1], [0, 0]]][: steps + 1], np.int32)
+    events = np.full((steps, 2), C.EV_EDGE, np.int8)
+    return Episode(instance=instance, labels=None, plan=None, parse_error=None, positions=positions, events=events,
+                   outcome=Outcome(False, False, C.EDGE_CONFLICT, fail_step, 0, -1, -1, 0))
+
+
+@pytest.mark.parametrize("fail_step, steps, says", [
+    (0, 0, "do not fit its trace"),  # no trace: events[-1] raised IndexError
+    (0, 1, "do not fit its trace"),  # a trace: step 0 read the last step's events (a conflict at no step)
+    (2, 1, "do not fit its trace"),  # past the trace
+    (1, 1, "step 1: agents 0 and 1 swap cells"),  # the real swap, as it happened
+])
+def test_describe_failure__a_step_failure_at_step_0_or_past_the_trace_is_untrusted(tmp_path, fail_step, steps, says):
+    from replays.mining import describe_failure, render_episode
+    from replays.reader import ReplayReader
+
+    header = ReplayHeader.new("run", 0, "validation", {"name": "hand"})
+    write_replay(tmp_path / "swap.mlr", header, [_swap_episode(fail_step, steps)])
+    with ReplayReader(tmp_path / "swap.mlr") as reader:
+        (episode,) = list(reader)
+    assert says in describe_failure(episode)
+    render_episode(episode)
+    text = render_summary(summarize_paths(tmp_path))
+    assert "edge_conflict" in text
