@@ -204,6 +204,38 @@ def _plain_map_out(value: Any, name: str) -> dict:
 _LABEL_FIELDS = tuple(f.name for f in fields(InstanceLabels))
 _LABEL_KINDS = (int,) * 6 + (bool,)
 _LABEL_GETTER = operator.attrgetter(*_LABEL_FIELDS)
+
+
+def labels_problem(labels: Any, n_agents: int, trivial: bool) -> str | None:
+    """What is wrong with the integer label fields (``size, seed, index, optimal_makespan,
+    optimal_sum_of_costs, sum_of_distances, needs_wait``) of an instance of ``n_agents`` agents, ``trivial`` when
+    every agent starts on its goal; None when they are in range. The ``gap`` engineer and the summary read these
+    labels: an optimal makespan of 2**63-1, -1, or 0 for agents off their goals would fail it or narrow its band
+    without a word. The ranges: size 1..MAX_SIDE; seed and index >= 0 (the seed fits 64 bits); optimal makespan
+    0 exactly when the instance is trivial, else 1..MAX_PLAN_LENGTH; the optimal sum of costs from the optimal
+    makespan to ``n_agents * MAX_PLAN_LENGTH``; the sum of shortest distances from 0 to the sum of costs (it is
+    its lower bound)."""
+    size, seed, index, makespan, sum_of_costs, distances = labels[:6]
+    if not 1 <= size <= C.MAX_SIDE:
+        return f"labels.size = {_short(size)}: a map side 1..{C.MAX_SIDE}"
+    if not 0 <= seed < 2**64:
+        return f"labels.seed = {_short(seed)}: an integer 0..2**64-1"
+    if not 0 <= index < 2**63:
+        return f"labels.index = {_short(index)}: an integer 0..2**63-1"
+    low, high = (0, 0) if trivial else (1, C.MAX_PLAN_LENGTH)
+    if not low <= makespan <= high:
+        return (f"labels.optimal_makespan = {_short(makespan)}: " + (
+            "0 (every agent starts on its goal)" if trivial else
+            f"1..{C.MAX_PLAN_LENGTH} (an agent starts off its goal)"))
+    if not makespan <= sum_of_costs <= n_agents * C.MAX_PLAN_LENGTH:
+        return (f"labels.optimal_sum_of_costs = {_short(sum_of_costs)}: {makespan}..{n_agents * C.MAX_PLAN_LENGTH} "
+                "(at least the optimal makespan)")
+    if not 0 <= distances <= sum_of_costs:
+        return (f"labels.sum_of_distances = {_short(distances)}: 0..{sum_of_costs} (a lower bound of the optimal "
+                "sum of costs)")
+    return None
+
+
 _OUTCOME_FIELDS = tuple(f.name for f in fields(Outcome))
 _OUTCOME_KINDS = (bool, bool) + (int,) * 6
 _OUTCOME_GETTER = operator.attrgetter(*_OUTCOME_FIELDS)
@@ -490,6 +522,9 @@ class CodecV1:
             labels_record = None
         elif isinstance(labels, InstanceLabels):
             labels_record = _plain_fields(_LABEL_GETTER(labels), _LABEL_FIELDS, _LABEL_KINDS, "labels")
+            problem = labels_problem(labels_record, n_agents, starts == goals)
+            if problem:
+                raise RecordError(problem)
         else:
             raise RecordError(f"labels = {_short(labels)}: InstanceLabels or None")
 
@@ -583,6 +618,9 @@ class CodecV1:
             *numbers, needs_wait = labels
             if not all(_is_int(number) for number in numbers) or type(needs_wait) is not bool:
                 raise RecordError(f"labels = {_short(labels)}: 6 integers and a bool")
+            problem = labels_problem(labels, n_agents, starts == goals)
+            if problem:
+                raise RecordError(problem)
             labels = InstanceLabels(*labels)
 
         if type(outcome) is not list or len(outcome) != 8:

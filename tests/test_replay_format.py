@@ -116,9 +116,14 @@ def episodes(draw) -> Episode:
     events = rng.choice(flag_choices, (steps, k)).astype(np.int8)
     parsed = draw(st.booleans())
     plan = draw(plans_for(instance, max_length=10)) if parsed else None
-    labels = draw(st.none() | st.builds(
-        InstanceLabels, st.integers(1, 256), st.integers(0, 2**63 - 1), st.integers(0, 10**6),
-        st.integers(-1, 10**4), st.integers(-1, 10**5), st.integers(0, 10**5), st.booleans()))
+    labels = None
+    if draw(st.booleans()):  # in range (labels_problem): the makespan 0 exactly when every agent is on its goal
+        trivial = bool(np.array_equal(instance.starts, instance.goals))
+        makespan = 0 if trivial else draw(st.integers(1, C.MAX_PLAN_LENGTH))
+        sum_of_costs = draw(st.integers(makespan, k * C.MAX_PLAN_LENGTH))
+        labels = InstanceLabels(draw(st.integers(1, 256)), draw(st.integers(0, 2**64 - 1)),
+                                draw(st.integers(0, 10**6)), makespan, sum_of_costs,
+                                draw(st.integers(0, sum_of_costs)), draw(st.booleans()))
     outcome = draw(st.builds(
         Outcome, st.booleans(), st.booleans(), st.integers(0, len(C.FAILURE_NAMES) - 1), st.integers(-1, 100),
         st.integers(-1, 5), st.integers(-1, 100), st.integers(-1, 600), st.integers(0, 6)))
@@ -475,6 +480,45 @@ def test_reader__array_content_is_checked_on_decode(folder, field_index, value, 
     path.write_bytes(assemble([pack(record)]))
     with pytest.raises(ReplayError, match=reason):
         read_replay(path)
+
+
+GOOD_LABELS = [4, 7, 0, 3, 6, 6, False]  # size, seed, index, optimal makespan, sum of costs, distances, needs_wait
+
+
+@pytest.mark.parametrize("position, value, names", [
+    (3, 2**63 - 1, "optimal_makespan"),
+    (3, -1, "optimal_makespan"),
+    (3, 0, "optimal_makespan"),  # 0 steps, yet the agents start off their goals
+    (3, C.MAX_PLAN_LENGTH + 1, "optimal_makespan"),
+    (0, 0, "size"),
+    (0, C.MAX_SIDE + 1, "size"),
+    (1, -1, "seed"),
+    (2, -1, "index"),
+    (4, 2, "optimal_sum_of_costs"),  # below the optimal makespan
+    (4, 2 * C.MAX_PLAN_LENGTH + 1, "optimal_sum_of_costs"),
+    (5, 7, "sum_of_distances"),  # above the optimal sum of costs it bounds from below
+    (5, -1, "sum_of_distances"),
+])
+def test_reader__labels_out_of_range_are_refused_naming_the_field(folder, position, value, names):
+    record = raw_record(simple_episode())
+    record[5] = list(GOOD_LABELS)
+    path = folder / "labels.mlr"
+    path.write_bytes(assemble([pack(record)]))
+    assert read_replay(path)[1][0].labels.optimal_makespan == 3
+    record[5][position] = value
+    path.write_bytes(assemble([pack(record)]))
+    with pytest.raises(ReplayError, match=f"labels.{names}"):
+        read_replay(path)
+    labels = InstanceLabels(*record[5])
+    with pytest.raises(ReplayError, match=f"labels.{names}"):  # the writer refuses what the reader would
+        write_replay(folder / "labels-written.mlr", header(), [simple_episode(labels=labels)])
+
+
+def test_reader__a_trivial_instance_has_optimal_makespan_0():
+    from replays.codec_v1 import labels_problem
+
+    assert labels_problem([3, 0, 0, 0, 0, 0, False], n_agents=1, trivial=True) is None
+    assert "optimal_makespan" in labels_problem([3, 0, 0, 1, 1, 0, False], n_agents=1, trivial=True)
 
 
 def _huge_cases(small_file: bytes) -> list[bytes]:
