@@ -51,6 +51,7 @@ __all__ = [
     "Prompt",
     "Sampling",
     "VLLMBackend",
+    "check_backend_config",
     "check_prompts",
     "default_cpu_threads",
     "make_backend",
@@ -75,6 +76,15 @@ def parse_spec(spec: str) -> tuple[str, str]:
     if kind not in BACKENDS or not target.strip():
         raise ConfigError("backend", spec, SPEC_FORMS)
     return kind, target.strip()
+
+
+def check_backend_config(spec: str) -> None:
+    """The checks of ``spec`` that need neither a model load nor the network: its form, and for ``openai`` the
+    key and base URL in the environment (a missing key raises ConfigError naming both variables). A command that
+    would otherwise only find out when it first calls the backend (and then record a fallback) calls this first."""
+    kind, target = parse_spec(spec)
+    if kind == "openai":
+        BACKENDS[kind](target)  # from the environment; no request is sent
 
 
 def make_backend(spec: str, check: bool = True) -> Backend:

@@ -794,6 +794,21 @@ def test_cli_engineer__fixed_with_explicit_config_and_llm_fallback(replay_folder
     assert "rejected" in missing.stdout and load_config(out) == config
 
 
+def test_cli_engineer__an_openai_engineer_without_a_key_is_exit_2_naming_the_variable(replay_folder, tmp_path):
+    import os
+
+    folder, _ = replay_folder
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("MAPF_LAKE_OPENAI_API_KEY", "OPENAI_API_KEY")}
+    out = tmp_path / "next.yaml"
+    result = subprocess.run([sys.executable, "-m", "curriculum.cli", "engineer", "--replays", str(folder),
+                             "--engineer", "llm:openai:some-model", "--out", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-1500:]
+    assert "MAPF_LAKE_OPENAI_API_KEY" in result.stderr and "OPENAI_API_KEY" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
