@@ -58,6 +58,8 @@ def _engineer(args: argparse.Namespace) -> int:
     from simulator.config import StageConfig, load_config, save_config
     from simulator.errors import ConfigError
 
+    if args.exemplars < 0:
+        raise ConfigError("--exemplars", args.exemplars, "an integer >= 0 (failed examples per category)")
     engineer = make_engineer(args.engineer, **_option_pairs(args.option))  # bad specs fail before any reading
     if getattr(engineer, "backend_spec", None):  # a missing API key is the user's to fix: exit 2, not a fallback
         from policy.backends import check_backend_config

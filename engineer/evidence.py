@@ -30,7 +30,7 @@ import numpy as np
 
 from replays.errors import ReplayError
 from replays.mining import FailureSummary, check_value, read_key, read_mapping, read_table, summarize
-from replays.reader import ReplayReader, iter_replay_files
+from replays.reader import ReplayReader, replay_files
 from simulator.errors import ConfigError
 from simulator.generator import SizeReport
 
@@ -329,7 +329,7 @@ def collect_evidence(
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    files = [file for path in paths for file in iter_replay_files(path)]
+    files = replay_files(paths)  # each file once, however often it is named
     notes: list[str] = []
     chosen: list[Path] = []
     configs: list[dict] = []

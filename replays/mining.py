@@ -54,7 +54,7 @@ import numpy as np
 
 from simulator import constants as C
 from simulator.errors import ConfigError
-from simulator.text import format_plan, render_instance, render_state
+from simulator.text import counted, format_plan, render_instance, render_state
 
 SUMMARY_VERSION = 1
 CATEGORIES = [kind.name for kind in C.FAILURES if kind.is_failure]
@@ -89,6 +89,7 @@ def describe_failure(episode) -> str:
     t, k = point
     values = {
         "step": t,
+        "steps": counted(t, "step"),
         "agent": k,
         "where": episode.positions[t][k].tolist(),
         "final": episode.positions[-1][k].tolist(),
@@ -105,7 +106,7 @@ def render_episode(episode, source: str = "") -> str:
     outcome = episode.outcome
     inst = episode.instance
     name = C.FAILURE_NAMES[outcome.failure]
-    head = f"[{name}] {inst.height}x{inst.width}, {inst.n_agents} agents"
+    head = f"[{name}] {inst.height}x{inst.width}, {counted(inst.n_agents, 'agent')}"
     if episode.labels:
         head += f", optimal makespan {episode.labels.optimal_makespan}, needs_wait {str(episode.labels.needs_wait).lower()}"
     if source:
@@ -497,7 +498,7 @@ def render_summary(summary: FailureSummary, exemplars: bool = True) -> str:
     for key, group in summary.by_agents_size.items():
         top = max(group.failures.items(), key=lambda kv: kv[1])
         worst = f", most often {top[0]} ({top[1]})" if top[1] else ""
-        lines.append(f"  {key}: {group.episodes} episodes, {100 * group.valid_rate:.0f}% / "
+        lines.append(f"  {key}: {counted(group.episodes, 'episode')}, {100 * group.valid_rate:.0f}% / "
                      f"{100 * group.optimal_rate:.0f}%{worst}")
     if summary.by_wait:
         lines.append("by need of a wait (valid%): " + ", ".join(
@@ -521,12 +522,23 @@ def render_summary(summary: FailureSummary, exemplars: bool = True) -> str:
 
 
 def summarize_paths(paths, exemplars_per_category: int = 2) -> FailureSummary:
-    """Summary of every episode in the replay files under ``paths`` (files or folders)."""
-    from replays.reader import ReplayReader, iter_replay_files
+    """Summary of every episode in the replay files under ``paths`` (files or folders), each file read once
+    however often it is named (:func:`replays.reader.replay_files`). ReplayError when there is no replay file
+    to read (an empty folder would otherwise be a summary of 0 episodes); ConfigError when
+    ``exemplars_per_category`` is negative."""
+    from replays.container import FILE_SUFFIX
+    from replays.errors import ReplayError
+    from replays.reader import ReplayReader, replay_files
 
+    if isinstance(exemplars_per_category, bool) or not isinstance(exemplars_per_category, int) or (
+            exemplars_per_category < 0):
+        raise ConfigError("--exemplars", exemplars_per_category, "an integer >= 0 (failed examples per category)")
     if isinstance(paths, (str, bytes)) or not hasattr(paths, "__iter__"):
         paths = [paths]
-    files = [file for path in paths for file in iter_replay_files(path)]
+    files = replay_files(paths)
+    if not files:
+        raise ReplayError(", ".join(str(path) for path in paths), "file",
+                          f"no replay files (*{FILE_SUFFIX}) to read")
 
     def episodes_and_sources():
         for file in files:

@@ -12,7 +12,7 @@ import os
 import struct
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import msgpack
 import numpy as np
@@ -229,6 +229,21 @@ def read_replay(path: str | os.PathLike) -> tuple[ReplayHeader, list[Episode]]:
     """The header and every episode of a file, decoded and checked in full (plain :class:`Episode` objects)."""
     with ReplayReader(path, lazy=False) as reader:
         return reader.header, list(reader)
+
+
+def replay_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """The replay files under ``paths`` (see :func:`iter_replay_files`), in order, each once: a file named twice,
+    or named and inside a named folder, or a folder spelt two ways (``runs/a`` and ``runs/a/.``) is read once.
+    Raises :class:`ReplayError` when a path does not exist."""
+    seen: set[Path] = set()
+    out = []
+    for path in paths:
+        for file in iter_replay_files(path):
+            key = file.resolve()
+            if key not in seen:
+                seen.add(key)
+                out.append(file)
+    return out
 
 
 def iter_replay_files(path_or_dir: str | os.PathLike) -> Iterator[Path]:

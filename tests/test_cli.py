@@ -133,6 +133,52 @@ def test_cli_summarize__corrupt_file_is_a_clear_error(tmp_path):
     assert result.returncode == 2 and "bad.mlr" in result.stderr and "Traceback" not in result.stderr
 
 
+def _one_step_short_replay(path: Path) -> Path:
+    """A replay of one episode: one agent that stopped after 1 step, one cell short of its goal."""
+    import numpy as np
+
+    from replays.types import Episode, Outcome, ReplayHeader
+    from replays.writer import write_replay
+    from simulator import constants as C
+    from simulator.types import Instance
+
+    episode = Episode(instance=Instance(grid=np.zeros((1, 3), np.int8), starts=[[0, 0]], goals=[[0, 2]]),
+                      labels=None, plan=None, parse_error=None, positions=np.array([[[0, 0]], [[0, 1]]], np.int32),
+                      events=np.zeros((1, 1), np.int8),
+                      outcome=Outcome(False, False, C.GOAL_NOT_REACHED, 1, 0, -1, -1, 0))
+    write_replay(path, ReplayHeader.new("run", 0, "validation", {"name": "hand"}), [episode])
+    return path
+
+
+def test_cli_summarize__each_file_counts_once_and_one_is_singular(tmp_path):
+    replay = _one_step_short_replay(tmp_path / "one.mlr")
+    for paths in ([replay, replay], [replay, tmp_path], [tmp_path, str(tmp_path) + "/."]):
+        summary = json.loads(run("summarize", *map(str, paths), "--json").stdout)
+        assert summary["episodes"] == 1, paths
+    text = run("summarize", str(replay)).stdout
+    assert "1x1: 1 episode," in text and "the plan ended after 1 step with agent 0" in text, text
+    assert "1x3, 1 agent (one.mlr#0)" in text
+
+
+@pytest.mark.parametrize("make, flags, names", [
+    ("empty", [], "no replay files"),
+    ("other", [], "no replay files"),  # a folder of other files
+    ("replay", ["--exemplars", "-1"], "--exemplars"),
+])
+def test_cli_summarize__an_empty_folder_or_negative_exemplars_is_exit_2(tmp_path, make, flags, names):
+    folder = tmp_path / "replays"
+    folder.mkdir()
+    if make == "other":
+        (folder / "notes.txt").write_text("x")
+    if make == "replay":
+        _one_step_short_replay(folder / "one.mlr")
+    result = run("summarize", str(folder), *flags, check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-1500:]
+    assert names in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    if make != "replay":
+        assert str(folder) in result.stderr
+
+
 def test_cli_eval__quick_oracle_table(tmp_path):
     out = run("eval", "--policy", "oracle", "--suite", "train-2agent", "--quick", "--out", str(tmp_path)).stdout
     assert "100/100" in out and "mean" in out

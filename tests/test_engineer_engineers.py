@@ -794,6 +794,16 @@ def test_cli_engineer__fixed_with_explicit_config_and_llm_fallback(replay_folder
     assert "rejected" in missing.stdout and load_config(out) == config
 
 
+def test_collect_evidence__a_file_named_twice_or_inside_a_named_folder_counts_once(replay_folder):
+    from engineer.evidence import collect_evidence
+
+    folder, _ = replay_folder
+    once = collect_evidence(folder).summary.failures.episodes
+    assert once == 24
+    again = collect_evidence([folder, folder / "validation.mlr", folder / "validation.mlr"])
+    assert again.summary.failures.episodes == once
+
+
 def test_cli_engineer__an_openai_engineer_without_a_key_is_exit_2_naming_the_variable(replay_folder, tmp_path):
     import os
 
@@ -815,6 +825,7 @@ def test_cli_engineer__an_openai_engineer_without_a_key_is_exit_2_naming_the_var
         (["--engineer", "oracle"], "engineer"),
         (["--context", "behaviour"], "behaviour"),
         (["--option", "lo=1"], "rule.lo"),
+        (["--exemplars", "-1"], "--exemplars"),
     ],
 )
 def test_cli_engineer__bad_input_is_a_one_line_error(replay_folder, tmp_path, args, message):
