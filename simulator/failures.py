@@ -31,7 +31,8 @@ class Kind:
             template over ``who`` (``"agents 0 and 2"``), ``cell``, ``other`` and ``goal`` (``"its goal"`` or
             ``"their goals"``); None when it has no marker.
         summary: what the failure summary says of an episode that failed so (``replays.mining``), a template over
-            ``step``, ``agent``, ``where`` (the agent's cell after the failing step), ``final`` (its last cell),
+            ``step``, ``steps`` (the step count with its noun: ``1 step``, ``4 steps``), ``agent``, ``where`` (the
+            agent's cell after the failing step), ``final`` (its last cell),
             ``goal`` (its goal), ``other`` (another agent flagged with it) and ``error`` (the parse error);
             None for no failure.
         glyph: the marker's shape in the viewers (``render.draw`` and ``render.svg`` draw each); None: no marker.
@@ -81,7 +82,7 @@ KINDS: tuple[Kind, ...] = (
          "swap", "pair", "swap", 2),
     Kind("goal_not_reached", 6, 0, None,
          "{who} did not reach {goal} (goal not reached)",
-         "the plan ended after {step} steps with agent {agent} at {final}, not on its goal {goal}",
+         "the plan ended after {steps} with agent {agent} at {final}, not on its goal {goal}",
          "dashed_ring", "unreached", "goal not reached", 4),
     Kind("goal", None, 16, None, None, None, None, None, None, None),
     Kind("slip", None, 32, None, "{who} slipped sideways", None, "arc", "agent", "slip (no failure)", 5),

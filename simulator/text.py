@@ -22,6 +22,11 @@ from simulator import constants as C
 from simulator.types import Instance
 
 
+def counted(count: int, noun: str) -> str:
+    """``count`` with ``noun`` in the number it takes: ``1 step``, ``0 steps``, ``3 steps`` (nouns that add -s)."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def _grid_tokens(instance: Instance) -> list[list[str]]:
     tokens = [[C.TILE_SYMBOLS[int(tile)] for tile in row] for row in instance.grid]
     for k, (r, c) in enumerate(instance.goals):
