@@ -81,7 +81,8 @@ def read_record(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict:
         if not stat.S_ISREG(os.stat(path).st_mode):  # checked before opening: a FIFO would block the open
             raise ConfigError(str(path), "not a regular file", allowed)
         with open(path, "rb") as handle:
-            raw = handle.read(MAX_RECORD_BYTES + 1)  # bounded even if the file grew since
+            # bounded even if the file grew since; sized by the file, since read(n) sets aside n bytes up front
+            raw = handle.read(min(os.fstat(handle.fileno()).st_size, MAX_RECORD_BYTES) + 1)
     except OSError as exc:
         raise ConfigError(str(path), "unreadable", allowed, exc.strerror or type(exc).__name__) from None
     if len(raw) > MAX_RECORD_BYTES:

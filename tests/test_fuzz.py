@@ -5,7 +5,8 @@ Entry points: plan completions (``parse_plan``, the reward), engineer answers (`
 configs (``parse_config_text``), run configs (``RunConfig.from_dict``, ``load_run_config``), ``--set`` values
 (``_parse_overrides`` + ``with_overrides``), instance text and JSON (``parse_instance``, ``Instance.from_dict``),
 scoring records (``policy.score``), replay files with flipped and cut bytes (``ReplayReader``) and the fields
-mining reads (``summarize``). Inputs are hypothesis strategies biased toward the shapes that broke things before:
+mining reads (``summarize``), and run folders as ``report`` and ``compare`` read them (``load_run``: each record
+file truncated, mistyped, huge, a link to /dev/zero, a FIFO; each field of the wrong type). Inputs are hypothesis strategies biased toward the shapes that broke things before:
 tags, fences, YAML flow syntax, huge numbers, deep nesting, control characters.
 """
 
@@ -234,3 +235,124 @@ def test_fuzz__cli_arguments_end_in_a_result_or_one_line_error(capsys, flags):
     assert code in (0, 2), (argv, code)
     if code == 2:
         assert "Traceback" not in err and err.strip(), argv
+
+
+# --- run folders: what report and compare read (curriculum.report.load_run) -----------------------------------
+# A string, a list, a mapping, null, a rate of 700%, an integer too long to print as a float, NaN (1e309 reads as
+# inf, refused as NaN is; -1 and True are refused by the same range and type checks).
+WRONG_VALUES = ["x", [0.5], {}, None, 7, 10**400, float("nan")]
+
+
+def _render_run(run: dict) -> None:
+    """Everything report and compare do with a loaded run, short of drawing PNGs."""
+    from curriculum.report import (compare_table, render_report, render_seed_comparison, run_figures,
+                                   seed_comparison)
+
+    render_report(run)
+    run_figures(run)
+    render_seed_comparison(seed_comparison([run]))
+    json.dumps(seed_comparison([run]))
+    if "final" in run:
+        compare_table([run])
+
+
+def _load_and_render(folder) -> bool:
+    """True when the folder loads (and renders), False when load_run refused it with a ConfigError."""
+    from curriculum.report import load_run
+
+    with bounded():
+        try:
+            run = load_run(folder)
+        except ConfigError as error:
+            assert "\n" not in str(error) and len(str(error)) < 1000, str(error)[:2000]
+            return False
+        _render_run(run)
+    return True
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "not-an-object", "deep", "huge", "dev-zero", "fifo",
+                                    "folder", "dangling-link"])
+def test_fuzz__run_folder_records_damaged_whole_are_refused_naming_the_file(tmp_path, monkeypatch, damage):
+    """Each record file of a hand-made run folder, damaged as a whole: one ConfigError naming it, at once (a FIFO
+    never opened, /dev/zero never read past the bound)."""
+    import os
+
+    import curriculum.run as run_module
+    from run_folder_fixture import RECORD_FILES, run_documents, write_run_folder
+
+    monkeypatch.setattr(run_module, "MAX_RECORD_BYTES", 4096)  # "huge" without writing 64 MiB
+    for name in RECORD_FILES:
+        folder = write_run_folder(tmp_path / name.replace("/", "-"))
+        path = folder / name
+        text = json.dumps(run_documents()[name])
+        path.unlink()
+        if damage == "truncated":
+            path.write_text(text[: len(text) // 2])
+        elif damage == "empty":
+            path.write_text("")
+        elif damage == "not-an-object":
+            path.write_text("[1, 2]")
+        elif damage == "deep":
+            path.write_text("[" * 3000 + "]" * 3000)
+        elif damage == "huge":
+            path.write_text(text + " " * 4096)
+        elif damage == "dev-zero":
+            path.symlink_to("/dev/zero")
+        elif damage == "fifo":
+            os.mkfifo(path)
+        elif damage == "folder":
+            path.mkdir()
+        else:
+            path.symlink_to(tmp_path / "nowhere")
+        loaded = _load_and_render(folder)
+        if damage == "dangling-link" and name != "manifest.json":
+            continue  # an optional record that is not there: the run reads without it, or names it
+        assert not loaded, (name, damage)
+
+
+def test_fuzz__run_folder_fields_of_every_wrong_type_load_and_render_or_are_refused(tmp_path):
+    """Every top-level field and every field one level down of every record, set to each of WRONG_VALUES: the
+    folder loads and renders (a value that is allowed there, or a field report and compare do not read) or is
+    refused with one ConfigError line. (The warm start's summary is read as the untrained one is: left out.)"""
+    from run_folder_fixture import run_documents, write_run_folder
+
+    folder = write_run_folder(tmp_path / "run")
+    refused = loaded = 0
+    for name, document in run_documents().items():
+        if name == "warm_start/summary.json":
+            continue
+        paths = [(key,) for key in document] + [(key, inner) for key, value in document.items()
+                                                if isinstance(value, dict) for inner in value]
+        for path in paths:
+            for value in WRONG_VALUES:
+                damaged = run_documents()[name]
+                target = damaged
+                for key in path[:-1]:
+                    target = target[key]
+                target[path[-1]] = value
+                (folder / name).write_text(json.dumps(damaged))
+                if _load_and_render(folder):
+                    loaded += 1
+                else:
+                    refused += 1
+        (folder / name).write_text(json.dumps(document))
+    assert refused > 2 * loaded  # most are refused; the rest sit where they are allowed or not read (churn)
+
+
+@FUZZ
+@given(data=st.data(), document=_documents())
+def test_fuzz__run_folder_fields_replaced_by_random_documents_load_and_render_or_are_refused(
+        tmp_path_factory, data, document):
+    from run_folder_fixture import run_documents, write_run_folder
+
+    documents = run_documents()
+    name = data.draw(st.sampled_from(sorted(documents)))
+    target = documents[name]
+    while True:  # walk down a random path of mappings, then replace what is there
+        key = data.draw(st.sampled_from(sorted(target)))
+        if isinstance(target[key], dict) and target[key] and data.draw(st.booleans()):
+            target = target[key]
+            continue
+        target[key] = document
+        break
+    _load_and_render(write_run_folder(tmp_path_factory.mktemp("run"), documents))
