@@ -356,3 +356,25 @@ def test_fuzz__run_folder_fields_replaced_by_random_documents_load_and_render_or
         target[key] = document
         break
     _load_and_render(write_run_folder(tmp_path_factory.mktemp("run"), documents))
+
+
+ARM_PIECES = ["x", "fixed", "gap-band", "=", ";", "seed", "name", "arm", "engineer.spec", "rule", "training.steps",
+              "3", "1e309", ".nan", "[1e309]", "\n", "\t", "/", "\\", "a" * 101, "{", "}", "&a", "*a", " ", "é"]
+
+
+@FUZZ
+@given(specs=st.lists(st.lists(st.sampled_from(ARM_PIECES) | st.text(max_size=4), max_size=8).map("".join),
+                      min_size=1, max_size=3))
+def test_fuzz__arm_strings_parse_and_build_configs_or_raise_config_error(specs):
+    """``--arm`` strings: every arm parsed and its run config built as ``train --compare`` builds it, or one
+    ConfigError (never the TypeError of an override the comparison sets itself)."""
+    from curriculum.commands import _parse_arms
+    from curriculum.config import preset
+
+    config = preset("tiny")
+    with bounded():
+        try:
+            for arm, overrides in _parse_arms(specs).items():
+                config.with_overrides(name=f"{config.name}-{arm}", arm=arm, seed=config.seed, **overrides)
+        except ConfigError as error:
+            assert "\n" not in str(error)
