@@ -462,7 +462,8 @@ def label_instance(
         instance: the instance.
         size: recorded as ``LabelledInstance.size`` (the table column it falls in); default the longer side,
             ``max(height, width)``, which is the map side for square maps.
-        seed, index: recorded as they are (the generator's slot seed and index; an importer's group number).
+        seed: recorded as it is (the generator's slot seed; 0 for an importer).
+        index: recorded as it is (the generator's slot index; an importer's scenario bucket).
         solver_nodes: the solver's node budget.
     """
     if not isinstance(instance, Instance):
