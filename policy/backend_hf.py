@@ -26,7 +26,7 @@ def default_cpu_threads(model: Any, cpu_threads: int | None) -> int | None:
     Measured with the tiny model (batch 32 x 64 tokens, 2-core machine): two threads gain about 1.3x while the
     other core is idle, but lose 6-20x while another process keeps it busy (the intra-op workers wait for a core
     every layer), so one thread is the predictable default; a run that owns its machine can pass ``cpu_threads``
-    (training on a 2-core machine gains ~1.4x from two: ``mapf-lake bench grpo`` figures in the README).
+    (training on a 2-core machine gains ~1.4x from two: ``mapf-lake bench grpo`` figures in docs/results/limits.md).
     """
     if cpu_threads is None and sum(parameter.numel() for parameter in model.parameters()) < SMALL_MODEL_PARAMETERS:
         return 1

@@ -25,7 +25,7 @@ line, ``H`` where the move is blocked (a hole or off the map) and ``.`` where it
 
 The same alphabet and the same answers. A character model has to find the cells next to its start in the map
 rows by counting; the tiny model mostly could not, and 150 of its 221 hole failures on a validation set were its
-first move. Spelled out, its warm start validates ~7 points higher (README, "The tiny run, measured").
+first move. Spelled out, its warm start validates ~7 points higher (docs/results/tiny.md, "The tiny run, measured").
 
 ``compact-xy`` (tiny models): the same alphabet, but the map as a list of its holes' cells and each answer as a
 trace of the cells it visits, so that what a character model must look up is a short string, not a position in a
