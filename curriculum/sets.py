@@ -63,7 +63,7 @@ class RunSets:
     def build(cls, evaluation_suite: str, evidence_config: StageConfig, evidence_samples: int) -> "RunSets":
         if not 0 <= evidence_config.seed < EVIDENCE_SEED_LIMIT:
             raise ConfigError("validation.config.seed", evidence_config.seed,
-                              f"0 <= seed < 2**61 (the evidence domain; training seeds start at 2**62)")
+                              "0 <= seed < 2**61 (the evidence domain; training seeds start at 2**62)")
         protected = test_keys(evaluation_suite)
         evidence = generate(replace(evidence_config, samples=evidence_samples), exclude=protected)
         keys = frozenset(item.instance.content_key() for item in evidence.instances)

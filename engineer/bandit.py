@@ -61,7 +61,7 @@ class BanditEngineer:
             self.values = side_table(state, "values", float)
             self.counts = side_table(state, "counts", int)
         except (TypeError, ValueError, AttributeError) as error:
-            raise ConfigError("bandit state", state, f"{{values: {{side: number}}, counts: {{side: int}}}} ({error})")
+            raise ConfigError("bandit state", state, f"{{values: {{side: number}}, counts: {{side: int}}}} ({error})") from error
 
     def state(self) -> dict:
         return {"values": {str(side): value for side, value in sorted(self.values.items())},

@@ -178,7 +178,7 @@ class GapEngineer:
             self.lesson = None if lesson is None else float(lesson)
         except (TypeError, ValueError, KeyError, AttributeError) as error:
             raise ConfigError("gap state", state,
-                              f"{{start: {{side: {{hole_ratio, wait_ratio}}}}, lesson: hole ratio or null}} ({error!r})")
+                              f"{{start: {{side: {{hole_ratio, wait_ratio}}}}, lesson: hole ratio or null}} ({error!r})") from error
 
     def state(self) -> dict:
         return {"start": {str(side): {"hole_ratio": holes, "wait_ratio": waits}

@@ -104,7 +104,7 @@ class ProgressEngineer:
             self.rates = side_table(state, "rates", float)
         except (TypeError, ValueError, AttributeError) as error:
             raise ConfigError("progress state", state, f"{{values: {{side: number}}, rates: {{side: number}}}} "
-                                                       f"({error})")
+                                                       f"({error})") from error
 
     def state(self) -> dict:
         return {"values": {str(side): value for side, value in sorted(self.values.items())},

@@ -154,7 +154,7 @@ def strip_thinking(text: str) -> str | None:
     if text is None:
         return None
     last_close = None
-    for last_close in _THINK_CLOSE.finditer(text):  # the answer follows the last closing tag
+    for last_close in _THINK_CLOSE.finditer(text):  # noqa: B007 (the answer follows the last closing tag)
         pass
     if last_close is not None:
         text = text[last_close.end():]

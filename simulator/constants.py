@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 # The failure table and what is derived from it, re-exported: ``C.KINDS``, ``C.EV_FAILURE_MASK``, ...
-from simulator.failures import EV_ALL, EV_FAILURE_MASK, FAILURES, KIND_BY_NAME, KINDS, LEGEND, STEP_FAILURES
+from simulator.failures import EV_ALL, EV_FAILURE_MASK, FAILURES, KIND_BY_NAME, KINDS, LEGEND, STEP_FAILURES  # noqa: F401
 
 # --- tiles -----------------------------------------------------------------------------------------------
 ICE = 0  # frozen ice: walkable

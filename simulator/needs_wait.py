@@ -112,7 +112,7 @@ def needs_wait_reference(instance: Instance) -> bool:
                 ]
                 choices.append(steps)
             partial = [()]
-            for k, options in enumerate(choices):
+            for options in choices:
                 partial = [prefix + (cell,) for prefix in partial for cell in options]
             for nxt in partial:
                 if len(set(nxt)) < len(nxt):

@@ -202,7 +202,7 @@ def test_fuzz__replay_files_with_flipped_or_cut_bytes_read_or_raise_replay_error
             pass
 
 
-def _warm_cli(done=[]) -> None:
+def _warm_cli(done=[]) -> None:  # noqa: B006 (the list remembers that it ran)
     """Import the CLI and compile the generator's kernels once, outside any timed call."""
     if not done:
         from curriculum.cli import main

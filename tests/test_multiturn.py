@@ -59,7 +59,7 @@ def _play(item, plan, style="compact"):
     for t in range(plan.actions.shape[1]):
         if game.done:
             break
-        result = game.step(_letters(plan, t))
+        game.step(_letters(plan, t))
     return game.outcome() if game.done else game.truncate()
 
 

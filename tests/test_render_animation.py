@@ -77,7 +77,7 @@ def test_export_svg__one_group_per_agent_one_counter_per_frame_and_agents_step_c
     assert [a.get("data-agent") for a in agents] == ["0", "1"]
     counters = root.findall(f"./{SVG}g[@id='steps']/{SVG}text")
     assert [c.text for c in counters] == [f"step {t} / {n_steps}" for t in range(frames)]
-    for t, counter in enumerate(counters):  # exactly one counter shows in each frame
+    for t in range(len(counters)):  # exactly one counter shows in each frame
         shown = [value_at(opacity_animation(c), t, frames) for c in counters]
         assert shown == ["1" if i == t else "0" for i in range(frames)]
     # one shared clock: every animation loops with the same duration, in discrete steps, on the frames' key times

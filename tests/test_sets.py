@@ -63,7 +63,7 @@ def test_generate__exclusion_keeps_protected_boards_out_where_seeds_alone_do_not
     kept = generate(_three_by_three(600, 2), exclude=frozenset(_keys(protected)))
     assert not _keys(kept.instances) & _keys(protected)
     assert kept.reports[3].rejected_protected > 0 and plain.reports[3].rejected_protected == 0
-    assert len(kept.instances) == 600 and all(not item.instance.content_key() in _keys(protected)
+    assert len(kept.instances) == 600 and all(item.instance.content_key() not in _keys(protected)
                                               for item in kept.instances)
 
 

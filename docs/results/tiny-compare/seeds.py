@@ -2,7 +2,8 @@
 
 Usage, from the repository root: python docs/results/tiny-compare/seeds.py RUNS_DIR > seeds.json
 """
-import json, sys
+import json
+import sys
 from pathlib import Path
 from curriculum.report import load_run, run_arm, run_seed, run_figures
 from curriculum.stats import mean_interval, paired_difference
