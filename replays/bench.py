@@ -20,7 +20,7 @@ import json
 import os
 import tempfile
 import time
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -48,6 +48,8 @@ def reference_episodes(count: int, seed: int = 0, side: int = 8, n_agents: int =
         plans.append(JointPlan(actions=rng.integers(0, C.N_ACTIONS, (n_agents, plan_length)),
                                lengths=np.full(n_agents, plan_length)))
     result = judge_plans(instances, plans, record=True)
+    trace_pos, trace_events = result.trace_pos, result.trace_events
+    assert trace_pos is not None and trace_events is not None  # record=True keeps the traces
     episodes = []
     for b, (instance, plan) in enumerate(zip(instances, plans)):
         optimal_makespan = int(rng.integers(side, 2 * side))
@@ -59,8 +61,8 @@ def reference_episodes(count: int, seed: int = 0, side: int = 8, n_agents: int =
                                   needs_wait=bool(b % 3 == 0)),
             plan=plan,
             parse_error=None,
-            positions=result.trace_pos[b],
-            events=result.trace_events[b],
+            positions=trace_pos[b],
+            events=trace_events[b],
             outcome=outcome,
             reward=1.0 if outcome.valid else 0.0,
             reward_components={"valid": float(outcome.valid), "optimal": float(outcome.optimal)},
@@ -69,7 +71,7 @@ def reference_episodes(count: int, seed: int = 0, side: int = 8, n_agents: int =
 
 
 # --- the JSON-lines baseline -----------------------------------------------------------------------------------
-def episode_to_json(episode: Episode) -> dict:
+def episode_to_json(episode: Episode) -> dict[str, Any]:
     """The same content as a replay record, as one JSON object."""
     return {
         "instance": episode.instance.to_dict(),
@@ -91,7 +93,7 @@ def episode_to_json(episode: Episode) -> dict:
     }
 
 
-def episode_from_json(data: dict) -> Episode:
+def episode_from_json(data: dict[str, Any]) -> Episode:
     n_agents = len(data["instance"]["starts"])
     return Episode(
         instance=Instance.from_dict(data["instance"]),
@@ -135,7 +137,7 @@ def _best_rate(action: Callable[[], object], count: int, repeats: int) -> float:
     return count / best
 
 
-def run_replay_bench(quick: bool = False) -> dict:
+def run_replay_bench(quick: bool = False) -> dict[str, Any]:
     """Measure the replay format on reference episodes (see the module docstring); returns plain numbers.
 
     ``quick=True`` uses 2,000 episodes and one run each (a smoke test); the full run uses 20,000 and the best
@@ -215,7 +217,7 @@ def run_replay_bench(quick: bool = False) -> dict:
     }
 
 
-def bench_summary(count: int = 100_000) -> dict:
+def bench_summary(count: int = 100_000) -> dict[str, Any]:
     """Seconds to build the failure summary of ``count`` episodes read from a replay file.
 
     The episodes are greedy-policy rollouts on 1,000 generated 2-agent 8x8 instances (about half fail, with
@@ -244,7 +246,7 @@ def bench_summary(count: int = 100_000) -> dict:
     return {"episodes": summary.episodes, "seconds": best, "failed": summary.episodes - summary.valid}
 
 
-def format_replay_bench(result: dict) -> str:
+def format_replay_bench(result: dict[str, Any]) -> str:
     """A short human-readable table of :func:`run_replay_bench`'s result."""
     replay, jsonl, ratios, targets = result["replay"], result["jsonl"], result["ratios"], result["targets"]
     lines = [

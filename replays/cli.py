@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from typing import Any
 
 from simulator.cli import add_bench_target
 
 
-def _finite(value):
+def _finite(value: Any) -> Any:
     """``value`` with every NaN or infinite float replaced by None (JSON has no NaN; ``json.dumps`` would write one)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
@@ -32,7 +33,10 @@ def _summarize(args: argparse.Namespace) -> int:
 
 
 
-def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+def register(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    bench: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
     summarize = commands.add_parser(
         "summarize",
         help="failure summary of replay files (what the environment engineer reads)",

@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import fields
-from typing import Any, Callable
+from typing import Any, Callable, Literal, overload
 
 import numpy as np
-from numba import njit
+import numpy.typing as npt
 
 from replays.container import (
     MAX_BIN_BYTES,
@@ -31,6 +31,7 @@ from replays.errors import RecordError
 from replays.types import Episode, InstanceLabels, LazyEpisode, Outcome, ReplayHeader
 from simulator import constants as C
 from simulator.errors import ConfigError
+from simulator.jit import njit
 from simulator.types import Instance, JointPlan
 
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what msgpack can hold
@@ -75,6 +76,14 @@ def _float(value: Any, name: str) -> float:
     return float(value)
 
 
+@overload
+def _text(value: Any, name: str, limit: int = ..., *, optional: Literal[False]) -> str: ...
+
+
+@overload
+def _text(value: Any, name: str, limit: int = ..., optional: bool = ...) -> str | None: ...
+
+
 def _text(value: Any, name: str, limit: int = MAX_TEXT_BYTES, optional: bool = True) -> str | None:
     if value is None and optional:
         return None
@@ -98,7 +107,9 @@ def _short(value: Any) -> str:
     return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
-def _plain_fields(values: tuple, names: tuple, kinds: tuple, owner: str) -> tuple:
+def _plain_fields(
+    values: tuple[Any, ...], names: tuple[str, ...], kinds: tuple[type, ...], owner: str
+) -> tuple[Any, ...]:
     """Int and bool fields ready for msgpack: as they are when they already have exactly the types in ``kinds``
     (the common case, one comparison), else each one checked and converted (numpy scalars) or refused."""
     if tuple(map(type, values)) == kinds:
@@ -193,7 +204,7 @@ def _check_plain(value: Any, name: str, depth: int = 0) -> None:
     raise RecordError(f"{name}: {kind.__name__} {_short(value)} is not a plain msgpack value{hint}")
 
 
-def _plain_map_out(value: Any, name: str) -> dict:
+def _plain_map_out(value: Any, name: str) -> dict[str, Any]:
     if type(value) is not dict:
         raise RecordError(f"{name} = {_short(value)}: a dict")
     if value:
@@ -280,13 +291,14 @@ def _cells_from_points(points: np.ndarray, height: int, width: int, dtype: np.dt
             bad = int(np.argmax((pairs[:, 0] >= height) | (pairs[:, 1] >= width)))
             point = np.asarray(points).reshape(-1, 2)[bad].tolist()
             raise RecordError(f"{name}: point {bad} (row-major) = {point} is off the {height}x{width} map")
-    return (pairs @ _weights(width, pairs.dtype)).astype(dtype).tobytes()
+    cells: npt.NDArray[np.integer[Any]] = pairs @ _weights(width, pairs.dtype)
+    return cells.astype(dtype).tobytes()
 
 
-_WEIGHTS: dict[tuple, np.ndarray] = {}
+_WEIGHTS: dict[tuple[int, np.dtype[Any]], np.ndarray] = {}
 
 
-def _weights(width: int, dtype: np.dtype) -> np.ndarray:
+def _weights(width: int, dtype: np.dtype[Any]) -> np.ndarray:
     """``[width, 1]``: (row, col) @ weights = cell. Cached: building a tiny array costs as much as using it."""
     key = (width, dtype)
     weights = _WEIGHTS.get(key)
@@ -319,7 +331,14 @@ def encode_trace_numpy(
 
 
 @njit(cache=True, nogil=True)
-def _encode_trace_kernel(positions, events, height, width, wide, out):  # pragma: no cover - compiled
+def _encode_trace_kernel(
+    positions: npt.NDArray[np.int32],  # (T+1, K, 2)
+    events: npt.NDArray[np.int8],  # (T, K)
+    height: int,
+    width: int,
+    wide: bool,
+    out: npt.NDArray[np.uint8],
+) -> tuple[int, int]:  # pragma: no cover - compiled
     """Fast twin of :func:`encode_trace_numpy` (int32 positions, int8 events, both C-contiguous).
 
     Writes into ``out`` (uint8): the cells at ``[0, c)``, the event indices (uint32 LE) from ``c``, the flags from
@@ -384,11 +403,11 @@ class CodecV1:
     def __init__(self) -> None:
         # The last instance encoded: GRPO groups write one instance many times in a row, so keep its bytes.
         self._last_instance: Instance | None = None
-        self._last_instance_fields: tuple = ()
+        self._last_instance_fields: tuple[Any, ...] = ()  # _encode_instance's answer for _last_instance
         self._scratch = np.empty(1 << 12, dtype=np.uint8)  # output buffer of the trace kernel, grown on demand
 
     # --- header -----------------------------------------------------------------------------------------
-    def encode_header(self, header: ReplayHeader) -> dict:
+    def encode_header(self, header: ReplayHeader) -> dict[str, Any]:
         if not isinstance(header, ReplayHeader):
             raise RecordError(f"header = {_short(header)}: a ReplayHeader")
         if header.format_version != self.version:
@@ -442,7 +461,7 @@ class CodecV1:
         )
 
     # --- episodes: encoding --------------------------------------------------------------------------------
-    def _encode_instance(self, instance: Any) -> tuple:
+    def _encode_instance(self, instance: Any) -> tuple[int, int, bytes, bytes, bytes, np.dtype[Any], int]:
         if instance is self._last_instance:
             return self._last_instance_fields
         if not isinstance(instance, Instance):
@@ -477,7 +496,7 @@ class CodecV1:
             out[flags_at : flags_at + n_events].tobytes(),
         )
 
-    def encode_episode(self, episode: Any) -> list:
+    def encode_episode(self, episode: Any) -> list[Any]:
         """The v1 record (a list for msgpack) of ``episode``; checks everything the reader will check."""
         if not isinstance(episode, Episode):
             raise RecordError(f"episode = {_short(episode)}: a replays.types.Episode")
@@ -564,7 +583,7 @@ class CodecV1:
         ]
 
     # --- episodes: decoding --------------------------------------------------------------------------------
-    def decode_episode(self, record: Any, where: tuple) -> LazyEpisode:
+    def decode_episode(self, record: Any, where: tuple[str | None, int]) -> LazyEpisode:
         """Check a record's structure and return a :class:`LazyEpisode` (arrays decoded on first access).
 
         ``where`` = ``(path, index)`` names the episode in errors raised later by the lazy fields.
@@ -668,16 +687,15 @@ def _size(value: Any) -> str:
 
 
 def _number_in(value: Any, name: str) -> float:
-    kind = type(value)
-    if kind is float:
+    if type(value) is float:
         return value
-    if kind is int:
+    if type(value) is int:
         return float(value)
     raise RecordError(f"{name} = {_short(value)}: a number")
 
 
 # --- v1 lazy decoders (content checks live here) --------------------------------------------------------------
-def _decode_instance_v1(record: list) -> Instance:
+def _decode_instance_v1(record: list[Any]) -> Instance:
     # GRPO groups and evaluation suites repeat one instance many times: decode (and validate) each once.
     # Instances are immutable (read-only arrays), so sharing one object between episodes is safe.
     global _instance_cache_cells
@@ -694,7 +712,7 @@ def _decode_instance_v1(record: list) -> Instance:
     return instance
 
 
-_INSTANCE_CACHE: dict[tuple, Instance] = {}  # (height, width, grid, starts, goals) bytes -> Instance
+_INSTANCE_CACHE: dict[tuple[Any, ...], Instance] = {}  # (height, width, grid, starts, goals) bytes -> Instance
 _INSTANCE_CACHE_SIZE = 4096  # instances
 _INSTANCE_CACHE_CELLS = 2**22  # map cells in all (about 4.5 MiB of grids and keys at most)
 _instance_cache_cells = 0
@@ -715,7 +733,7 @@ def _build_instance_v1(height: int, width: int, grid_bytes: bytes, start_bytes: 
         raise RecordError(str(exc)) from None
 
 
-def _decode_positions_v1(record: list) -> np.ndarray:
+def _decode_positions_v1(record: list[Any]) -> npt.NDArray[np.int32]:
     height, width, _, start_bytes = record[:4]
     position_bytes = record[8]
     if position_bytes[: len(start_bytes)] != start_bytes:
@@ -725,7 +743,7 @@ def _decode_positions_v1(record: list) -> np.ndarray:
     return points.reshape(-1, n_agents, 2)
 
 
-def _decode_events_v1(record: list) -> np.ndarray:
+def _decode_events_v1(record: list[Any]) -> npt.NDArray[np.int8]:
     height, width, _, start_bytes = record[:4]
     cell_size = 1 if height * width <= 256 else 2
     n_agents = len(start_bytes) // cell_size
@@ -743,7 +761,7 @@ def _decode_events_v1(record: list) -> np.ndarray:
     return events.reshape(n_steps, n_agents)
 
 
-def _decode_plan_v1(record: list) -> JointPlan | None:
+def _decode_plan_v1(record: list[Any]) -> JointPlan | None:
     plan = record[6]
     if plan is None:
         return None
@@ -764,7 +782,7 @@ def _decode_plan_v1(record: list) -> JointPlan | None:
         raise RecordError(str(exc)) from None
 
 
-_LAZY_DECODERS_V1: dict[str, Callable[[list], Any]] = {
+_LAZY_DECODERS_V1: dict[str, Callable[[list[Any]], Any]] = {
     "instance": _decode_instance_v1,
     "positions": _decode_positions_v1,
     "events": _decode_events_v1,

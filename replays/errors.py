@@ -22,7 +22,7 @@ class ReplayError(ValueError):
         reason: what is wrong, in words.
     """
 
-    def __init__(self, path: str | os.PathLike | None, where: str | int, reason: str) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None, where: str | int, reason: str) -> None:
         self.path = None if path is None else os.fspath(path)
         self.where = where
         self.reason = reason

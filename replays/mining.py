@@ -45,22 +45,26 @@ Structure of ``to_dict()`` (version 1):
 
 from __future__ import annotations
 
+import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from replays.types import Episode
 from simulator import constants as C
 from simulator.errors import ConfigError
+from simulator.failures import Kind
 from simulator.text import counted, format_plan, render_instance, render_state
+from simulator.types import Instance
 
 SUMMARY_VERSION = 1
 CATEGORIES = [kind.name for kind in C.FAILURES if kind.is_failure]
 
 
-def failure_point(episode) -> tuple[int, int] | None:
+def failure_point(episode: Episode) -> tuple[int, int] | None:
     """``(fail_step, fail_agent)`` when both index the episode's recorded trace, else None. The reader checks
     that they are integers; whether they fit the trace is checked here, since mining must never trust a file
     (one flipped bit made them index past the trace). A step failure (illegal move, hole, conflict) happens
@@ -76,12 +80,12 @@ def failure_point(episode) -> tuple[int, int] | None:
     return t, k
 
 
-def describe_failure(episode) -> str:
+def describe_failure(episode: Episode) -> str:
     """One sentence on the episode's first failure (the ``summary`` template of its row of the failure table)."""
     outcome = episode.outcome
     kind = C.FAILURES[outcome.failure]
     if outcome.failure == C.PARSE_ERROR:  # no trace to point into
-        return kind.summary.format(error=episode.parse_error)
+        return _summary(kind).format(error=episode.parse_error)
     point = failure_point(episode)
     if point is None:
         return (f"{kind.name.replace('_', ' ')} (the record's failing step {outcome.fail_step} and agent "
@@ -95,13 +99,20 @@ def describe_failure(episode) -> str:
         "final": episode.positions[-1][k].tolist(),
         "goal": episode.instance.goals[k].tolist(),
     }
-    if "{other}" in kind.summary:  # another agent flagged with it at that step
+    if "{other}" in _summary(kind):  # another agent flagged with it at that step
         others = [j for j in range(episode.instance.n_agents) if j != k and episode.events[t - 1][j] & kind.event_bit]
         values["other"] = others[0] if others else "?"
-    return kind.summary.format(**values)
+    return _summary(kind).format(**values)
 
 
-def render_episode(episode, source: str = "") -> str:
+def _summary(kind: Kind) -> str:
+    """The kind's ``summary`` template; TypeError for the ``none`` row (a valid episode has no failure to describe)."""
+    if kind.summary is None:
+        raise TypeError(f"{kind.name!r} is no failure: the failure table has no summary sentence for it")
+    return kind.summary
+
+
+def render_episode(episode: Episode, source: str = "") -> str:
     """Compact text of one episode: header, map, plan (or the raw answer), and the failing step marked."""
     outcome = episode.outcome
     inst = episode.instance
@@ -171,11 +182,13 @@ def read_table(data: Any, key: str, where: str, read: Callable[[Any, str], Any])
 
 
 def _count(value: Any, where: str) -> int:
-    return check_value(value, where, "int")
+    count: int = check_value(value, where, "int")
+    return count
 
 
 def _share(value: Any, where: str) -> float:
-    return check_value(value, where, "number")
+    share: float = check_value(value, where, "number")
+    return share
 
 
 def _heat_map(rows: Any, where: str) -> tuple[tuple[int, ...], ...]:
@@ -339,7 +352,8 @@ class FailureSummary:
         rates = {name: read_key(data, name, where, "number") for name in ("valid_rate", "optimal_rate")}
         failures = read_table(data, "failures", where, _count)
         failure_rates = read_table(data, "failure_rates", where, _share)
-        groups = {name: read_table(data, name, where, GroupStats.from_dict) for name in (
+        # read_table's dict[str, Any]: the keyword arguments of the by_* fields
+        groups: dict[str, Any] = {name: read_table(data, name, where, GroupStats.from_dict) for name in (
             "by_size", "by_agents", "by_agents_size")}
         for name in ("by_wait", "by_size_wait", "by_size_makespan"):  # optional: older summaries lack them
             groups[name] = read_table(data, name, where, GroupStats.from_dict) if isinstance(data, Mapping) and \
@@ -364,20 +378,20 @@ class FailureSummary:
         )
 
 
-def summarize(episodes: Iterable, exemplars_per_category: int = 2) -> FailureSummary:
+def summarize(episodes: Iterable[Episode | tuple[str, Episode]], exemplars_per_category: int = 2) -> FailureSummary:
     """Build the failure summary of ``episodes``: Episodes, or ``(source, episode)`` pairs where ``source``
     names the episode (e.g. ``file.mlr#12``) in the exemplars.
 
     One pass collects a few scalars per episode (and the heat map and exemplars from failed ones); the
     grouping is then done with NumPy, so the pass is the only per-episode Python work.
     """
-    columns: dict[str, list] = {name: [] for name in (
+    columns: dict[str, list[Any]] = {name: [] for name in (
         "size", "agents", "failure", "valid", "optimal", "holes", "labelled", "needs_wait", "makespan", "reward",
         "tokens", "fail_step")}
     fail_cells: dict[int, np.ndarray] = {}
     exemplars: list[Exemplar] = []
-    per_category: Counter = Counter()
-    hole_ratios: dict[int, tuple] = {}
+    per_category: Counter[str] = Counter()
+    hole_ratios: dict[int, tuple[Instance, float]] = {}  # id(instance) -> (instance, share of holes)
     for entry in episodes:
         source, episode = entry if isinstance(entry, tuple) else ("", entry)
         inst = episode.instance
@@ -521,7 +535,9 @@ def render_summary(summary: FailureSummary, exemplars: bool = True) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def summarize_paths(paths, exemplars_per_category: int = 2) -> FailureSummary:
+def summarize_paths(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], exemplars_per_category: int = 2
+) -> FailureSummary:
     """Summary of every episode in the replay files under ``paths`` (files or folders), each file read once
     however often it is named (:func:`replays.reader.replay_files`). ReplayError when there is no replay file
     to read (an empty folder would otherwise be a summary of 0 episodes); ConfigError when
@@ -533,14 +549,14 @@ def summarize_paths(paths, exemplars_per_category: int = 2) -> FailureSummary:
     if isinstance(exemplars_per_category, bool) or not isinstance(exemplars_per_category, int) or (
             exemplars_per_category < 0):
         raise ConfigError("--exemplars", exemplars_per_category, "an integer >= 0 (failed examples per category)")
-    if isinstance(paths, (str, bytes)) or not hasattr(paths, "__iter__"):
-        paths = [paths]
-    files = replay_files(paths)
+    named: Iterable[str | os.PathLike[str]] = (
+        [paths] if isinstance(paths, (str, bytes)) or not isinstance(paths, Iterable) else paths)
+    files = replay_files(named)
     if not files:
-        raise ReplayError(", ".join(str(path) for path in paths), "file",
+        raise ReplayError(", ".join(str(path) for path in named), "file",
                           f"no replay files (*{FILE_SUFFIX}) to read")
 
-    def episodes_and_sources():
+    def episodes_and_sources() -> Iterator[tuple[str, Episode]]:
         for file in files:
             with ReplayReader(file) as reader:
                 for index, episode in enumerate(reader):

@@ -12,7 +12,8 @@ import os
 import struct
 import threading
 from pathlib import Path
-from typing import Iterable, Iterator
+from types import TracebackType
+from typing import Iterable, Iterator, overload
 
 import msgpack
 import numpy as np
@@ -58,7 +59,7 @@ class ReplayReader:
             or breaks the spec anywhere.
     """
 
-    def __init__(self, path: str | os.PathLike, lazy: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], lazy: bool = True) -> None:
         self.path = os.fspath(path)
         self.lazy = lazy
         try:
@@ -115,7 +116,8 @@ class ReplayReader:
             self.header: ReplayHeader = self._codec.decode_header(record)
         except RecordError as exc:
             raise self._fail("header", str(exc)) from None
-        return PREAMBLE_SIZE + unpacker.tell()
+        header_end: int = PREAMBLE_SIZE + unpacker.tell()
+        return header_end
 
     def _read_index(self, header_end: int, footer_offset: int) -> None:
         footer_size = self._size - TRAILER_SIZE - footer_offset
@@ -169,6 +171,12 @@ class ReplayReader:
             raise self._fail(index, str(exc)) from None
         return episode if self.lazy else episode.materialized()
 
+    @overload
+    def __getitem__(self, index: int) -> Episode: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Episode]: ...
+
     def __getitem__(self, index: int | slice) -> Episode | list[Episode]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self._count))]
@@ -218,20 +226,22 @@ class ReplayReader:
     def __enter__(self) -> "ReplayReader":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def __repr__(self) -> str:
         return f"ReplayReader({self.path!r}, {self._count} episodes, format v{self.header.format_version})"
 
 
-def read_replay(path: str | os.PathLike) -> tuple[ReplayHeader, list[Episode]]:
+def read_replay(path: str | os.PathLike[str]) -> tuple[ReplayHeader, list[Episode]]:
     """The header and every episode of a file, decoded and checked in full (plain :class:`Episode` objects)."""
     with ReplayReader(path, lazy=False) as reader:
         return reader.header, list(reader)
 
 
-def replay_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
+def replay_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """The replay files under ``paths`` (see :func:`iter_replay_files`), in order, each once: a file named twice,
     or named and inside a named folder, or a folder spelt two ways (``runs/a`` and ``runs/a/.``) is read once.
     Raises :class:`ReplayError` when a path does not exist."""
@@ -246,7 +256,7 @@ def replay_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
     return out
 
 
-def iter_replay_files(path_or_dir: str | os.PathLike) -> Iterator[Path]:
+def iter_replay_files(path_or_dir: str | os.PathLike[str]) -> Iterator[Path]:
     """The replay files at ``path_or_dir``: the file itself, or a folder's ``*.mlr`` files sorted by name.
 
     Hidden files (writers' temporaries among them) and subfolders are skipped. Raises :class:`ReplayError` when

@@ -138,7 +138,7 @@ class Episode:
     completion_tokens: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     slip: float = 0.0
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
@@ -157,7 +157,7 @@ class Episode:
                 return False
         return True
 
-    __hash__ = None  # mutable, compared by value
+    # No __hash__: a class that defines __eq__ gets __hash__ = None (mutable, compared by value).
 
     def materialized(self) -> "Episode":
         """A plain :class:`Episode` with every field decoded (a copy of the references, not of the arrays)."""
@@ -196,10 +196,10 @@ class LazyEpisode(Episode):
         return (_plain_episode, (self.materialized().__dict__,))
 
 
-_NO_DECODERS: dict = {}
+_NO_DECODERS: dict[str, Any] = {}
 
 
-def _plain_episode(state: dict) -> Episode:
+def _plain_episode(state: dict[str, Any]) -> Episode:
     return Episode(**state)
 
 
@@ -224,10 +224,10 @@ class ReplayHeader:
     run_id: str
     stage: int
     split: str
-    policy: dict
-    stage_config: dict | None
+    policy: dict[str, Any]
+    stage_config: dict[str, Any] | None
     created: str
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def new(
@@ -235,9 +235,9 @@ class ReplayHeader:
         run_id: str,
         stage: int,
         split: str,
-        policy: dict,
-        stage_config: dict | None = None,
-        extra: dict | None = None,
+        policy: dict[str, Any],
+        stage_config: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> "ReplayHeader":
         """A header for a file written now, by this package, in the current format version."""
         return cls(

@@ -11,6 +11,7 @@ import os
 import struct
 import sys
 from array import array
+from types import TracebackType
 from typing import Iterable
 
 import msgpack
@@ -35,7 +36,7 @@ class ReplayWriter:
         header: the file's header; ``header.format_version`` must be ``FORMAT_VERSION``.
     """
 
-    def __init__(self, path: str | os.PathLike, header: ReplayHeader) -> None:
+    def __init__(self, path: str | os.PathLike[str], header: ReplayHeader) -> None:
         self.path = os.fspath(path)
         self._codec = writer_codec()
         self._packer = msgpack.Packer(use_bin_type=True)
@@ -130,7 +131,9 @@ class ReplayWriter:
     def __enter__(self) -> "ReplayWriter":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc_type is None:
             self.close()
         else:
@@ -146,7 +149,7 @@ class ReplayWriter:
                 pass
 
 
-def write_replay(path: str | os.PathLike, header: ReplayHeader, episodes: Iterable[Episode]) -> int:
+def write_replay(path: str | os.PathLike[str], header: ReplayHeader, episodes: Iterable[Episode]) -> int:
     """Write a whole replay file atomically; returns the number of episodes written."""
     with ReplayWriter(path, header) as writer:
         writer.write_all(episodes)

@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-# The failure table and what is derived from it, re-exported: ``C.KINDS``, ``C.EV_FAILURE_MASK``, ...
-from simulator.failures import EV_ALL, EV_FAILURE_MASK, FAILURES, KIND_BY_NAME, KINDS, LEGEND, STEP_FAILURES  # noqa: F401
+# The failure table and what is derived from it, re-exported (``name as name`` marks an explicit re-export, for
+# mypy and ruff): ``C.KINDS``, ``C.EV_FAILURE_MASK``, ...
+from simulator.failures import EV_ALL as EV_ALL
+from simulator.failures import EV_FAILURE_MASK as EV_FAILURE_MASK
+from simulator.failures import FAILURES as FAILURES
+from simulator.failures import KIND_BY_NAME as KIND_BY_NAME
+from simulator.failures import KINDS as KINDS
+from simulator.failures import LEGEND as LEGEND
+from simulator.failures import STEP_FAILURES as STEP_FAILURES
 
 # --- tiles -----------------------------------------------------------------------------------------------
 ICE = 0  # frozen ice: walkable

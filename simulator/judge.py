@@ -8,9 +8,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Sequence, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from simulator import constants as C
 from simulator import kernels
@@ -197,7 +198,19 @@ def judge_packed(packed: PackedInstances, plans: PackedPlans, record: bool = Fal
     )
 
 
-def is_optimal(valid, makespan, optimal_makespan):
+@overload
+def is_optimal(valid: bool, makespan: int, optimal_makespan: int | None) -> bool: ...
+
+
+@overload
+def is_optimal(
+    valid: npt.NDArray[np.bool_], makespan: npt.ArrayLike, optimal_makespan: npt.ArrayLike | None
+) -> npt.NDArray[np.bool_]: ...
+
+
+def is_optimal(
+    valid: bool | npt.NDArray[np.bool_], makespan: npt.ArrayLike, optimal_makespan: npt.ArrayLike | None
+) -> bool | npt.NDArray[np.bool_]:
     """The one rule of "optimal": valid, in the instance's optimal makespan. Element-wise on arrays (returns a
     bool array) or on scalars (returns a bool); an unknown optimal makespan (None) is never optimal."""
     if optimal_makespan is None:
