@@ -41,7 +41,7 @@ from simulator import constants as C
 from simulator import grid_kernels
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
-from simulator.needs_wait import needs_wait
+from simulator.needs_wait import needs_wait_search
 from simulator.solver import solve
 from simulator.types import Instance, JointPlan
 
@@ -368,9 +368,10 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
             counts["protected"] += 1
             report.rejected_protected += 1
             continue
-        # The wait label is cheaper than the solver: check it first and solve only candidates that fit.
-        label = needs_wait(instance)
-        if label != wants_wait:
+        # The wait label is cheaper than the solver: check it first and solve only candidates that fit. A search
+        # over its budget (None) leaves the label to the solver's sum of costs, which decides it exactly.
+        label, _ = needs_wait_search(instance)
+        if label is not None and label != wants_wait:
             counts["label"] += 1
             report.rejected_wait_label += 1
             continue
@@ -389,6 +390,14 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
             else:
                 report.rejected_solver_limit += 1
             continue
+        if label is None:
+            if distances is None:
+                distances = bare_distances(instance)
+            label = solution.sum_of_costs > int(distances.sum())
+            if label != wants_wait:
+                counts["label"] += 1
+                report.rejected_wait_label += 1
+                continue
         if bounded and not least <= solution.makespan <= most:
             counts["makespan"] += 1
             counts["short"] += solution.makespan < least
@@ -471,6 +480,7 @@ def label_instance(
     solution = solve(instance, max_nodes=solver_nodes)
     if solution.status != "solved":
         return None, solution.status, solution.reason
+    distances = int(bare_distances(instance).sum())
     labelled = LabelledInstance(
         instance=instance,
         size=max(instance.height, instance.width) if size is None else int(size),
@@ -478,8 +488,8 @@ def label_instance(
         index=int(index),
         optimal_makespan=solution.makespan,
         optimal_sum_of_costs=solution.sum_of_costs,
-        sum_of_distances=int(bare_distances(instance).sum()),
-        needs_wait=needs_wait(instance),
+        sum_of_distances=distances,
+        needs_wait=solution.sum_of_costs > distances,  # exact (simulator.needs_wait), and no second search
         plan=solution.plan,
     )
     return labelled, solution.status, ""

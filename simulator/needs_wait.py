@@ -17,6 +17,8 @@ against ``needs_wait_reference``, a plain-Python breadth-first twin.
 
 from __future__ import annotations
 
+import math
+import time
 from collections import deque
 
 import numpy as np
@@ -26,47 +28,112 @@ from simulator import needs_wait_kernels as K
 from simulator.errors import ConfigError
 from simulator.types import Instance
 
-__all__ = ["needs_wait", "needs_wait_reference", "MAX_STATES_LIMIT"]
+__all__ = ["needs_wait", "needs_wait_search", "needs_wait_reference", "NeedsWaitLimit", "MAX_STATES_LIMIT",
+           "MAX_STEPS_LIMIT"]
 
 MAX_STATES_LIMIT = 1_000_000_000
-FALLBACK_SOLVER_NODES = 200_000  # the solver's budget when the no-wait search runs out of states
+MAX_STEPS_LIMIT = 10**15  # choices one search may try (keeps the counter far inside int64)
+DEFAULT_MAX_STEPS = 20_000_000  # under a second of search on a 256x256 map; the benchmark range needs thousands
+FALLBACK_SOLVER_NODES = 200_000  # the solver's budget when the no-wait search runs out of budget
+_LIMIT_NAMES = {-1: "dead-state limit ({max_states} states)", -2: "step limit ({max_steps} choices tried)",
+                -3: "time limit ({time_limit} s)"}
 
 
-def needs_wait(instance: Instance, *, max_states: int = 100_000) -> bool:
+class NeedsWaitLimit(RuntimeError):
+    """``needs_wait`` ran out of every budget it was given (search and solver): no exact answer either way.
+
+    Attributes:
+        reason: the limits that were hit, in words.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"needs_wait: limit reached, no verdict: {reason}")
+
+
+def _check_budget(max_states, max_steps, time_limit) -> None:
+    for name, value, top in (("max_states", max_states, MAX_STATES_LIMIT), ("max_steps", max_steps, MAX_STEPS_LIMIT)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= top:
+            raise ConfigError(f"needs_wait.{name}", value, f"an integer with 1 <= {name} <= {top}")
+    if time_limit is not None and (
+        isinstance(time_limit, bool)
+        or not isinstance(time_limit, (int, float, np.integer, np.floating))
+        or not (math.isfinite(time_limit) and time_limit > 0)
+    ):
+        raise ConfigError("needs_wait.time_limit", time_limit, "None or a finite number of seconds > 0")
+
+
+def needs_wait_search(
+    instance: Instance,
+    *,
+    max_states: int = 100_000,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    time_limit: float | None = None,
+) -> tuple[bool | None, str]:
+    """The no-wait search alone: ``(verdict, reason)``, verdict ``None`` when a budget ran out (``reason`` says
+    which). The generator uses it before the solver, which decides the undecided ones from its sum of costs.
+
+    Raises:
+        ConfigError: ``instance`` is not an ``Instance`` or a budget is out of range.
+    """
+    verdict, reason, _ = _search(instance, max_states, max_steps, time_limit)
+    return verdict, reason
+
+
+def _search(instance, max_states, max_steps, time_limit) -> tuple[bool | None, str, int]:
+    if not isinstance(instance, Instance):
+        raise ConfigError("needs_wait.instance", type(instance).__name__, "a simulator.types.Instance")
+    _check_budget(max_states, max_steps, time_limit)
+    deadline = time.perf_counter() + float(time_limit) if time_limit is not None else 0.0
+    verdict, bare_sum = K.needs_wait_kernel(
+        instance.grid, instance.starts, instance.goals, int(max_states), int(max_steps), deadline
+    )
+    if verdict >= 0:
+        return bool(verdict), "", int(bare_sum)
+    limit = _LIMIT_NAMES[int(verdict)].format(max_states=max_states, max_steps=max_steps, time_limit=time_limit)
+    return None, limit, int(bare_sum)
+
+
+def needs_wait(
+    instance: Instance,
+    *,
+    max_states: int = 100_000,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    time_limit: float | None = None,
+    solver_nodes: int = FALLBACK_SOLVER_NODES,
+) -> bool:
     """True when no joint plan lets every agent walk one of its shortest paths without waiting (module docstring).
 
     Agents whose shortest paths can never meet are split into independent groups
     (``needs_wait_kernels.interacting_groups``); each group is a depth-first search over joint states that remembers
     dead states (``needs_wait_kernels.no_wait_plan_exists``). Instances of the benchmark range (up to 6 agents on
-    10x10) record well under a thousand dead states; if a group piles up more than ``max_states``, the answer
-    comes from the optimal solver instead (its sum of costs against the sum of bare-map distances).
+    10x10) record well under a thousand dead states. Every call is bounded: if a group piles up more than
+    ``max_states`` dead states, or the groups together try more than ``max_steps`` choices, or ``time_limit``
+    seconds pass, the answer comes from the optimal solver instead (its sum of costs against the sum of bare-map
+    distances) with ``solver_nodes`` expansions and what is left of ``time_limit``. A caller that has solved the
+    instance already has the answer without a search: ``solution.sum_of_costs > sum of bare-map distances``.
 
     Raises:
-        ConfigError: ``instance`` is not an ``Instance`` or ``max_states`` is out of range.
-        RuntimeError: both the search and the solver ran out of budget (no exact answer).
+        ConfigError: ``instance`` is not an ``Instance`` or a budget is out of range.
+        NeedsWaitLimit: both the search and the solver ran out of budget (no exact answer); a ``RuntimeError``.
     """
-    if not isinstance(instance, Instance):
-        raise ConfigError("needs_wait.instance", type(instance).__name__, "a simulator.types.Instance")
-    if (
-        isinstance(max_states, bool)
-        or not isinstance(max_states, (int, np.integer))
-        or not 1 <= max_states <= MAX_STATES_LIMIT
-    ):
-        raise ConfigError("needs_wait.max_states", max_states, f"an integer with 1 <= max_states <= {MAX_STATES_LIMIT}")
-    verdict, bare_sum = K.needs_wait_kernel(instance.grid, instance.starts, instance.goals, int(max_states))
-    if verdict >= 0:
-        return bool(verdict)
+    started = time.perf_counter()
+    verdict, reason, bare_sum = _search(instance, max_states, max_steps, time_limit)
+    if verdict is not None:
+        return verdict
     from simulator.solver import solve  # late import: solver re-exports this module's function
 
-    solution = solve(instance, max_nodes=FALLBACK_SOLVER_NODES)
+    left = None
+    if time_limit is not None:
+        left = float(time_limit) - (time.perf_counter() - started)
+        if left <= 0:
+            raise NeedsWaitLimit(f"the search hit its {reason}, no time left for the solver")
+    solution = solve(instance, max_nodes=solver_nodes, time_limit=left)
     if solution.status == "unsolvable":
         return True
     if solution.status != "solved":
-        raise RuntimeError(
-            f"needs_wait: no verdict within max_states = {max_states} dead states, and the solver hit its limit "
-            f"({solution.reason})"
-        )
-    return solution.sum_of_costs > int(bare_sum)
+        raise NeedsWaitLimit(f"the search hit its {reason}, and the solver its own ({solution.reason})")
+    return solution.sum_of_costs > bare_sum
 
 
 def _bare_distances(instance: Instance, goal: tuple[int, int]) -> dict[tuple[int, int], int]:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.grid_kernels import INF, bfs_distances, flat_instance, grow1, grow2, neighbor_table
+from simulator.grid_kernels import INF, bfs_distances, flat_instance, grow1, grow2, neighbor_table, now
+
+CLOCK_EVERY = 65_535  # the search reads the clock once per this many steps (plus one): a step is a few nanoseconds
 
 
 @njit(cache=True)
@@ -23,15 +25,22 @@ def _state_hash(state):
 
 
 @njit(cache=True)
-def no_wait_plan_exists(nbr, dist, starts, goals, max_states):
+def no_wait_plan_exists(nbr, dist, starts, goals, max_states, max_steps, deadline):
     """Is there a conflict-free joint plan where every agent walks one of its shortest paths without waiting?
 
     ``nbr``/``dist`` are over the bare map (holes only: other agents are ignored when defining "shortest").
     Every agent's distance must be finite. Depth-first search over joint states in which, at time t, each agent
     with ``t < d_k`` moves one layer down its own distance map and every other agent stands on its goal. Within
     a step the agents choose one after the other, so a conflict prunes all completions of the choices so far;
-    a joint state from which no completion exists is remembered, so each is expanded at most once. Returns
-    1 (such a plan exists), 0 (none exists) or -1 (more than ``max_states`` dead states were recorded).
+    a joint state from which no completion exists is remembered, so each is expanded at most once.
+
+    The dead states bound the memory but not the time: within one step the agents' choices multiply (up to
+    ``2**K`` completions of a state that is not yet known dead), so ``max_steps`` bounds the choices tried and
+    ``deadline`` (a ``perf_counter`` value, <= 0 for none) the wall clock.
+
+    Returns ``(verdict, steps)``: verdict 1 (such a plan exists), 0 (none exists), -1 (more than ``max_states``
+    dead states were recorded), -2 (more than ``max_steps`` choices were tried) or -3 (past the deadline);
+    ``steps`` is the number of choices tried.
     """
     n_agents = starts.shape[0]
     horizon = 0
@@ -41,7 +50,8 @@ def no_wait_plan_exists(nbr, dist, starts, goals, max_states):
         if lengths[k] > horizon:
             horizon = lengths[k]
     if horizon == 0:
-        return 1
+        return 1, 0
+    steps = 0
     pos = np.empty((horizon + 1, n_agents), np.int64)  # cells at the start of each step
     new = np.empty((horizon, n_agents), np.int64)  # cells chosen so far in each step
     options = np.empty((horizon + 1, n_agents, 4), np.int64)
@@ -75,6 +85,11 @@ def no_wait_plan_exists(nbr, dist, starts, goals, max_states):
                 n_options[level, k] = count
             agent = 0
             fresh = False
+        steps += 1
+        if steps > max_steps:
+            return -2, steps
+        if deadline > 0.0 and (steps & CLOCK_EVERY) == 0 and now() > deadline:
+            return -3, steps
         choice[level, agent] += 1
         if choice[level, agent] >= n_options[level, agent]:
             # This agent has no choice left: back to the previous agent, or the whole state is dead.
@@ -83,9 +98,9 @@ def no_wait_plan_exists(nbr, dist, starts, goals, max_states):
                 agent -= 1
                 continue
             if level == 0:
-                return 0
+                return 0, steps
             if n_dead >= max_states:
-                return -1
+                return -1, steps
             if n_dead >= dead_states.shape[0]:
                 dead_states = grow2(dead_states, dead_states.shape[0] * 2)
             for k in range(n_agents):
@@ -123,7 +138,7 @@ def no_wait_plan_exists(nbr, dist, starts, goals, max_states):
             continue
         # Every agent has moved: a joint state at the next level.
         if level + 1 == horizon:
-            return 1
+            return 1, steps
         mask = table.shape[0] - 1
         slot = _state_hash(new[level]) & mask
         dead = False
@@ -223,12 +238,14 @@ def interacting_groups(nbr, dist, starts, goals):
 
 
 @njit(cache=True)
-def needs_wait_kernel(grid, starts_rc, goals_rc, max_states):
-    """``(verdict, sum of bare-map distances)``: verdict 1 = a wait is needed, 0 = not, -1 = state limit hit.
+def needs_wait_kernel(grid, starts_rc, goals_rc, max_states, max_steps, deadline):
+    """``(verdict, sum of bare-map distances)``: verdict 1 = a wait is needed, 0 = not, -1 = state limit hit,
+    -2 = step limit hit, -3 = past the deadline (the last limit hit when several groups ran out).
 
     Distances are over the bare map (ice, 4-connected), ignoring every agent; an agent that cannot reach its
     goal at all has no shortest path, so the verdict is 1 (and the sum is -1). Independent groups of agents
-    (``interacting_groups``) are searched separately, each with the ``max_states`` budget.
+    (``interacting_groups``) are searched separately, each with the ``max_states`` budget; ``max_steps`` (choices
+    tried, see ``no_wait_plan_exists``) is shared by all groups, and so is ``deadline`` (<= 0: none).
     """
     height, width = grid.shape
     n_cells = height * width
@@ -258,9 +275,14 @@ def needs_wait_kernel(grid, starts_rc, goals_rc, max_states):
             if labels[k] == label:
                 members[i] = k
                 i += 1
-        found = no_wait_plan_exists(nbr, dist[members], starts[members], goals[members], max_states)
+        found, steps = no_wait_plan_exists(
+            nbr, dist[members], starts[members], goals[members], max_states, max_steps, deadline
+        )
+        max_steps -= steps
         if found == 0:
             return 1, total
         if found < 0:
-            verdict = -1
+            verdict = found
+            if found != -1:
+                return verdict, total  # the shared step or time budget is spent: no later group can run
     return verdict, total

@@ -105,6 +105,34 @@ def test_cli_solve__garbage_input_is_a_clear_error():
     assert result.returncode == 2 and "token 2" in result.stderr
 
 
+def test_cli_solve__documented_maxima_finish_within_the_time_limit_with_the_wait_label():
+    """256x256, 64 agents: the solver took 0.4 s and the needs_wait search after it ran for minutes, deaf to
+    --time-limit, --max-nodes and Ctrl-C; the label now comes from the optimal sum of costs."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    grid = (rng.random((256, 256)) < 0.1).astype(int)
+    free = np.argwhere(grid == 0)
+    cells = free[rng.choice(len(free), 128, replace=False)].tolist()
+    instance = json.dumps({"grid": grid.tolist(), "starts": cells[:64], "goals": cells[64:]})
+    result = subprocess.run(
+        [sys.executable, "-m", "curriculum.cli", "solve", "--json", "--time-limit", "20", "-"], input=instance,
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )
+    data = json.loads(result.stdout)
+    assert result.returncode == (0 if data["status"] == "solved" else 1), result.stderr
+    if data["status"] == "solved":
+        assert isinstance(data["needs_wait"], bool)
+
+
+def test_cli_gen__crowded_maps_give_instances_or_one_line_not_a_traceback():
+    """gen --size 32 --agents 16 --n 3 ended in needs_wait's RuntimeError (search and fallback solver both over
+    budget); such a candidate is now skipped as over budget, like one the solver cannot certify."""
+    result = run("gen", "--size", "32", "--agents", "16", "--n", "3", check=False)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 0 and result.stdout.count("optimal plan:") == 3
+
+
 def test_cli_demo__prints_the_oracle_table():
     out = run("demo").stdout
     assert "100/100" in out and "10x10" in out

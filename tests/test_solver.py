@@ -7,6 +7,7 @@ function checked against ``simulator.rules.step``), ``needs_wait_reference`` and
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 import pytest
@@ -356,7 +357,9 @@ def test_needs_wait__matches_optimal_sum_of_costs_on_benchmark_sized_instances()
         solution = solve(instance, max_nodes=50_000)
         if solution.status == "limit":
             continue
-        verdict, bare_sum = needs_wait_kernels.needs_wait_kernel(instance.grid, instance.starts, instance.goals, 100_000)
+        verdict, bare_sum = needs_wait_kernels.needs_wait_kernel(
+            instance.grid, instance.starts, instance.goals, 100_000, 10**9, 0.0
+        )
         assert verdict in (0, 1)
         assert bool(verdict) is (solution.status == "unsolvable" or solution.sum_of_costs > bare_sum)
         assert needs_wait(instance) is bool(verdict)
@@ -365,7 +368,7 @@ def test_needs_wait__matches_optimal_sum_of_costs_on_benchmark_sized_instances()
 
 def test_needs_wait__falls_back_to_the_solver_past_its_state_limit():
     instance = make([".Ba.", "0.##"])  # the search records a second dead state, past max_states = 1
-    assert needs_wait_kernels.needs_wait_kernel(instance.grid, instance.starts, instance.goals, 1)[0] == -1
+    assert needs_wait_kernels.needs_wait_kernel(instance.grid, instance.starts, instance.goals, 1, 10**9, 0.0)[0] == -1
     assert needs_wait(instance, max_states=1) is needs_wait_reference(instance) is True
 
 
@@ -373,3 +376,35 @@ def test_needs_wait__falls_back_to_the_solver_past_its_state_limit():
 def test_needs_wait__bad_max_states_raises_config_error(value):
     with pytest.raises(ConfigError, match="needs_wait.max_states"):
         needs_wait(make(["0a"]), max_states=value)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"max_steps": 0}, "needs_wait.max_steps"), ({"max_steps": 1.5}, "needs_wait.max_steps"),
+    ({"time_limit": 0}, "needs_wait.time_limit"), ({"time_limit": float("nan")}, "needs_wait.time_limit"),
+    ({"time_limit": "1"}, "needs_wait.time_limit"),
+])
+def test_needs_wait__bad_step_or_time_budget_raises_config_error(kwargs, field):
+    with pytest.raises(ConfigError, match=field):
+        needs_wait(make(["0a"]), **kwargs)
+
+
+def documented_maxima_instance(seed: int = 0) -> Instance:
+    """A 256x256 map with 64 agents (the documented maxima), 10% holes: the no-wait search alone ran for minutes."""
+    rng = np.random.default_rng(seed)
+    grid = (rng.random((256, 256)) < 0.1).astype(np.int8)
+    free = np.argwhere(grid == C.ICE)
+    cells = free[rng.choice(len(free), 128, replace=False)]
+    return Instance(grid, cells[:64], cells[64:])
+
+
+def test_needs_wait__search_is_bounded_by_steps_and_time_on_the_documented_maxima():
+    from simulator.needs_wait import NeedsWaitLimit, needs_wait_search
+
+    instance = documented_maxima_instance()
+    started = time.perf_counter()
+    assert needs_wait_search(instance, max_steps=1000) == (None, "step limit (1000 choices tried)")
+    verdict, reason = needs_wait_search(instance, time_limit=0.05, max_steps=10**15)
+    assert (verdict, reason) == (None, "time limit (0.05 s)")
+    with pytest.raises(NeedsWaitLimit, match="limit reached, no verdict: the search hit its step limit .*node limit reached"):
+        needs_wait(instance, max_steps=1000, solver_nodes=1)
+    assert time.perf_counter() - started < 20  # the old search ran for minutes
