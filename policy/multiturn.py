@@ -47,7 +47,7 @@ episode's outcome, which the reward functions read). A completion stops taking t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -57,7 +57,8 @@ from policy.parsing import _answer_region, _tokens, parse_plan
 from policy.prompts import ANSWER_CLOSE, ANSWER_OPEN, RULES, compact_nb_prompt, compact_prompt, start_neighbours
 from policy.rewards import DEFAULT_WEIGHTS, reward_columns
 from simulator import constants as C
-from simulator.env import MapfEnv, default_horizon
+from simulator.config import MAX_SEED
+from simulator.env import MapfEnv, check_slip, default_horizon
 from simulator.errors import ConfigError
 from simulator.rules import first_failure
 from simulator.text import describe_agents, legend, render_instance, render_state
@@ -154,6 +155,18 @@ class TurnResult(NamedTuple):
     info: dict  # "actions" (the joint action played, or None), "parse_error", "events"; "outcome" when done
 
 
+def check_optimal_makespan(value: Any, name: str = "optimal_makespan") -> int | None:
+    """``value`` if it is None or an integer in 0..MAX_PLAN_LENGTH; else ConfigError naming ``name``. Checked when a
+    game is made: a bad value used to raise only at an episode's last step, when ``optimal`` was scored."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not (
+        0 <= value <= C.MAX_PLAN_LENGTH
+    ):
+        raise ConfigError(name, value, f"None or an integer in 0..{C.MAX_PLAN_LENGTH}")
+    return int(value)
+
+
 class TextGame:
     """One instance played one joint action per turn, through text.
 
@@ -170,7 +183,7 @@ class TextGame:
         self.style = get_turn_style(style)
         self.env = MapfEnv(instance, horizon=max_turns, slip=slip)
         self.instance = instance
-        self.optimal_makespan = optimal_makespan
+        self.optimal_makespan = check_optimal_makespan(optimal_makespan)
         self.turns = 0
         self.parse_error: str | None = None
         self.played: list[np.ndarray] = []  # the joint actions played, in order
@@ -281,15 +294,24 @@ class MultiTurnRollout:
     def __init__(self, items: Sequence, style: str, *, max_turns: int | None = None, turn_tokens: int | None = None,
                  slip: float = 0.0, seed: int = 0) -> None:
         self.style = get_turn_style(style)
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+            raise ConfigError("items", type(items).__name__, "a list of simulator.generator.LabelledInstance")
         if not items:
             raise ConfigError("items", len(items), "at least one instance")
         for name, value in (("max_turns", max_turns), ("turn_tokens", turn_tokens)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= C.MAX_PLAN_LENGTH):
                 raise ConfigError(name, value, f"None or an integer in 1..{C.MAX_PLAN_LENGTH}")
+        # Every item, the slip and the seed are checked here, not when an episode reaches them.
+        for index, item in enumerate(items):
+            if not isinstance(getattr(item, "instance", None), Instance):
+                raise ConfigError(f"items[{index}]", item, "a LabelledInstance (with .instance and .optimal_makespan)")
+            check_optimal_makespan(getattr(item, "optimal_makespan", None), f"items[{index}].optimal_makespan")
         self.items = list(items)
         self.max_turns = max_turns
         self.turn_tokens = turn_tokens
-        self.slip = float(slip)
+        self.slip = check_slip(slip)
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
+            raise ConfigError("seed", seed, f"an integer 0 <= seed <= {MAX_SEED}")
         self.seed = int(seed)
         self.calls = 0
         self._by_prompt = {_prompt_key(self.style.prompt(item.instance)): item for item in self.items}

@@ -32,6 +32,8 @@ from pydantic import Field
 
 from policy.multiturn import TextGame, get_turn_style
 from policy.score import check_record
+from simulator import constants as C
+from simulator.env import check_slip
 from simulator.errors import ConfigError
 from simulator.types import Instance
 
@@ -82,15 +84,21 @@ class MapfOpenEnv(Environment):
         if not records:
             raise ConfigError("records", len(records), "at least one record")
         self.records = [check_record(record, f"records[{i}]") for i, record in enumerate(records)]
+        if max_turns is not None and (
+            isinstance(max_turns, bool) or not isinstance(max_turns, int) or not 1 <= max_turns <= C.MAX_PLAN_LENGTH
+        ):
+            raise ConfigError("max_turns", max_turns, f"None or an integer in 1..{C.MAX_PLAN_LENGTH}")
         self.style = style
         self.max_turns = max_turns
-        self.slip = slip
+        self.slip = check_slip(slip)  # checked here, not at the first reset
         self._next = 0
         self._game: TextGame | None = None
         self._state = MapfState()
 
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, index: Optional[int] = None,
               **_kwargs: Any) -> MapfObservation:
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise ConfigError("seed", seed, "a non-negative integer or None")
         if index is None:
             index = seed % len(self.records) if seed is not None else self._next
             self._next = (index + 1) % len(self.records)

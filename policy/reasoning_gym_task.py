@@ -21,6 +21,7 @@ reward's own parse and judge (its default reward divided by its maximum, 1.6). T
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -32,13 +33,21 @@ except ImportError as error:  # the adapter is an optional extra; say how to get
                       f"({error})") from None
 
 from policy.prompts import get_style
-from policy.score import make_record, score
-from simulator.config import MAX_SIZE, MAX_STAGE_AGENTS, MIN_SIZE, StageConfig
+from policy.score import check_record, make_record, score
+from simulator.config import MAX_SEED, MAX_SIZE, MAX_STAGE_AGENTS, MIN_SIZE, StageConfig
 from simulator.errors import ConfigError
 from simulator.generator import generate
 
 DATASET_NAME = "mapf_frozenlake"
 MAX_REWARD = 1.6  # the default reward of an optimal answer (policy.rewards)
+
+
+MAX_DATASET_SIZE = 10**9  # entries one dataset may index (len() must fit an index)
+
+
+def _check_int(value: Any, name: str, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(name, value, f"an integer {low} <= {name} <= {high}")
 
 
 @dataclass
@@ -55,7 +64,14 @@ class MapfFrozenLakeConfig:
     size: int = 500
 
     def validate(self) -> None:
-        """Refuse what the stage config would refuse, naming the knob."""
+        """Refuse what the stage config would refuse, naming the knob, the value and the allowed range."""
+        # Types first: 6.5, "3" or None reached random.randint or a comparison and raised ValueError/TypeError.
+        for name, low, high in (("min_size", MIN_SIZE, MAX_SIZE), ("max_size", MIN_SIZE, MAX_SIZE),
+                                ("min_agents", 1, MAX_STAGE_AGENTS), ("max_agents", 1, MAX_STAGE_AGENTS),
+                                ("size", 1, MAX_DATASET_SIZE)):
+            _check_int(getattr(self, name), name, low, high)
+        if self.seed is not None:
+            _check_int(self.seed, "seed", 0, MAX_SEED)
         if not MIN_SIZE <= self.min_size <= self.max_size <= MAX_SIZE:
             raise ConfigError("min_size/max_size", [self.min_size, self.max_size],
                               f"{MIN_SIZE} <= min_size <= max_size <= {MAX_SIZE}")
@@ -93,9 +109,19 @@ class MapfFrozenLakeDataset(ProceduralDataset):
                                             "wait_ratio": self.config.wait_ratio}}}
 
     def score_answer(self, answer: Optional[str], entry: dict[str, Any]) -> float:
+        """The default reward of ``answer`` over its maximum, 0..1; 0 for no answer.
+
+        Raises:
+            ConfigError: ``entry`` is not one of this dataset's entries (no ``metadata.record``, or a bad record).
+        """
+        metadata = entry.get("metadata") if isinstance(entry, Mapping) else None
+        if not isinstance(metadata, Mapping) or "record" not in metadata:
+            raise ConfigError("entry.metadata.record", entry, "an entry of this dataset: a mapping whose "
+                              "metadata holds the scoring record")
+        record = check_record(metadata["record"], "entry.metadata.record")
         if not isinstance(answer, str) or not answer:
             return 0.0
-        return score(entry["metadata"]["record"], answer)["reward"] / MAX_REWARD
+        return score(record, answer)["reward"] / MAX_REWARD
 
 
 class MapfFrozenLakeCurriculum(BaseCurriculum):

@@ -26,6 +26,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from simulator import constants as C
 from simulator.errors import ConfigError
 
@@ -63,6 +65,8 @@ def check_record(record: Any, where: str = "record") -> Mapping:
             record = json.loads(record)
         except ValueError as error:
             raise ConfigError(where, "not JSON", "a mapf-lake record (a JSON object)", str(error)) from None
+        except RecursionError:  # thousands of nested brackets: the decoder recurses once per level
+            raise ConfigError(where, "nested too deeply", "a mapf-lake record (a JSON object)") from None
     if not isinstance(record, Mapping):
         raise ConfigError(where, type(record).__name__, "a mapf-lake record (a JSON object)")
     if record.get("format") != RECORD_FORMAT or record.get("version") != RECORD_VERSION:
@@ -73,9 +77,33 @@ def check_record(record: Any, where: str = "record") -> Mapping:
             raise ConfigError(f"{where}.{key}", None, "present")
     labels = record["labels"]
     if not isinstance(labels, Mapping) or any(key not in labels for key in _LABELS):
-        raise ConfigError(f"{where}.labels", labels if not isinstance(labels, Mapping) else sorted(labels),
+        raise ConfigError(f"{where}.labels", labels if not isinstance(labels, Mapping) else sorted(labels, key=str),
                           f"a mapping with {', '.join(_LABELS)}")
+    # Each number in its range, so that scoring never meets a string, NaN, 1e309 or 2**70 (they raised ValueError,
+    # OverflowError or TypeError, or were cut to an integer: an optimal makespan of 2.5 scored as 2).
+    _check_int(record["horizon"], f"{where}.horizon", 1, C.MAX_PLAN_LENGTH)
+    for key, low, high in (("size", 1, C.MAX_SIDE), ("agents", 1, C.MAX_AGENTS),
+                           ("optimal_makespan", 0, C.MAX_PLAN_LENGTH),
+                           ("optimal_sum_of_costs", 0, C.MAX_AGENTS * C.MAX_PLAN_LENGTH),
+                           ("sum_of_distances", 0, C.MAX_AGENTS * C.MAX_PLAN_LENGTH)):
+        _check_int(labels[key], f"{where}.labels.{key}", low, high)
+    if not isinstance(labels["needs_wait"], (bool, np.bool_)):
+        raise ConfigError(f"{where}.labels.needs_wait", labels["needs_wait"], "true or false")
     return record
+
+
+def _check_int(value: Any, name: str, low: int, high: int) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+        raise ConfigError(name, value, f"an integer in {low}..{high}")
+
+
+def _instance_json(record: Mapping, where: str) -> str:
+    try:
+        return json.dumps(record["instance"], separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as error:  # a set, NaN, or a structure nested too deeply
+        reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+        raise ConfigError(f"{where}.instance", record["instance"], "an instance {grid, starts, goals} as JSON",
+                          reason) from None
 
 
 def score_batch(records: Sequence[Any], completions: Sequence[Any]) -> list[dict]:
@@ -86,12 +114,15 @@ def score_batch(records: Sequence[Any], completions: Sequence[Any]) -> list[dict
     (why the answer did not parse, or None). Completions are strings or chat messages; one judge call in all."""
     from policy.rewards import reward_breakdown
 
+    for name, value in (("records", records), ("completions", completions)):
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+            raise ConfigError(name, type(value).__name__, "a list (one entry per answer)")
     if len(records) != len(completions):
         raise ConfigError("completions", len(completions), f"one per record ({len(records)})")
     checked = [check_record(record, f"record {index}") for index, record in enumerate(records)]
     parts = reward_breakdown(
         list(completions),
-        [json.dumps(record["instance"], separators=(",", ":")) for record in checked],
+        [_instance_json(record, f"record {index}") for index, record in enumerate(checked)],
         [int(record["labels"]["optimal_makespan"]) for record in checked],
         [int(record["horizon"]) for record in checked],
     )

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -73,6 +74,9 @@ def stage_document(sizes: Any, agents: Any, hole_ratio: Any, wait_ratio: Any, sa
     if isinstance(sizes, Mapping):
         table = dict(sizes)
     elif isinstance(sizes, (list, tuple)) and sizes and not isinstance(sizes, str):
+        for side in sizes:
+            if isinstance(side, (list, dict, set)):  # unhashable: a side is one integer
+                raise ConfigError("sizes", sizes, "a list of map sides, each an integer")
         if len(set(map(str, sizes))) != len(sizes):
             raise ConfigError("sizes", sizes, "each map side listed once")
         wait = wait_ratio if agents != 1 else 0.0  # a lone agent never waits
@@ -98,8 +102,7 @@ def _stage_items(suite: str | None, config: Any, knobs: dict[str, Any]) -> tuple
     if suite is not None:
         from simulator.suites import SUITES
 
-        if suite not in SUITES:
-            raise ConfigError("suite", suite, f"one of {sorted(SUITES)}")
+        _named("suite", suite, SUITES)
         return f"suite:{suite}", [item for _, stage in generate_suite(suite) for item in stage.instances]
     if config is not None:
         if isinstance(config, Mapping):
@@ -154,6 +157,19 @@ def _component(name: str):
 REWARD_FUNCS = {name: _component(name) for name in COMPONENTS}
 
 
+def _finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer past the float range
+        return False
+
+
+def _named(name: str, value: Any, names) -> None:
+    """``value`` must be one of ``names`` (a string first: a list or dict is not even hashable)."""
+    if not isinstance(value, str) or value not in names:
+        raise ConfigError(name, value, f"one of {sorted(names)}")
+
+
 def make_rubric(rewards: Mapping[str, float] | None = None) -> "vf.Rubric":
     """The rubric (module docstring): every component, weighted by ``rewards`` (default: the GRPO default
     reward's weights, progress 0)."""
@@ -163,8 +179,8 @@ def make_rubric(rewards: Mapping[str, float] | None = None) -> "vf.Rubric":
     for name, weight in weights.items():
         if name not in COMPONENTS:
             raise ConfigError(f"rewards.{name}", weight, f"a component among {', '.join(COMPONENTS)}")
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-            raise ConfigError(f"rewards.{name}", weight, "a number")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not _finite(weight):
+            raise ConfigError(f"rewards.{name}", weight, "a finite number")  # NaN or inf made every reward NaN
     return vf.Rubric(funcs=[REWARD_FUNCS[name] for name in COMPONENTS],
                      weights=[float(weights.get(name, 0.0)) for name in COMPONENTS], parser=vf.Parser())
 
@@ -175,8 +191,7 @@ def load_environment(**kwargs: Any) -> "vf.SingleTurnEnv":
     if unknown:
         raise ConfigError(unknown[0], kwargs[unknown[0]], f"an argument among {', '.join(ARGUMENTS)}")
     style = kwargs.get("prompt_style", "natural")
-    if style not in PROMPT_STYLES:
-        raise ConfigError("prompt_style", style, f"one of {sorted(PROMPT_STYLES)}")
+    _named("prompt_style", style, PROMPT_STYLES)
     rubric = make_rubric(kwargs.get("rewards"))
     from datasets import Dataset
 
@@ -186,8 +201,7 @@ def load_environment(**kwargs: Any) -> "vf.SingleTurnEnv":
     if kwargs.get("eval_suite") is not None:
         from simulator.suites import SUITES
 
-        if kwargs["eval_suite"] not in SUITES:
-            raise ConfigError("eval_suite", kwargs["eval_suite"], f"one of {sorted(SUITES)}")
+        _named("eval_suite", kwargs["eval_suite"], SUITES)
         eval_source, eval_items = _stage_items(kwargs["eval_suite"], None, {name: None for name in KNOBS})
         evaluation = Dataset.from_list(dataset_rows(list(export_items(eval_source, eval_items, style)), "test"))
     return vf.SingleTurnEnv(dataset=train, eval_dataset=evaluation, rubric=rubric, parser=rubric.parser,

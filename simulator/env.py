@@ -26,6 +26,14 @@ class StepResult(NamedTuple):
     info: dict
 
 
+def check_slip(slip: object, name: str = "slip") -> float:
+    """``slip`` as a float if it is a probability in [0, 1]; else ConfigError naming ``name``. (Compared before the
+    conversion: ``float(10**400)`` raises OverflowError.)"""
+    if isinstance(slip, bool) or not isinstance(slip, (int, float, np.integer, np.floating)) or not 0.0 <= slip <= 1.0:
+        raise ConfigError(name, slip, "a probability in [0, 1]")
+    return float(slip)
+
+
 def default_horizon(instance: Instance) -> int:
     """Steps allowed when none is given: four times the map's perimeter half (``4 * (H + W)``)."""
     return 4 * (instance.height + instance.width)
@@ -89,8 +97,7 @@ class MapfEnv:
         horizon = default_horizon(instance) if horizon is None else horizon
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 1 <= horizon <= C.MAX_PLAN_LENGTH:
             raise ConfigError("horizon", horizon, f"an integer in 1..{C.MAX_PLAN_LENGTH}")
-        if isinstance(slip, bool) or not isinstance(slip, (int, float)) or not 0.0 <= float(slip) <= 1.0:
-            raise ConfigError("slip", slip, "a probability in [0, 1]")
+        check_slip(slip)
         self.instance = instance
         self.horizon = int(horizon)
         self.slip = float(slip)

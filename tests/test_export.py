@@ -144,6 +144,34 @@ def test_openrlhf_layout__reward_func_scores_the_response_after_the_prompt(items
     assert out["scores"].tolist() == [1.0, 0.0, 1.0, 0.0] and set(out["extra_logs"]) == {"valid", "optimal"}
 
 
+CHAT_TEMPLATES = {
+    "chatml": ("<|im_start|>system\nYou plan.<|im_end|>\n<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"),
+    "llama3": ("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n",
+               "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"),
+}
+
+
+@pytest.mark.parametrize("template", sorted(CHAT_TEMPLATES))
+@pytest.mark.parametrize("style_name", ["natural", "compact", "compact-nb", "compact-xy"])
+def test_openrlhf_reward__a_chat_template_around_the_prompt_scores_the_response_alone(items, style_name, template):
+    """The query wraps the prompt in a chat template: the whole query was scored, so an empty response got 0.1
+    (the natural prompt's own example answer parsed) and a right one 0 (compact prompts)."""
+    from policy.openrlhf_reward import reward_func
+
+    style = get_style(style_name)
+    before, after = CHAT_TEMPLATES[template]
+    record = make_record(items[0], style, "config:test")
+    prompt = record["prompt"]
+    text = prompt if isinstance(prompt, str) else "\n".join(message["content"] for message in prompt)
+    label = layout_row(record, "openrlhf", 0, "train")["label"]
+    answers = ["", style.answer(items[0].plan), "<think>\nfirst agent 0, then 1</think>\n" + style.answer(items[0].plan)]
+    for prompts in ([text] * 3, [prompt] * 3):
+        out = reward_func([before + text + after + answer for answer in answers], prompts, [label] * 3)
+        assert out["rewards"].tolist() == pytest.approx([0.0, 1.6, 1.6])
+    with pytest.raises(ConfigError, match=r"queries\[0\].*prompt's text was not found"):
+        reward_func(["just an answer"], [text], [label])
+
+
 def test_cli_export__suite_to_parquet_and_bad_input_is_one_line(tmp_path):
     out = tmp_path / "quick.parquet"
     result = subprocess.run([sys.executable, "-m", "curriculum.cli", "export", "--suite", "train-2agent-quick",

@@ -378,3 +378,175 @@ def test_fuzz__arm_strings_parse_and_build_configs_or_raise_config_error(specs):
                 config.with_overrides(name=f"{config.name}-{arm}", arm=arm, seed=config.seed, **overrides)
         except ConfigError as error:
             assert "\n" not in str(error)
+
+
+# --- the scorer, verifiers, reasoning-gym and multi-turn APIs (issue 36, item 13) ----------------------------------
+
+def _good_record() -> dict:
+    from policy.score import RECORD_FORMAT, RECORD_VERSION
+
+    return {"format": RECORD_FORMAT, "version": RECORD_VERSION, "horizon": 10,
+            "instance": {"grid": [[0, 0, 0], [0, 0, 0], [0, 0, 0]], "starts": [[0, 0], [2, 2]], "goals": [[0, 2], [2, 0]]},
+            "labels": {"size": 3, "agents": 2, "optimal_makespan": 2, "optimal_sum_of_costs": 4,
+                       "sum_of_distances": 4, "needs_wait": False}}
+
+
+HOSTILE_NUMBERS = ["x", float("nan"), float("inf"), 1e309, 10**30, -1, 2.5, True, None, [2], {}]
+
+
+@pytest.mark.parametrize("value", HOSTILE_NUMBERS, ids=repr)
+@pytest.mark.parametrize("where", ["horizon", "labels.optimal_makespan", "labels.size", "labels.agents",
+                                   "labels.optimal_sum_of_costs", "labels.sum_of_distances"])
+def test_fuzz__score_refuses_malformed_ground_truth_naming_the_field(where, value):
+    """ValueError, OverflowError and TypeError escaped from int() on these (documented: ConfigError), and 2.5 was
+    cut to 2 silently."""
+    from policy.score import compute_score, score, score_batch
+
+    record = _good_record()
+    parent = record["labels"] if where.startswith("labels.") else record
+    parent[where.rsplit(".", 1)[-1]] = value
+    for call in (lambda: score(record, "A0 R R\nA1 L L"), lambda: score_batch([record], [""]),
+                 lambda: compute_score("mapf-lake", "", json.dumps(record))):
+        with bounded(), pytest.raises(ConfigError) as error:
+            call()
+        assert error.value.field.endswith(where) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("ground_truth, field", [
+    ("[" * 100_000 + "]" * 100_000, "record 0"),  # RecursionError in the JSON decoder
+    ('{"a":' * 5_000 + "1" + "}" * 5_000, "record 0"),
+    ('{"format": "mapf-lake-record", "version": 1, "horizon": NaN}', "record 0.instance"),
+    (json.dumps({**_good_record(), "labels": {**_good_record()["labels"], "needs_wait": "no"}}),
+     "record 0.labels.needs_wait"),
+])
+def test_fuzz__score_refuses_ground_truth_text_naming_the_field(ground_truth, field):
+    from policy.score import score
+
+    with bounded(), pytest.raises(ConfigError) as error:
+        score(ground_truth, "")
+    assert error.value.field == field
+
+
+def test_fuzz__score_batch_refuses_what_is_not_a_list_and_instances_that_are_not_json():
+    from policy.score import score_batch
+
+    for records, completions, field in ((3, [""], "records"), ([_good_record()], "x", "completions"),
+                                        ([{**_good_record(), "instance": {1, 2}}], [""], "record 0.instance"),
+                                        ([{**_good_record(), "instance": {"grid": float("nan")}}], [""],
+                                         "record 0.instance")):
+        with pytest.raises(ConfigError) as error:
+            score_batch(records, completions)
+        assert error.value.field == field
+
+
+@FUZZ
+@given(document=_documents(), key=st.sampled_from(["horizon", "labels", "optimal_makespan", "size", "agents",
+                                                   "optimal_sum_of_costs", "sum_of_distances", "needs_wait"]))
+def test_fuzz__scoring_labels_replaced_by_random_documents_score_or_raise_config_error(document, key):
+    from policy.score import score
+
+    record = _good_record()
+    (record if key in ("horizon", "labels") else record["labels"])[key] = document
+    with bounded():
+        try:
+            score(record, "A0 R R\nA1 L L")
+            score(json.dumps(record, default=str), "")
+        except ConfigError as error:
+            assert "\n" not in str(error)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"rewards": {"valid": float("nan")}}, "rewards.valid"),  # accepted: every reward became NaN
+    ({"rewards": {"valid": float("inf")}}, "rewards.valid"),
+    ({"rewards": {"valid": 10**400}}, "rewards.valid"),  # OverflowError
+    ({"prompt_style": ["natural"]}, "prompt_style"),  # TypeError: unhashable
+    ({"suite": ["paper"]}, "suite"),
+    ({"eval_suite": {}}, "eval_suite"),
+    ({"sizes": [[3]]}, "sizes"),
+])
+def test_fuzz__verifiers_load_environment_refuses_hostile_arguments_by_name(kwargs, field):
+    verifiers_env = pytest.importorskip("policy.verifiers_env")
+    with bounded(), pytest.raises(ConfigError) as error:
+        verifiers_env.load_environment(**kwargs)
+    assert error.value.field == field
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"max_size": 6.5}, "max_size"), ({"min_size": "3"}, "min_size"), ({"size": -1}, "size"),
+    ({"size": 2.5}, "size"), ({"size": 10**30}, "size"), ({"size": True}, "size"), ({"min_agents": 1.5}, "min_agents"),
+    ({"max_agents": None}, "max_agents"), ({"seed": "x"}, "seed"), ({"seed": -1}, "seed"),
+])
+def test_fuzz__reasoning_gym_config_refuses_hostile_values_by_name(kwargs, field):
+    pytest.importorskip("reasoning_gym")
+    import reasoning_gym
+
+    import policy.reasoning_gym_task  # noqa: F401  (registers the dataset)
+
+    with bounded(), pytest.raises(ConfigError) as error:
+        reasoning_gym.create_dataset("mapf_frozenlake", **kwargs)
+    assert error.value.field == field
+
+
+def test_fuzz__reasoning_gym_score_answer_refuses_an_entry_without_its_record():
+    pytest.importorskip("reasoning_gym")
+    import reasoning_gym
+
+    import policy.reasoning_gym_task  # noqa: F401  (registers the dataset)
+
+    data = reasoning_gym.create_dataset("mapf_frozenlake", size=1, seed=1, min_size=3, max_size=3)
+    entry = data[0]
+    assert data.score_answer(entry["answer"], entry) == 1.0 and data.score_answer(None, entry) == 0.0
+    for bad in ({}, None, [], {"metadata": None}, {"metadata": {}}, {"metadata": {"record": "[[["}},
+                {"metadata": {"record": {**entry["metadata"]["record"], "horizon": "x"}}}):
+        for answer in (entry["answer"], ""):
+            with pytest.raises(ConfigError) as error:
+                data.score_answer(answer, bad)
+            assert error.value.field.startswith("entry.metadata.record")
+
+
+@pytest.fixture(scope="module")
+def turn_items():
+    from simulator.config import StageConfig
+    from simulator.generator import generate
+
+    return generate(StageConfig.from_dict({"agents": 2, "samples": 2, "seed": 1, "sizes": {
+        4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})).instances
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    *[({"optimal_makespan": value}, "optimal_makespan") for value in ("x", float("nan"), -1, 10**30, 2.5, True, [3])],
+    *[({"slip": value}, "slip") for value in (10**400, "0.5", float("nan"), -0.1, None)],
+])
+def test_fuzz__text_game_refuses_hostile_arguments_when_made(turn_items, kwargs, field):
+    """A bad optimal makespan raised only at the episode's last step (or never, when no episode was valid)."""
+    from policy.multiturn import TextGame
+
+    with pytest.raises(ConfigError) as error:
+        TextGame(turn_items[0].instance, "compact", **kwargs)
+    assert error.value.field == field
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    *[({"slip": value}, "slip") for value in ("0.5", float("nan"), 2, 10**400, None)],
+    *[({"seed": value}, "seed") for value in ("3", 2.7, -1, 10**30, None, True, float("inf"))],
+])
+def test_fuzz__multi_turn_rollout_refuses_hostile_arguments_when_made(turn_items, kwargs, field):
+    from policy.multiturn import MultiTurnRollout
+
+    with pytest.raises(ConfigError) as error:
+        MultiTurnRollout(turn_items, "compact", **kwargs)
+    assert error.value.field == field
+
+
+def test_fuzz__multi_turn_rollout_refuses_items_that_are_not_labelled_instances(turn_items):
+    from policy.multiturn import MultiTurnRollout
+
+    class NotLabelled:
+        instance = turn_items[0].instance
+        optimal_makespan = "x"
+
+    for items, field in (([NotLabelled()], "items[0].optimal_makespan"), ([3], "items[0]"), (5, "items"),
+                         (None, "items")):
+        with pytest.raises(ConfigError) as error:
+            MultiTurnRollout(items, "compact")
+        assert error.value.field == field
