@@ -48,6 +48,37 @@ _KEY_CHARACTERS = re.compile(r"[\x21-\x7e]+")  # what an Authorization header ca
 _KEY_SHAPES = re.compile(r"(Bearer\s+)\S+|\bsk-[-_A-Za-z0-9]{12,}|\bAIza[-_A-Za-z0-9]{20,}")
 
 
+def _without_userinfo(url: str) -> str:
+    """``url`` with everything between ``//`` and its last ``@`` replaced by ``<hidden>`` (for messages): a password
+    may hold an unescaped ``/`` or ``:``, so the parser's idea of where it ends is not trusted."""
+    head, slashes, rest = url.partition("//")
+    if "@" not in rest:
+        return url
+    return f"{head}{slashes}{HIDDEN}@{rest.rsplit('@', 1)[1]}"
+
+
+def check_base_url(base_url: Any, scrub: Callable[[str], str] = lambda text: text) -> None:
+    """ConfigError naming ``MAPF_LAKE_OPENAI_BASE_URL`` unless ``base_url`` is an http(s) URL with a host, a numeric
+    port if any, and no ``user:password@`` part. Credentials in the URL are refused, not used: the host-name lookup
+    was sent ``user:password@host`` and every error message printed them; the key belongs in the key variable."""
+    allowed = f"an http:// or https:// URL such as {DEFAULT_BASE_URL}"
+    if not isinstance(base_url, str):
+        raise ConfigError(ENV_BASE_URL, type(base_url).__name__, allowed)
+    shown = scrub(_without_userinfo(base_url))
+    if "@" in base_url:
+        raise ConfigError(ENV_BASE_URL, shown, f"{allowed}, without user:password@ (put the key in {ENV_API_KEY}; "
+                          "a key in the URL would be sent to the host-name lookup and shown in messages)")
+    try:
+        parsed = urllib.parse.urlparse(base_url)
+        parsed.port  # noqa: B018 (a port that is not a number raises ValueError here)
+    except ValueError as error:  # "http://[::1", "http://host:abc"
+        raise ConfigError(ENV_BASE_URL, shown, allowed, scrub(str(error))) from None
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(ENV_BASE_URL, shown, allowed)
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in base_url):
+        raise ConfigError(ENV_BASE_URL, shown, f"{allowed}, without spaces or control characters")
+
+
 class _TransportError(Exception):
     """No HTTP answer at all: connection refused or reset, DNS failure, timeout."""
 
@@ -87,10 +118,7 @@ class OpenAIBackend:
         self.spec = f"openai:{model}"
         self._api_key = api_key
         self.model = model
-        parsed = urllib.parse.urlparse(base_url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            allowed = f"an http:// or https:// URL such as {DEFAULT_BASE_URL}"
-            raise ConfigError(ENV_BASE_URL, self._scrub(base_url), allowed)
+        check_base_url(base_url, self._scrub)
         if not api_key:
             raise ConfigError(
                 ENV_API_KEY, "<unset>",
@@ -134,8 +162,11 @@ class OpenAIBackend:
         raise TypeError("OpenAIBackend holds an API key and cannot be pickled; make it again from the environment")
 
     def _scrub(self, text: str) -> str:
-        if self._api_key:
-            text = text.replace(self._api_key, HIDDEN)
+        key = self._api_key
+        if key and len(key) >= 8:
+            text = text.replace(key, HIDDEN)
+        elif key:  # a short placeholder ("x", "EMPTY"): whole tokens only, or "k" would hide every k of a message
+            text = re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", HIDDEN, text)
         return _KEY_SHAPES.sub(lambda match: (match.group(1) or "") + HIDDEN, text)
 
     # --- HTTP ------------------------------------------------------------------------------------------------

@@ -513,6 +513,36 @@ def test_openai__malformed_base_url_is_a_config_error(url, monkeypatch):
         make_backend("openai:fake-model")
 
 
+@pytest.mark.parametrize("url", ["https://alice:s3cretPass@example.invalid/v1", "http://alice@127.0.0.1:9/v1",
+                                 "https://:s3cretPass@host/v1", "https://alice:s3cret/Pass@host/v1",
+                                 "http://alice:s3cretPass@[::1]:9/v1"])
+def test_openai__base_url_with_credentials_is_refused_without_showing_them(url, monkeypatch):
+    """user:password@ in the base URL: http.client raised InvalidURL (a traceback) or the host-name lookup was sent
+    'alice:...@host', and the error message printed the URL with its password."""
+    monkeypatch.setenv("MAPF_LAKE_OPENAI_BASE_URL", url)
+    monkeypatch.setenv("MAPF_LAKE_OPENAI_API_KEY", KEY)
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: pytest.fail("a host-name lookup was sent"))
+    with pytest.raises(ConfigError) as caught:
+        make_backend("openai:fake-model")
+    message = str(caught.value)
+    assert caught.value.field == "MAPF_LAKE_OPENAI_BASE_URL" and "without user:password@" in message
+    assert "s3cret" not in message and "alice" not in message and "<hidden>@" in message
+
+
+@pytest.mark.parametrize("url, detail", [("http://[::1", "IPv6"), ("http://host:abc/v1", "abc"),
+                                         ("http://host/v 1", "control characters")])
+def test_openai__base_url_that_does_not_parse_is_one_line(url, detail, monkeypatch):
+    monkeypatch.setenv("MAPF_LAKE_OPENAI_BASE_URL", url)
+    monkeypatch.setenv("MAPF_LAKE_OPENAI_API_KEY", KEY)
+    with pytest.raises(ConfigError, match=detail):
+        make_backend("openai:fake-model")
+
+
+def test_openai__a_short_placeholder_key_is_hidden_as_a_word_not_as_letters():
+    backend = OpenAIBackend("m", api_key="k")
+    assert backend._scrub("Name or service not known: k") == "Name or service not known: <hidden>"
+
+
 def test_openai__base_url_without_api_root_gets_a_hint(server, monkeypatch):
     monkeypatch.setenv("MAPF_LAKE_OPENAI_BASE_URL", server.base_url.removesuffix("/v1"))
     with pytest.raises(ConfigError, match="/v1"):
