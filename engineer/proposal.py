@@ -16,7 +16,9 @@ Finding the document (:func:`extract_proposal`)
    as in a cut answer, runs to the end), then JSON objects embedded in prose (first first), then the
    YAML lines starting at the first line that begins with a config key (``agents:``, ``sizes:``, ...), then the
    whole text. Each candidate is tried as JSON, then as YAML. Config-like: a mapping with at least one top-level
-   config key.
+   config key. At most :data:`MAX_FENCED_BLOCKS` fenced blocks are tried, and a candidate nested deeper than
+   :data:`MAX_NESTING` levels (brackets, indentation, ``- `` items) is not parsed: PyYAML's work grows with the
+   depth, and the whole search stays about linear in the text.
 4. A mapping whose only config-like content is under one wrapper key (``config``, ``stage_config``,
    ``next_config``, ``next_stage_config``, ``proposal``) is unwrapped (noted). Keys ``rationale``, ``reason``,
    ``reasoning`` or ``explanation`` at the top (or beside the wrapper) are the rationale, not config fields.
@@ -25,8 +27,9 @@ Finding the document (:func:`extract_proposal`)
 
 Repairs (:func:`repair_proposal`), each recorded in words; everything else that is wrong rejects the proposal
 --------------------------------------------------------------------------------------------------------------
-* a document from an unclosed block whose sizes lack fields is an answer cut off at the length limit: it is
-  rejected (the lost sizes cannot be told from sizes meant to be dropped);
+* a document from an unclosed block whose sizes lack fields, or whose listed data ratios sum to less than 1
+  (cut at a line boundary after a whole size), is an answer cut off at the length limit: it is rejected (the
+  lost sizes cannot be told from sizes meant to be dropped); any document from an unclosed block is noted so;
 * a key listed twice (a size, a field) rejects the document, with that reason;
 * an answer that lists only some current sizes with data ratios summing to less than 1 edits part of the
   config: the sizes it leaves out are kept, scaled to fill the rest, so the listed ones get exactly what was
@@ -80,6 +83,8 @@ from simulator.errors import ConfigError
 MAX_ANSWER_CHARS = 32_000  # longer answers are cut here before parsing (a config document is < 2,000 chars)
 MAX_RATIONALE_CHARS = 2_000  # the rationale kept in the record
 MAX_JSON_STARTS = 64  # '{' positions tried as embedded JSON objects (bounds the work on hostile text)
+MAX_FENCED_BLOCKS = 32  # fenced blocks tried, the last ones first (each costs a YAML parse)
+MAX_NESTING = 24  # deepest nesting a candidate may have to be parsed (a config document nests 3 or 4 levels)
 
 WRAPPER_KEYS = ("config", "stage_config", "next_config", "next_stage_config", "proposal")
 RATIONALE_KEYS = ("rationale", "reason", "reasoning", "explanation")
@@ -140,8 +145,9 @@ class ParsedAnswer:
     """The document came from a fenced block that is never closed: the answer may have been cut off in it."""
 
 
-def _why_not(block: str) -> str:
-    """Why a block that looks like a config does not load, in words a model's author would act on."""
+def _why_not(block: str, problem: str = "") -> str:
+    """Why a block that looks like a config does not load, in words a model's author would act on; ``problem``
+    is the YAML loader's complaint when the caller has it already (parsing again costs as much as the first time)."""
     if re.search(r"^\t", block, re.MULTILINE):
         return "a tab in the indentation (YAML indents with spaces)"
     if re.search(r"(^|\s)//", block):
@@ -150,6 +156,8 @@ def _why_not(block: str) -> str:
         return "two YAML documents in one block"
     if re.search(r"\d{4000,}", block):
         return "a number too long to read"
+    if problem:
+        return " ".join(problem.split())[:120]
     try:
         yaml.load(block, Loader=_AnswerLoader)
     except Exception as error:  # the loader's own words, shortened
@@ -158,9 +166,37 @@ def _why_not(block: str) -> str:
     return "not a mapping"
 
 
-def _load(text: str, complaints: list[str] | None = None) -> Any:
+_BRACKET = re.compile(r"[\[\]{}]")
+_LINE_START = re.compile(r"^( *)((?:-[ \t]+)*)", re.MULTILINE)
+
+
+def _nesting(text: str) -> int:
+    """How deeply ``text`` nests, counted generously in one pass: brackets open at once, and per line the
+    indentation levels open plus the ``- `` items that start the line. PyYAML's work per token grows with the
+    depth and it recurses once per level, so 30 blocks nested 500 deep took 14-26 s to refuse."""
+    deepest = depth = 0
+    for match in _BRACKET.finditer(text):
+        depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
+        deepest = max(deepest, depth)
+    indents: list[int] = []
+    for match in _LINE_START.finditer(text):
+        width = len(match.group(1))
+        while indents and indents[-1] >= width:
+            indents.pop()
+        indents.append(width)
+        deepest = max(deepest, len(indents) + match.group(2).count("-"))
+    return deepest
+
+
+def _load(text: str, complaints: list[str] | None = None, problems: list[str] | None = None) -> Any:
     """``text`` as JSON, else as safe YAML; None when neither loads (any loader complaint counts as no load).
-    A complaint worth telling (aliases, a key listed twice) is appended to ``complaints``."""
+    A complaint worth telling (aliases, a key listed twice, nesting past :data:`MAX_NESTING`) is appended to
+    ``complaints``. Text nested deeper than that is not parsed at all (a config needs 3 or 4 levels)."""
+    depth = _nesting(text)
+    if depth > MAX_NESTING:
+        if complaints is not None and _CONFIG_WORD.search(text):
+            complaints.append(f"nested {depth} levels deep (a config needs 3 or 4; more than {MAX_NESTING} is not read)")
+        return None
     try:
         return json.loads(text, object_pairs_hook=reject_duplicate_json_keys)
     except (ValueError, RecursionError):
@@ -171,6 +207,8 @@ def _load(text: str, complaints: list[str] | None = None) -> Any:
         problem = getattr(error, "problem", None)
         if complaints is not None and isinstance(problem, str) and ("listed twice" in problem or "alias" in problem):
             complaints.append(problem)
+        if problems is not None:
+            problems.append(str(problem or error))
         return None
 
 
@@ -262,7 +300,10 @@ def extract_proposal(text: Any) -> ParsedAnswer:
         (reference if _REFERENCE_INTRO.search(intro) else fresh).append(match)
     unclosed = {match.start(1) for match in fences if not match.group(0).rstrip().endswith("```")}
     # the last block first (models draft, then answer), but a block introduced as the old config comes last
-    for match in [*reversed(fresh), *reversed(reference)]:
+    ordered = [*reversed(fresh), *reversed(reference)]
+    if len(ordered) > MAX_FENCED_BLOCKS:
+        notes.append(f"only {MAX_FENCED_BLOCKS} of the answer's {len(ordered)} fenced blocks were tried")
+    for match in ordered[:MAX_FENCED_BLOCKS]:
         spans.append(("a fenced block", match.start(1), match.end(1), match.start(), match.end()))
     spans += [("a JSON object in the text", start, end, start, end) for start, end in _json_objects(text)]
     block = _yaml_block(text)
@@ -276,9 +317,10 @@ def extract_proposal(text: Any) -> ParsedAnswer:
         if (start, end) in seen:
             continue
         seen.add((start, end))
-        loaded = _load(text[start:end], complaints)
-        if loaded is None and what == "a fenced block" and _CONFIG_WORD.search(text[start:end]):
-            complaints.append(_why_not(text[start:end]))
+        problems: list[str] = []
+        loaded = _load(text[start:end], complaints, problems)
+        if loaded is None and what == "a fenced block" and _CONFIG_WORD.search(text[start:end]) and not complaints:
+            complaints.append(_why_not(text[start:end], problems[-1] if problems else ""))
         if not isinstance(loaded, Mapping):
             continue
         document, rationale = _unwrap(loaded, notes)
@@ -293,6 +335,9 @@ def extract_proposal(text: Any) -> ParsedAnswer:
         if len(rationale) > MAX_RATIONALE_CHARS:
             rationale = rationale[:MAX_RATIONALE_CHARS] + " ...(cut)"
         cut = what == "a fenced block" and start in unclosed
+        if cut:  # named whatever is decided: an answer that ends inside its block may have lost its last lines
+            notes.append("the config block is never closed: read to the end of the answer, which may have been cut "
+                         "off at the length limit")
         return ParsedAnswer(document, rationale, notes, unclosed=cut)
     problem = "no JSON or YAML config document found in the answer"
     if complaints:  # the real reason, when a block that looked like a config said why it is not one
@@ -499,6 +544,15 @@ def _cut_off(parsed: ParsedAnswer) -> str | None:
             if lacking:
                 return (f"the answer stops inside its config block (cut off at the length limit?): size {side} "
                         f"lacks {', '.join(lacking)}, and sizes after it may be lost")
+        # Cut at a line boundary, after a whole size: the listed data ratios fall short of 1, which would otherwise
+        # read as a partial answer and fill the lost sizes from the current config without a word.
+        ratios = [entry.get("data_ratio") for entry in sizes.values()]
+        if sizes and all(isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) for r in ratios):
+            total = sum(ratios)
+            if total < 1 - DATA_RATIO_TOLERANCE:
+                last = list(sizes)[-1]
+                return (f"the answer stops inside its config block (cut off at the length limit?) after size {last}: "
+                        f"its data ratios sum to {total:.4g}, so sizes after it may be lost")
     return None
 
 

@@ -90,6 +90,11 @@ CASES = {
                                           True, "accepted", lambda c: c.used_sizes() == (6,)),
     "cut_off_inside_the_block": ("```yaml\nagents: 2\nsizes:\n  4:\n    data_ratio: 0.5\n    hole_ratio: 0.2\n"
                                  "    wait_ratio: 0.3\n  6:\n    data_ratio: 0.5\n", False, "cut off", None),
+    # cut at a line boundary after a whole size: it read as a partial answer and was accepted without a word
+    "cut_off_after_a_whole_size": ("```yaml\nagents: 2\nsizes:\n  4:\n    data_ratio: 0.5\n    hole_ratio: 0.2\n"
+                                   "    wait_ratio: 0.3\n", False, "after size 4: its data ratios sum to 0.5", None),
+    "unclosed_block_with_a_whole_distribution": ("```yaml\n" + GOOD_YAML, True, "never closed",
+                                                 lambda c: c.sizes[6].data_ratio == 0.6),
     "new_config_then_the_old_for_reference": (
         "New config:\n```yaml\n" + GOOD_YAML + "```\nFor reference, the old config was:\n```json\n"
         + json.dumps(PREVIOUS.to_dict()) + "\n```", True, "accepted", lambda c: c.sizes[6].hole_ratio == 0.35),

@@ -550,3 +550,29 @@ def test_fuzz__multi_turn_rollout_refuses_items_that_are_not_labelled_instances(
         with pytest.raises(ConfigError) as error:
             MultiTurnRollout(items, "compact")
         assert error.value.field == field
+
+
+def _blocks(block: str) -> str:
+    """As many copies of ``block`` as fit in the engineer's 32,000-character limit."""
+    return block * (31_900 // len(block))
+
+
+@pytest.mark.parametrize("answer", [
+    _blocks("```\nagents: " + "[ " * 500 + "]" * 500 + "\n```\n"),  # 21 blocks: 6.5 s before (YAML recursed)
+    _blocks("```\nagents: " + "[ " * 1000 + "]" * 1000 + "\n```\n"),  # 10 blocks: 10 s
+    _blocks("```\nagents: " + "{a: " * 300 + "1" + "}" * 300 + " :x\n```\n"),
+    _blocks("```\nagents:\n  " + "- " * 200 + "1\n :bad\n```\n"),
+    _blocks("```\nagents: " + "[ " * 20 + "]" * 20 + " :x\n```\n"),  # just under the nesting bound, 398 blocks
+], ids=["seq500", "seq1000", "map300", "dash200", "seq20"])
+def test_fuzz__engineer_answers_with_many_deeply_nested_blocks_are_decided_in_bounded_time(answer):
+    """Engineer answers within the 32,000-character limit made of deeply nested fenced blocks took 14-26 s:
+    PyYAML's work grows with the nesting and every block was parsed twice. Text nested past MAX_NESTING is not
+    parsed, a block is parsed once, and at most MAX_FENCED_BLOCKS blocks are tried."""
+    from engineer.proposal import decide_from_answer
+    from simulator.config import StageConfig
+
+    previous = StageConfig.from_dict({"agents": 2, "samples": 100, "seed": 1, "sizes": {
+        4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.3}}})
+    with bounded():
+        decision = decide_from_answer("fuzz", answer, previous)
+    assert not decision.accepted and decision.config == previous
