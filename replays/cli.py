@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simulator.cli import add_bench_target
+
+if TYPE_CHECKING:
+    from simulator.cli import Subcommands
 
 
 def _finite(value: Any) -> Any:
@@ -33,10 +36,7 @@ def _summarize(args: argparse.Namespace) -> int:
 
 
 
-def register(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    bench: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> None:
+def register(commands: Subcommands, bench: Subcommands) -> None:
     summarize = commands.add_parser(
         "summarize",
         help="failure summary of replay files (what the environment engineer reads)",

@@ -31,7 +31,7 @@ from replays.errors import RecordError
 from replays.types import Episode, InstanceLabels, LazyEpisode, Outcome, ReplayHeader
 from simulator import constants as C
 from simulator.errors import ConfigError
-from simulator.jit import njit
+from simulator.jit import Int8Array, Int32Array, UInt8Array, njit
 from simulator.types import Instance, JointPlan
 
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what msgpack can hold
@@ -332,12 +332,12 @@ def encode_trace_numpy(
 
 @njit(cache=True, nogil=True)
 def _encode_trace_kernel(
-    positions: npt.NDArray[np.int32],  # (T+1, K, 2)
-    events: npt.NDArray[np.int8],  # (T, K)
+    positions: Int32Array,  # (T+1, K, 2)
+    events: Int8Array,  # (T, K)
     height: int,
     width: int,
     wide: bool,
-    out: npt.NDArray[np.uint8],
+    out: UInt8Array,
 ) -> tuple[int, int]:  # pragma: no cover - compiled
     """Fast twin of :func:`encode_trace_numpy` (int32 positions, int8 events, both C-contiguous).
 

@@ -7,9 +7,9 @@ Free functions over plain arrays, ``@njit(cache=True)``, serial; array conventio
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from simulator.grid_kernels import INF, grow1, grow2, now
+from simulator.jit import BoolScalar, Int32Array, Int64Array, IntScalar, njit
 from simulator.pair_tables import MATCHINGS, MAX_MATCHED_GROUP, N_MATCHINGS
 
 # Outcome codes of ``solve_kernel`` / ``group_astar``.
@@ -28,7 +28,8 @@ _FIELD_MAX = (1 << 21) - 1  # one tie-break field of the second heap key
 
 
 @njit(cache=True)
-def _heap_push(keys1, keys2, nodes, size, key1, key2, node):
+def _heap_push(keys1: Int64Array, keys2: Int64Array, nodes: Int32Array, size: IntScalar, key1: IntScalar,
+               key2: IntScalar, node: IntScalar) -> IntScalar:
     i = size
     while i > 0:
         parent = (i - 1) >> 1
@@ -45,7 +46,7 @@ def _heap_push(keys1, keys2, nodes, size, key1, key2, node):
 
 
 @njit(cache=True)
-def _heap_pop(keys1, keys2, nodes, size):
+def _heap_pop(keys1: Int64Array, keys2: Int64Array, nodes: Int32Array, size: IntScalar) -> IntScalar:
     """Remove the root (the caller has read it); returns the new size."""
     size -= 1
     if size == 0:
@@ -77,7 +78,7 @@ def _heap_pop(keys1, keys2, nodes, size):
 
 
 @njit(cache=True)
-def _node_hash(nd, node, width):
+def _node_hash(nd: Int32Array, node: IntScalar, width: int) -> np.int64:
     """Hash of a node's search state: columns ``[0, 2G + 2)`` of its row (cells, came-from cells, tag, next)."""
     h = np.int64(0)
     for c in range(width):
@@ -89,7 +90,8 @@ def _node_hash(nd, node, width):
 
 
 @njit(cache=True)
-def _table_find(table, nd, node, width):
+def _table_find(table: Int64Array, nd: Int32Array, node: IntScalar,
+                width: int) -> tuple[IntScalar, IntScalar, IntScalar]:
     """Slot of the node whose state equals row ``node``'s: ``(slot, existing node or -1, entry to store)``.
 
     An entry is ``(fingerprint << 32) | node`` with 31 high bits of the hash as fingerprint (the sign bit stays
@@ -117,7 +119,7 @@ def _table_find(table, nd, node, width):
 
 
 @njit(cache=True)
-def _table_rehash(table, nd, width):
+def _table_rehash(table: Int64Array, nd: Int32Array, width: int) -> Int64Array:
     grown = np.full(table.shape[0] * 2, -1, np.int64)
     mask = grown.shape[0] - 1
     for i in range(table.shape[0]):
@@ -132,7 +134,8 @@ def _table_rehash(table, nd, width):
 
 
 @njit(cache=True)
-def _keys(mode, g1, g2, g3, h1, h2):
+def _keys(mode: IntScalar, g1: IntScalar, g2: IntScalar, g3: IntScalar, h1: IntScalar,
+          h2: IntScalar) -> tuple[IntScalar, IntScalar]:
     """Heap keys: the objective's ``f``, then fewer avoidance-table conflicts, then the smaller remaining
     heuristic (first the objective's own, then the other's), each field clipped to 21 bits."""
     if g3 > _FIELD_MAX:
@@ -153,8 +156,10 @@ def _keys(mode, g1, g2, g3, h1, h2):
 
 
 @njit(cache=True)
-def _evaluate(nd, node, assigned, dist, goals, nbr, use_pairs, free_index, n_free, table_soc, table_makespan,
-              pair_row, matchings, n_matchings, single, pair_value):
+def _evaluate(nd: Int32Array, node: IntScalar, assigned: IntScalar, dist: Int32Array, goals: Int64Array,
+              nbr: Int32Array, use_pairs: BoolScalar, free_index: Int64Array, n_free: int, table_soc: Int32Array,
+              table_makespan: Int32Array, pair_row: Int64Array, matchings: Int64Array, n_matchings: IntScalar,
+              single: Int64Array, pair_value: Int64Array) -> tuple[IntScalar, IntScalar]:
     """Heuristic ``(h1, h2)`` of a node: lower bounds on remaining makespan and sum of costs; ``(INF, INF)`` if dead.
 
     ``nd[node]`` is a node row of ``group_astar`` (cells in columns ``[0, G)``, came-from cells in ``[G, 2G)``).
@@ -229,8 +234,11 @@ def _evaluate(nd, node, assigned, dist, goals, nbr, use_pairs, free_index, n_fre
 
 
 @njit(cache=True)
-def group_astar(nbr, dist, starts, goals, order, max_expand, deadline, use_pairs, free_index, n_free, table_soc,
-                table_makespan, pair_row, bound_makespan, bound_soc, reserved, reserved_arrival, reserved_hard):
+def group_astar(nbr: Int32Array, dist: Int32Array, starts: Int64Array, goals: Int64Array, order: IntScalar,
+                max_expand: IntScalar, deadline: float, use_pairs: BoolScalar, free_index: Int64Array, n_free: int,
+                table_soc: Int32Array, table_makespan: Int32Array, pair_row: Int64Array, bound_makespan: IntScalar,
+                bound_soc: IntScalar, reserved: Int32Array, reserved_arrival: Int64Array,
+                reserved_hard: BoolScalar) -> tuple[int, Int32Array, IntScalar, IntScalar]:
     """Best joint plan of one group: A* with operator decomposition over joint states.
 
     Args:
@@ -266,7 +274,7 @@ def group_astar(nbr, dist, starts, goals, order, max_expand, deadline, use_pairs
     (after it the reserved agents stand still). A node is one row of ``nd`` (see the column constants below):
     a search spends its time on memory latency, and one row keeps a node's fields together.
     """
-    n_group = starts.shape[0]
+    n_group: int = starts.shape[0]
     # Columns of a node row: cells, came-from cells, then the fields below. The key is columns [0, key_width).
     col_tag = 2 * n_group  # time clipped at ``horizon`` (0 without hard reservations)
     col_next = col_tag + 1  # 0 for a full node, else the next agent to place
@@ -415,7 +423,7 @@ def group_astar(nbr, dist, starts, goals, order, max_expand, deadline, use_pairs
             if n_nodes >= capacity:
                 capacity *= 2
                 nd = grow2(nd, capacity)
-            child = n_nodes
+            child: IntScalar = n_nodes
             for j in range(n_group):
                 nd[child, j] = nd[node, j]
             nd[child, agent] = target

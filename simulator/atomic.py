@@ -12,6 +12,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from types import TracebackType
 from typing import IO, Iterator
 
 
@@ -24,7 +25,7 @@ class AtomicWriter:
     its mode.
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         if self.path.is_dir():  # checked first: os.replace would fail only after the whole write, naming the temp file
             raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(self.path))
@@ -73,14 +74,16 @@ class AtomicWriter:
     def __enter__(self) -> "AtomicWriter":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc_type is None:
             self.commit()
         else:
             self.discard()
 
 
-def atomic_write(path: str | os.PathLike, data: bytes | str) -> None:
+def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
     """Write ``data`` (text is UTF-8 encoded) to ``path`` atomically."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     with AtomicWriter(path) as writer:
@@ -88,7 +91,7 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> None:
 
 
 @contextlib.contextmanager
-def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Build a folder under a temporary name beside ``path`` and rename it to ``path`` when the block ends.
 
     The block fills the yielded folder; leaving it normally moves the folder into place in one rename, so a

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import time
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from simulator.step import BatchState, step_batch
 from simulator.types import Instance, JointPlan
 
 
-def _timed(fn: Callable[[], None], repeats: int) -> tuple[float, float]:
+def _timed(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
     """(best, median) wall seconds of ``fn`` over ``repeats`` runs."""
     times = []
     for _ in range(repeats):
@@ -47,7 +47,9 @@ def random_packed(n_envs: int, side: int, n_agents: int, hole_ratio: float, seed
     return PackedInstances(grids, starts, goals, np.full(n_envs, n_agents, np.int32))
 
 
-def bench_step(n_envs: int, side: int, n_agents: int, steps: int = 50, repeats: int = 5, seed: int = 0) -> dict:
+def bench_step(
+    n_envs: int, side: int, n_agents: int, steps: int = 50, repeats: int = 5, seed: int = 0
+) -> dict[str, Any]:
     """Agent-steps per second of the batched step with every agent moving on every step (the worst case)."""
     packed = random_packed(n_envs, side, n_agents, 0.2, seed)
     actions = np.random.default_rng(seed).integers(0, C.N_ACTIONS, size=(steps, n_envs, n_agents)).astype(np.int8)
@@ -70,7 +72,9 @@ def bench_step(n_envs: int, side: int, n_agents: int, steps: int = 50, repeats: 
     }
 
 
-def corner_tour_batch(n_plans: int, side: int = 8, seed: int = 0) -> tuple[PackedInstances, PackedPlans]:
+def corner_tour_batch(
+    n_plans: int, side: int = 8, seed: int = 0
+) -> tuple[PackedInstances, PackedPlans, list[Instance], list[JointPlan]]:
     """2-agent instances with valid plans of length ``3 * side - 4`` (20 on 8x8) that run to their last step.
 
     Agent 0 tours top row -> right column -> bottom row; agent 1 does the point mirror of that tour, so they never
@@ -106,7 +110,7 @@ def corner_tour_batch(n_plans: int, side: int = 8, seed: int = 0) -> tuple[Packe
     return packed, PackedPlans(actions, np.full(n_plans, actions.shape[2], np.int32)), instances, plans
 
 
-def bench_judge(n_plans: int = 65536, repeats: int = 5, seed: int = 0) -> dict:
+def bench_judge(n_plans: int = 65536, repeats: int = 5, seed: int = 0) -> dict[str, Any]:
     """Plans/s of the batched judge on valid 2-agent, length-20 plans on 8x8 (validation included)."""
     packed, plans, instances, plan_objects = corner_tour_batch(n_plans, 8, seed)
     result = judge_packed(packed, plans)
@@ -129,7 +133,7 @@ def bench_judge(n_plans: int = 65536, repeats: int = 5, seed: int = 0) -> dict:
     }
 
 
-def bench_cold_start() -> dict:
+def bench_cold_start() -> dict[str, float]:
     """Seconds for a new process to import ``simulator`` and judge one plan (numba cache warm: run twice)."""
     code = (
         "import time; t=time.perf_counter();"
@@ -144,7 +148,7 @@ def bench_cold_start() -> dict:
     return {"first_process_s": seconds[0], "import_and_first_call_s": seconds[1]}
 
 
-def bench_gymnasium(seconds: float = 1.0) -> dict | None:
+def bench_gymnasium(seconds: float = 1.0) -> dict[str, Any] | None:
     """Steps/s of Gymnasium's FrozenLake-v1 (8x8, not slippery) under random actions, or None if not installed."""
     try:
         import gymnasium as gym
@@ -166,11 +170,11 @@ def bench_gymnasium(seconds: float = 1.0) -> dict | None:
     return {"steps_per_s": steps / elapsed, "version": gym.__version__}
 
 
-def run_sim_bench(quick: bool = False) -> dict:
+def run_sim_bench(quick: bool = False) -> dict[str, Any]:
     """All simulator figures, measured in one run."""
     envs = 512 if quick else 4096
     repeats = 2 if quick else 5
-    results = {
+    results: dict[str, Any] = {
         "step_4x8x8": bench_step(envs, 8, 4, steps=10 if quick else 50, repeats=repeats),
         "step_16x32x32": bench_step(envs, 32, 16, steps=10 if quick else 50, repeats=repeats),
         "judge_2x8x8_len20": bench_judge(4096 if quick else 65536, repeats=repeats),
@@ -185,7 +189,7 @@ def run_sim_bench(quick: bool = False) -> dict:
     return results
 
 
-def format_sim_bench(results: dict) -> str:
+def format_sim_bench(results: dict[str, Any]) -> str:
     """Human table of ``run_sim_bench`` output."""
     s4, s16, judge, cold = (results[k] for k in ("step_4x8x8", "step_16x32x32", "judge_2x8x8_len20", "cold_start"))
     lines = [

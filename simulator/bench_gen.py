@@ -18,37 +18,43 @@ computes the optimal makespan (a second objective pymapf does not have), so the 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
 from simulator.config import StageConfig
-from simulator.generator import generate
+from simulator.generator import GeneratedStage, generate
 from simulator.solver import solve
+from simulator.types import Instance
 
 
-def _uniform_stage(agents: int, sizes: list[int], holes: float, samples: int, wait: float = 0.3, seed: int = 0):
+def _uniform_stage(
+    agents: int, sizes: list[int], holes: float, samples: int, wait: float = 0.3, seed: int = 0
+) -> StageConfig:
     share = 1.0 / len(sizes)
-    doc = {"agents": agents, "samples": samples, "seed": seed, "sizes": {}}
+    doc: dict[str, Any] = {"agents": agents, "samples": samples, "seed": seed, "sizes": {}}
     for i, size in enumerate(sizes):
         ratio = share if i < len(sizes) - 1 else 1.0 - share * (len(sizes) - 1)
         doc["sizes"][size] = {"data_ratio": ratio, "hole_ratio": holes, "wait_ratio": wait}
     return StageConfig.from_dict(doc)
 
 
-def bench_generation(config: StageConfig, repeats: int = 2) -> dict:
+def bench_generation(config: StageConfig, repeats: int = 2) -> dict[str, Any]:
     generate(_uniform_stage(2, [4], 0.2, 4))  # load the compiled kernels before timing
     best = float("inf")
-    stage = None
+    stage: GeneratedStage | None = None
     for r in range(repeats):
         start = time.perf_counter()
         stage = generate(config, seed=config.seed + r)
         best = min(best, time.perf_counter() - start)
+    assert stage is not None, "repeats: at least 1"
     candidates = sum(report.candidates for report in stage.reports.values())
     return {"instances": len(stage.instances), "instances_per_s": len(stage.instances) / best,
             "candidates_per_instance": candidates / len(stage.instances)}
 
 
-def _pymapf_problem(instance):
+def _pymapf_problem(instance: Instance) -> Any:
+    """The instance as pymapf's ``MAPFProblem``."""
     import pymapf
 
     grid = pymapf.GridMap(instance.grid.tolist())
@@ -58,7 +64,7 @@ def _pymapf_problem(instance):
 
 
 def bench_solver_vs_pymapf(n: int = 200, agents: int = 4, side: int = 8, holes: float = 0.2, seed: int = 3,
-                           peer_time_limit: float = 5.0) -> dict | None:
+                           peer_time_limit: float = 5.0) -> dict[str, Any] | None:
     """Median solve time of ours vs pymapf's CBS on the same generated instances, and sum-of-costs agreement."""
     try:
         import pymapf
@@ -98,7 +104,7 @@ def bench_solver_vs_pymapf(n: int = 200, agents: int = 4, side: int = 8, holes: 
     }
 
 
-def run_gen_bench(quick: bool = False) -> dict:
+def run_gen_bench(quick: bool = False) -> dict[str, Any]:
     scale = 0.1 if quick else 1.0
     return {
         "generation_2agents_3to10_holes30": bench_generation(
@@ -109,7 +115,7 @@ def run_gen_bench(quick: bool = False) -> dict:
     }
 
 
-def format_gen_bench(results: dict) -> str:
+def format_gen_bench(results: dict[str, Any]) -> str:
     g2, g5, g5h = (results[k] for k in ("generation_2agents_3to10_holes30", "generation_5agents_10x10_holes30",
                                         "generation_5agents_10x10_holes50"))
     lines = [

@@ -14,6 +14,8 @@ raises :class:`ConformanceError` on the first broken promise:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from simulator import constants as C
@@ -33,7 +35,7 @@ def _require(condition: bool, message: str) -> None:
         raise ConformanceError(message)
 
 
-def _check_observation(obs: dict, instance: Instance, t: int) -> None:
+def _check_observation(obs: dict[str, Any], instance: Instance, t: int) -> None:
     _require(isinstance(obs, dict), f"observation is {type(obs).__name__}, expected dict")
     for key in ("positions", "status", "goals", "grid", "t"):
         _require(key in obs, f"observation lacks {key!r}")
@@ -48,9 +50,9 @@ def _check_observation(obs: dict, instance: Instance, t: int) -> None:
     _require(bool(np.isin(obs["status"], (C.MOVING, C.ON_GOAL, C.FALLEN)).all()), f"unknown status {obs['status']}")
 
 
-def _run_episode(env: MapfEnv, seed: int, actions: np.ndarray) -> list:
+def _run_episode(env: MapfEnv, seed: int, actions: np.ndarray) -> list[bytes | tuple[bytes, bytes, bool]]:
     obs, info = env.reset(seed=seed)
-    trace = [obs["positions"].tobytes()]
+    trace: list[bytes | tuple[bytes, bytes, bool]] = [obs["positions"].tobytes()]
     for row in actions:
         if env.done:
             break

@@ -7,9 +7,19 @@ import hashlib
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without loading numba or the solver
+    from simulator.config import StageConfig
+    from simulator.generator import LabelledInstance
+    from simulator.types import Instance
+
+    # What argparse's add_subparsers() returns, which the packages' register() functions add their commands to
+    # (a generic class for the type checker only: not subscriptable at run time).
+    Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
-def add_bench_target(bench: argparse._SubParsersAction, name: str, help: str, description: str, module: str,
+def add_bench_target(bench: Subcommands, name: str, help: str, description: str, module: str,
                      run: str, render: str, quick_help: str = "small sizes, for smoke tests") -> None:
     """A ``mapf-lake bench NAME`` target: ``module.run(quick=...)`` gives the figures, ``module.render(figures)``
     the human table; ``--json`` prints the figures instead. The module is imported only when the target runs."""
@@ -55,13 +65,13 @@ def add_stage_flags(parser: argparse.ArgumentParser, n_default: int) -> None:
     parser.add_argument("--seed", type=int, default=None, help="seed (default: the config's, or 0)")
 
 
-def stage_flag(args: argparse.Namespace, name: str):
+def stage_flag(args: argparse.Namespace, name: str) -> Any:
     """The map flag ``name`` (a key of :data:`MAP_FLAGS`) as given, else its default."""
     value = getattr(args, name)
     return MAP_FLAGS[name][1] if value is None else value
 
 
-def refuse_map_flags(args: argparse.Namespace, source: str, value, except_for: tuple[str, ...] = ()) -> None:
+def refuse_map_flags(args: argparse.Namespace, source: str, value: object, except_for: tuple[str, ...] = ()) -> None:
     """ConfigError naming every map flag given beside ``source`` (``--config``, ``--suite``, ``--map``), which
     takes its maps from elsewhere: such a flag would be ignored without a word."""
     from simulator.errors import ConfigError
@@ -74,7 +84,7 @@ def refuse_map_flags(args: argparse.Namespace, source: str, value, except_for: t
                           f"ignored ({fix}, or leave {source} out)")
 
 
-def progress_bar(total: int, desc: str):
+def progress_bar(total: int, desc: str) -> tuple[Callable[[int], None], Callable[[], None]]:
     """A tqdm bar on stderr (hidden when stderr is not a terminal); returns (callback, close)."""
     from tqdm import tqdm
 
@@ -86,7 +96,7 @@ def progress_bar(total: int, desc: str):
     return update, bar.close
 
 
-def config_from_args(args: argparse.Namespace):
+def config_from_args(args: argparse.Namespace) -> StageConfig:
     from simulator.config import StageConfig, load_config
     from simulator.errors import ConfigError
 
@@ -118,7 +128,7 @@ def config_from_args(args: argparse.Namespace):
     return StageConfig.from_dict(document)
 
 
-def _describe(item) -> str:
+def _describe(item: LabelledInstance) -> str:
     from simulator.text import PLAN_HEADING, describe_agents, format_plan, render_instance
 
     header = (
@@ -222,7 +232,7 @@ def _gen_movingai(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_instance(source: str):
+def _read_instance(source: str) -> Instance:
     from simulator.errors import ConfigError
     from simulator.text import parse_instance
     from simulator.types import Instance
@@ -262,13 +272,14 @@ def _solve(args: argparse.Namespace) -> int:
         print(json.dumps(out))
         return 0 if solution.solved else 1
     print(render_instance(instance))
-    if not solution.solved:
+    plan = solution.plan  # given exactly when solved
+    if not solution.solved or plan is None:
         print(f"{solution.status}: {solution.reason}")
         return 1
-    verdict = judge_plan(instance, solution.plan)
+    verdict = judge_plan(instance, plan)
     print(f"optimal makespan {solution.makespan}, optimal sum of costs {solution.sum_of_costs}, "
           f"needs_wait {str(wait).lower()}, judge: {'valid' if verdict.valid else verdict.failure_name}")
-    print(format_plan(solution.plan.sequences()))
+    print(format_plan(plan.sequences()))
     return 0
 
 
@@ -304,7 +315,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 
-def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+def register(commands: Subcommands, bench: Subcommands) -> None:
     from simulator.suites import SUITES
 
     gen = commands.add_parser(

@@ -107,7 +107,7 @@ def _checked_real(value: Any, field: str, low: float, high: float) -> float:
     return float(value)
 
 
-def _reject_unknown_keys(data: Mapping, allowed: tuple[str, ...], where: str) -> None:
+def _reject_unknown_keys(data: Mapping[Any, Any], allowed: tuple[str, ...], where: str) -> None:
     for key in data:
         if key not in allowed:
             field = f"{where}.{key}" if where else str(key)
@@ -154,7 +154,7 @@ class SizeSpec:
         for name in ("min_makespan", "max_makespan"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, _checked_int(getattr(self, name), name, 1, MAX_HORIZON))
-        if None not in (self.min_makespan, self.max_makespan) and self.min_makespan > self.max_makespan:
+        if self.min_makespan is not None and self.max_makespan is not None and self.min_makespan > self.max_makespan:
             raise ConfigError("max_makespan", self.max_makespan, f"at least min_makespan ({self.min_makespan})")
 
     def makespan_bounds(self) -> tuple[int, int]:
@@ -205,7 +205,7 @@ class SizeSpec:
             raise ConfigError(f"{prefix}{error.field}", error.value, error.allowed) from None
 
 
-class SizeTable(Mapping):
+class SizeTable(Mapping[int, "SizeSpec"]):
     """A read-only, hashable, picklable mapping ``side (int) -> SizeSpec``, iterated in ascending side order."""
 
     __slots__ = ("_entries",)
@@ -233,10 +233,10 @@ class SizeTable(Mapping):
     def __repr__(self) -> str:
         return f"SizeTable({self._entries!r})"
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {"_entries": self._entries}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self._entries = state["_entries"]
 
 
@@ -421,8 +421,10 @@ class _StrictYamlLoader(yaml.SafeLoader):
     """
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent) or getattr(self.peek_event(), "anchor", None) is not None:
-            event = self.peek_event()
+        # The two ignores: types-PyYAML leaves Parser.peek_event unannotated.
+        if self.check_event(yaml.AliasEvent) or getattr(
+                self.peek_event(), "anchor", None) is not None:  # type: ignore[no-untyped-call]
+            event = self.peek_event()  # type: ignore[no-untyped-call]
             raise yaml.composer.ComposerError(None, None, "anchors and aliases are not accepted", event.start_mark)
         return super().compose_node(parent, index)
 
@@ -435,7 +437,7 @@ class _StrictYamlLoader(yaml.SafeLoader):
                 "(write it without a leading zero or colon, or quote it)", node.start_mark)
         return super().construct_yaml_int(node)
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         self.flatten_mapping(node)  # resolve `<<` merge keys first, so merged keys are not called duplicates
         seen = set()
         for key_node, _ in node.value:
@@ -474,8 +476,8 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_StrictYamlLoader)  # a SafeLoader subclass: builds plain values only
 
 
-def reject_duplicate_json_keys(pairs: list[tuple[str, Any]]) -> dict:
-    result: dict = {}
+def reject_duplicate_json_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
             raise ValueError(f"duplicate key {key!r}")
@@ -544,7 +546,7 @@ def _format_for_path(path: Path) -> str:
     return format
 
 
-def load_config(path: str | os.PathLike) -> StageConfig:
+def load_config(path: str | os.PathLike[str]) -> StageConfig:
     """Read a stage config file: YAML for ``.yaml``/``.yml``, JSON for ``.json``.
 
     A missing or unreadable file, non-UTF-8 bytes, bad YAML/JSON, an empty document or one that is not a mapping
@@ -561,7 +563,7 @@ def load_config(path: str | os.PathLike) -> StageConfig:
     return parse_config_text(text, format, source=str(path))
 
 
-def save_config(cfg: StageConfig, path: str | os.PathLike) -> None:
+def save_config(cfg: StageConfig, path: str | os.PathLike[str]) -> None:
     """Write ``cfg``'s canonical document to ``path`` (format from the suffix), atomically.
 
     The text is produced first, then written to a temporary file in the same folder, flushed to disk and moved

@@ -60,17 +60,26 @@ EV_GOAL = KIND_BY_NAME["goal"].event_bit  # arrived on its goal this step
 EV_SLIP = KIND_BY_NAME["slip"].event_bit  # slipped sideways (slippery ice only)
 EVENT_NAMES = {kind.event_bit: kind.name for kind in sorted(KINDS, key=lambda kind: kind.event_bit) if kind.event_bit}
 
+
+def _failure_code(name: str) -> int:
+    """The failure category code of the table's row ``name`` (a row that is no failure category has none)."""
+    code = KIND_BY_NAME[name].code
+    if code is None:
+        raise AssertionError(f"{name!r} is no failure category of the failure table")
+    return code
+
+
 # Metric names used everywhere, indexed by code.
-NO_FAILURE = KIND_BY_NAME["none"].code
-PARSE_ERROR = KIND_BY_NAME["parse_error"].code
-ILLEGAL_MOVE = KIND_BY_NAME["illegal_move"].code
-FELL_IN_HOLE = KIND_BY_NAME["hole"].code
-VERTEX_CONFLICT = KIND_BY_NAME["vertex_conflict"].code
-EDGE_CONFLICT = KIND_BY_NAME["edge_conflict"].code
-GOAL_NOT_REACHED = KIND_BY_NAME["goal_not_reached"].code
+NO_FAILURE = _failure_code("none")
+PARSE_ERROR = _failure_code("parse_error")
+ILLEGAL_MOVE = _failure_code("illegal_move")
+FELL_IN_HOLE = _failure_code("hole")
+VERTEX_CONFLICT = _failure_code("vertex_conflict")
+EDGE_CONFLICT = _failure_code("edge_conflict")
+GOAL_NOT_REACHED = _failure_code("goal_not_reached")
 FAILURE_NAMES = tuple(kind.name for kind in FAILURES)
 # Event flag -> failure category, in reporting priority order.
-FAILURE_PRIORITY = tuple((kind.event_bit, kind.code) for kind in STEP_FAILURES)
+FAILURE_PRIORITY = tuple((kind.event_bit, _failure_code(kind.name)) for kind in STEP_FAILURES)
 
 # --- text symbols (instances and states as text: CLI, prompts, terminal) ---------------------------------
 SYMBOL_ICE = "."

@@ -5,9 +5,10 @@ A thin wrapper around ``kernels.step_batch`` (a batch of one); it holds no rule 
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from simulator import constants as C
 from simulator.errors import ConfigError
@@ -16,14 +17,17 @@ from simulator.rules import initial_status
 from simulator.step import BatchState, check_actions, step_batch
 from simulator.types import EnvState, Instance
 
+if TYPE_CHECKING:
+    from render.env_frames import HumanWindow
+
 
 class StepResult(NamedTuple):
-    observation: dict  # see MapfEnv
-    events: np.ndarray  # (K,) int8 event flags of this step
-    rewards: np.ndarray  # (K,) float32
+    observation: dict[str, Any]  # see MapfEnv
+    events: npt.NDArray[np.int8]  # (K,) event flags of this step
+    rewards: npt.NDArray[np.float32]  # (K,)
     terminated: bool
     truncated: bool
-    info: dict
+    info: dict[str, Any]
 
 
 def check_slip(slip: object, name: str = "slip") -> float:
@@ -76,7 +80,7 @@ class MapfEnv:
             window). The drawing lives in ``render.env_frames``; this module imports it only when asked.
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
 
     def __init__(
         self,
@@ -92,8 +96,9 @@ class MapfEnv:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError("render_mode", render_mode, f"None or one of {self.metadata['render_modes']}")
         self.render_mode = render_mode
-        self._last = None  # (state before the last step, its joint action), for the drawn frames
-        self._window = None
+        # (state before the last step, its joint action), for the drawn frames
+        self._last: tuple[EnvState, npt.NDArray[np.int8]] | None = None
+        self._window: HumanWindow | None = None
         horizon = default_horizon(instance) if horizon is None else horizon
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 1 <= horizon <= C.MAX_PLAN_LENGTH:
             raise ConfigError("horizon", horizon, f"an integer in 1..{C.MAX_PLAN_LENGTH}")
@@ -115,9 +120,12 @@ class MapfEnv:
     @property
     def state(self) -> EnvState:
         """A copy of the current state (for undo: hand it back to :meth:`set_state`)."""
+        return self._current_state().copy()
+
+    def _current_state(self) -> EnvState:
         if self._state is None:
             raise ConfigError("env", "not reset", "call reset() before reading the state")
-        return self._state.copy()
+        return self._state
 
     @property
     def done(self) -> bool:
@@ -128,8 +136,8 @@ class MapfEnv:
         self._state = state.copy()
         self._done = self._is_terminal(self._state) or self._state.t >= self.horizon
 
-    def _observation(self) -> dict:
-        state = self._state
+    def _observation(self) -> dict[str, Any]:
+        state = self._current_state()
         return {
             "positions": state.pos.copy(),
             "status": state.status.copy(),
@@ -141,7 +149,7 @@ class MapfEnv:
     def _is_terminal(self, state: EnvState) -> bool:
         return bool((state.status == C.ON_GOAL).all() or (state.events & self._failure_mask).any())
 
-    def reset(self, seed: int | None = None) -> tuple[dict, dict]:
+    def reset(self, seed: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         """Put every agent on its start; returns ``(observation, info)``."""
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
             raise ConfigError("seed", seed, "a non-negative integer or None")
@@ -153,7 +161,7 @@ class MapfEnv:
         self._last = None
         return self._observation(), {"horizon": self.horizon, "slip": self.slip}
 
-    def render(self):
+    def render(self) -> str | npt.NDArray[np.uint8] | None:
         """See ``render_mode`` in the class docstring (no mode: the board as text, like ``"ansi"``)."""
         state = self.state
         if self.render_mode in (None, "ansi"):
@@ -177,7 +185,7 @@ class MapfEnv:
             self._window.close()
             self._window = None
 
-    def step(self, joint_action) -> StepResult:
+    def step(self, joint_action: npt.ArrayLike) -> StepResult:
         """Apply one joint action (``(K,)`` codes) to every agent at once."""
         if self._state is None or self._done:
             raise ConfigError("env.step", "episode finished" if self._state else "not reset", "call reset() first")

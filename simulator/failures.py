@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import reduce
+from operator import attrgetter
 
 
 @dataclass(frozen=True)
@@ -90,13 +91,13 @@ KINDS: tuple[Kind, ...] = (
 
 KIND_BY_NAME: dict[str, Kind] = {kind.name: kind for kind in KINDS}
 # Failure categories by code: ``FAILURES[code]``; the codes run 0..n-1 (checked below).
-FAILURES: tuple[Kind, ...] = tuple(sorted((kind for kind in KINDS if kind.code is not None), key=lambda kind: kind.code))
+FAILURES: tuple[Kind, ...] = tuple(sorted((kind for kind in KINDS if kind.code is not None), key=attrgetter("code")))
 # Step failures in reporting priority order.
 STEP_FAILURES: tuple[Kind, ...] = tuple(
-    sorted((kind for kind in KINDS if kind.priority is not None), key=lambda kind: kind.priority)
+    sorted((kind for kind in KINDS if kind.priority is not None), key=attrgetter("priority"))
 )
 # Kinds the viewers draw, in the legends' order.
-LEGEND: tuple[Kind, ...] = tuple(sorted((kind for kind in KINDS if kind.legend is not None), key=lambda kind: kind.legend))
+LEGEND: tuple[Kind, ...] = tuple(sorted((kind for kind in KINDS if kind.legend is not None), key=attrgetter("legend")))
 
 EV_ALL = reduce(int.__or__, (kind.event_bit for kind in KINDS), 0)  # every bit a step may set
 EV_FAILURE_MASK = reduce(int.__or__, (kind.event_bit for kind in STEP_FAILURES), 0)

@@ -8,7 +8,7 @@ import os
 from simulator.errors import ConfigError
 
 
-def read_text_bounded(path: str | os.PathLike, limit: int, what: str) -> str:
+def read_text_bounded(path: str | os.PathLike[str], limit: int, what: str) -> str:
     """The UTF-8 text of ``path``, at most ``limit`` bytes.
 
     Args:

@@ -31,18 +31,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
-from typing import Callable, Collection
+from typing import Any, Callable, Collection
 
 import numpy as np
-from numba import njit
 
 from simulator import constants as C
 from simulator import grid_kernels
-from simulator.config import StageConfig
+from simulator.config import SizeSpec, StageConfig
 from simulator.errors import ConfigError
 from simulator.needs_wait import needs_wait_search
 from simulator.solver import solve
+from simulator.jit import Float64Array, Int8Array, Int32Array, Int64Array, njit
 from simulator.types import Instance, JointPlan
 
 _ICE = C.ICE
@@ -76,7 +77,7 @@ class LabelledInstance:
     needs_wait: bool
     plan: JointPlan
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "size": self.size,
             "index": self.index,
@@ -90,7 +91,7 @@ class LabelledInstance:
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "LabelledInstance":
+    def from_dict(cls, data: dict[str, Any]) -> "LabelledInstance":
         if not isinstance(data, dict):
             raise ConfigError("instance record", type(data).__name__, "a JSON object")
         try:
@@ -150,7 +151,7 @@ def to_jsonl(instances: list[LabelledInstance]) -> bytes:
     )
 
 
-def read_jsonl(path) -> list[LabelledInstance]:
+def read_jsonl(path: str | os.PathLike[str]) -> list[LabelledInstance]:
     """Load a ``gen --out`` file; a bad line raises :class:`ConfigError` with the file and line number."""
     out = []
     try:
@@ -181,7 +182,7 @@ def bare_distances(instance: Instance) -> np.ndarray:
 
 
 @njit(cache=True)
-def _component_labels(grid_flat, side):
+def _component_labels(grid_flat: Int8Array, side: int) -> Int32Array:
     """``(side*side,) int32`` connected-component id of each ice cell (4-connected), -1 for holes.
 
     Its own flood fill rather than ``grid_kernels.neighbor_table`` + ``bfs_distances``: it runs once per
@@ -214,7 +215,8 @@ def _component_labels(grid_flat, side):
 
 
 @njit(cache=True)
-def _place_agents(labels, uniforms, n_agents, starts_out, goals_out):
+def _place_agents(labels: Int32Array, uniforms: Float64Array, n_agents: int, starts_out: Int64Array,
+                  goals_out: Int64Array) -> bool:
     """Pick starts and goals from ``uniforms`` (consumed in order); False when the regions leave no room."""
     cells = labels.shape[0]
     region_sizes = np.zeros(cells + 1, np.int64)
@@ -351,8 +353,9 @@ def generate(
     return stage
 
 
-def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempts, solver_nodes, report, spec,
-                   exclude=None):
+def _generate_slot(seed: int, size: int, index: int, n_agents: int, n_holes: int, wants_wait: bool,
+                   max_attempts: int, solver_nodes: int, report: SizeReport, spec: SizeSpec,
+                   exclude: Collection[bytes] | None = None) -> LabelledInstance:
     rng = _slot_rng(seed, size, index)
     counts = {"unsolvable": 0, "limit": 0, "label": 0, "makespan": 0, "short": 0, "protected": 0}
     least, most = spec.makespan_bounds()
@@ -382,7 +385,8 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
             report.rejected_makespan += 1
             continue
         solution = solve(instance, max_nodes=solver_nodes)
-        if solution.status != "solved":
+        plan = solution.plan  # given exactly when solved
+        if solution.status != "solved" or plan is None:
             key = "unsolvable" if solution.status == "unsolvable" else "limit"
             counts[key] += 1
             if key == "unsolvable":
@@ -412,9 +416,10 @@ def _generate_slot(seed, size, index, n_agents, n_holes, wants_wait, max_attempt
             optimal_sum_of_costs=solution.sum_of_costs,
             sum_of_distances=int((bare_distances(instance) if distances is None else distances).sum()),
             needs_wait=label,
-            plan=solution.plan,
+            plan=plan,
         )
     kind = "needs a wait" if wants_wait else "needs no wait"
+    value: object  # the rejected value the ConfigError names: a size, a bound or a ratio
     if counts["protected"] > max_attempts // 2:
         field_name, value, allowed = (
             f"sizes.{size}", f"{size}x{size}",
@@ -478,7 +483,8 @@ def label_instance(
     if not isinstance(instance, Instance):
         raise ConfigError("instance", type(instance).__name__, "a simulator.types.Instance")
     solution = solve(instance, max_nodes=solver_nodes)
-    if solution.status != "solved":
+    plan = solution.plan  # given exactly when solved
+    if solution.status != "solved" or plan is None:
         return None, solution.status, solution.reason
     distances = int(bare_distances(instance).sum())
     labelled = LabelledInstance(
@@ -490,6 +496,6 @@ def label_instance(
         optimal_sum_of_costs=solution.sum_of_costs,
         sum_of_distances=distances,
         needs_wait=solution.sum_of_costs > distances,  # exact (simulator.needs_wait), and no second search
-        plan=solution.plan,
+        plan=plan,
     )
     return labelled, solution.status, ""

@@ -27,11 +27,16 @@ cell is treated as blocked for everyone else (``blocked``), and it is left out o
 from __future__ import annotations
 
 import time
+from typing import Any, TypeVar
 
 import numpy as np
-from numba import njit, objmode
+import numpy.typing as npt
+from numba import objmode
 
 from simulator import constants as C
+from simulator.jit import BoolArray, Int8Array, Int32Array, Int64Array, njit
+
+Scalar = TypeVar("Scalar", bound=np.generic)
 
 _ICE = C.ICE
 _N_ACTIONS = C.N_ACTIONS
@@ -51,7 +56,9 @@ def now() -> float:
 
 
 @njit(cache=True)
-def flat_instance(grid, starts_rc, goals_rc):
+def flat_instance(
+    grid: Int8Array, starts_rc: Int32Array, goals_rc: Int32Array
+) -> tuple[Int64Array, Int64Array, BoolArray]:
     """``(starts (K,) int64, goals (K,) int64, blocked (H*W,) bool)``: cells as ``row * width + col``."""
     height, width = grid.shape
     n_agents = starts_rc.shape[0]
@@ -68,7 +75,7 @@ def flat_instance(grid, starts_rc, goals_rc):
 
 
 @njit(cache=True)
-def neighbor_table(blocked, height, width):
+def neighbor_table(blocked: BoolArray, height: int, width: int) -> Int32Array:
     """``(N, 5) int32`` move targets per action; -1 for off-grid or blocked targets (see module docstring).
 
     The one movement model of the searches (solver, ``needs_wait``, generator, greedy policy); the rules of a
@@ -89,7 +96,7 @@ def neighbor_table(blocked, height, width):
 
 
 @njit(cache=True)
-def bfs_distances(nbr, source, dist_out, queue):
+def bfs_distances(nbr: Int32Array, source: int, dist_out: Int32Array, queue: Int32Array) -> int:
     """Fill ``dist_out (N,)`` with BFS distances from ``source`` over ``nbr`` (moves are symmetric); returns how
     many cells it reached, which are ``queue[:count]`` in the order reached."""
     dist_out[:] = INF
@@ -110,13 +117,13 @@ def bfs_distances(nbr, source, dist_out, queue):
     return tail
 
 
-def bare_neighbor_table(grid: np.ndarray) -> np.ndarray:
+def bare_neighbor_table(grid: npt.NDArray[np.integer[Any]]) -> Int32Array:
     """``(H*W, 5) int32`` the neighbour table of the bare map: holes (and padding) blocked, no agents."""
     height, width = grid.shape
     return neighbor_table((np.asarray(grid) != _ICE).ravel(), height, width)
 
 
-def distances_from(nbr: np.ndarray, source: int) -> np.ndarray:
+def distances_from(nbr: Int32Array, source: int) -> Int32Array:
     """``(N,) int32`` BFS distances from cell ``source`` over ``nbr`` (``INF`` where unreachable)."""
     n_cells = nbr.shape[0]
     dist = np.empty(n_cells, np.int32)
@@ -125,7 +132,7 @@ def distances_from(nbr: np.ndarray, source: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def grow1(array, capacity):
+def grow1(array: npt.NDArray[Scalar], capacity: int) -> npt.NDArray[Scalar]:
     """A copy of the 1-D ``array`` with room for ``capacity`` entries."""
     grown = np.empty(capacity, array.dtype)
     grown[: array.shape[0]] = array
@@ -133,7 +140,7 @@ def grow1(array, capacity):
 
 
 @njit(cache=True)
-def grow2(array, capacity):
+def grow2(array: npt.NDArray[Scalar], capacity: int) -> npt.NDArray[Scalar]:
     """A copy of the 2-D ``array`` with room for ``capacity`` rows."""
     grown = np.empty((capacity, array.shape[1]), array.dtype)
     grown[: array.shape[0]] = array

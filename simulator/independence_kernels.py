@@ -7,7 +7,6 @@ Free functions over plain arrays, ``@njit(cache=True)``, serial; array conventio
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from simulator import constants as C
 from simulator.astar_kernels import (
@@ -22,6 +21,7 @@ from simulator.astar_kernels import (
     group_astar,
 )
 from simulator.grid_kernels import INF, bfs_distances, flat_instance, neighbor_table
+from simulator.jit import BoolArray, BoolScalar, Int8Array, Int32Array, Int64Array, IntScalar, njit
 from simulator.pair_tables import pair_cost_to_go
 
 _WAIT, _UP, _DOWN, _LEFT, _RIGHT = C.WAIT, C.UP, C.DOWN, C.LEFT, C.RIGHT
@@ -39,15 +39,15 @@ MAX_PAIR_TABLE_ENTRIES = 1 << 24  # per table kind: beyond that (64 MiB) groups 
 
 # -------------------------------------------------------------------------------------- agent paths over time
 @njit(cache=True)
-def _pos_at(plan, arrival, agent, t):
+def _pos_at(plan: Int32Array, arrival: Int64Array, agent: IntScalar, t: IntScalar) -> IntScalar:
     """Cell of ``agent`` at time ``t``: its path, then its goal forever (goals are absorbing)."""
-    if t >= arrival[agent]:
-        return plan[agent, arrival[agent]]
-    return plan[agent, t]
+    cell: IntScalar = plan[agent, arrival[agent]] if t >= arrival[agent] else plan[agent, t]
+    return cell
 
 
 @njit(cache=True)
-def _step_conflicts(plan, arrival, planned, agent, src, dst, t):
+def _step_conflicts(plan: Int32Array, arrival: Int64Array, planned: BoolArray, agent: IntScalar, src: IntScalar,
+                    dst: IntScalar, t: IntScalar) -> int:
     """How many planned agents (other than ``agent``) conflict with ``agent`` moving ``src -> dst`` into time t."""
     count = 0
     for other in range(planned.shape[0]):
@@ -62,7 +62,9 @@ def _step_conflicts(plan, arrival, planned, agent, src, dst, t):
 
 
 @njit(cache=True)
-def shortest_path_avoiding(nbr, dist_row, start, goal, plan, arrival, planned, agent, best, prev, queue):
+def shortest_path_avoiding(nbr: Int32Array, dist_row: Int32Array, start: IntScalar, goal: IntScalar, plan: Int32Array,
+                           arrival: Int64Array, planned: BoolArray, agent: IntScalar, best: Int64Array,
+                           prev: Int32Array, queue: Int32Array) -> None:
     """Write into ``plan[agent]`` a shortest path (no waits) that has the fewest conflicts with planned agents.
 
     A shortest path moves one layer down the distance map per step, so the cells at time t are exactly those
@@ -103,7 +105,7 @@ def shortest_path_avoiding(nbr, dist_row, start, goal, plan, arrival, planned, a
 
 
 @njit(cache=True)
-def first_conflict(plan, arrival, active, group_of):
+def first_conflict(plan: Int32Array, arrival: Int64Array, active: BoolArray, group_of: Int64Array) -> tuple[int, int]:
     """Earliest vertex or edge conflict between agents of different groups: ``(a, b)`` or ``(-1, -1)``."""
     n_agents = arrival.shape[0]
     horizon = 0
@@ -130,7 +132,7 @@ def first_conflict(plan, arrival, active, group_of):
 
 # ------------------------------------------------------------------------------- independence detection
 @njit(cache=True)
-def _members_of(group_of, group):
+def _members_of(group_of: Int64Array, group: IntScalar) -> Int64Array:
     count = 0
     for k in range(group_of.shape[0]):
         if group_of[k] == group:
@@ -145,7 +147,7 @@ def _members_of(group_of, group):
 
 
 @njit(cache=True)
-def _others_of(group_of, group, active):
+def _others_of(group_of: Int64Array, group: IntScalar, active: BoolArray) -> Int64Array:
     count = 0
     for k in range(group_of.shape[0]):
         if active[k] and group_of[k] != group:
@@ -160,7 +162,8 @@ def _others_of(group_of, group, active):
 
 
 @njit(cache=True)
-def _install(plan, arrival, members, goals, path):
+def _install(plan: Int32Array, arrival: Int64Array, members: Int64Array, goals: Int64Array,
+             path: Int32Array) -> Int32Array:
     """Copy a group's path into the plan (widening it if needed); returns the plan."""
     length = path.shape[0] - 1
     if length + 1 > plan.shape[1]:
@@ -181,7 +184,9 @@ def _install(plan, arrival, members, goals, path):
 
 
 @njit(cache=True)
-def _pair_rows(members, pair_row_global, compute, nbr, free_index, free_cells, goals, table_soc, table_makespan):
+def _pair_rows(members: Int64Array, pair_row_global: Int64Array, compute: BoolScalar, nbr: Int32Array,
+               free_index: Int64Array, free_cells: Int64Array, goals: Int64Array, table_soc: Int32Array,
+               table_makespan: Int32Array) -> Int64Array:
     """Local ``(G, G)`` rows of the group's pair tables; fills missing tables when ``compute``, else -1 if any is
     missing (then the caller searches without pairs)."""
     n_members = members.shape[0]
@@ -207,8 +212,11 @@ def _pair_rows(members, pair_row_global, compute, nbr, free_index, free_cells, g
 
 
 @njit(cache=True)
-def solve_independent(nbr, dist, starts, goals, active, mode, max_expand, deadline, free_index, free_cells,
-                      table_soc, table_makespan, pair_row_global, upper_arrival, escalate_after, replan_budget):
+def solve_independent(nbr: Int32Array, dist: Int32Array, starts: Int64Array, goals: Int64Array, active: BoolArray,
+                      mode: IntScalar, max_expand: IntScalar, deadline: float, free_index: Int64Array,
+                      free_cells: Int64Array, table_soc: Int32Array, table_makespan: Int32Array,
+                      pair_row_global: Int64Array, upper_arrival: Int64Array, escalate_after: IntScalar,
+                      replan_budget: IntScalar) -> tuple[int, Int32Array, Int64Array, Int64Array, IntScalar, IntScalar]:
     """Independence detection (Standley's ID) around ``group_astar``, for one objective (``mode``).
 
     Every active agent starts alone on a shortest path (chosen to dodge the agents planned before it). When two
@@ -391,7 +399,8 @@ def solve_independent(nbr, dist, starts, goals, active, mode, max_expand, deadli
 
 
 @njit(cache=True)
-def _plan_actions(plan, arrival, width, makespan):
+def _plan_actions(plan: Int32Array, arrival: Int64Array, width: int,
+                  makespan: IntScalar) -> tuple[Int8Array, Int32Array]:
     """``(K, makespan) int8`` action codes and ``(K,) int32`` lengths (= arrival times) of a cell plan."""
     n_agents = arrival.shape[0]
     actions = np.zeros((n_agents, makespan), np.int8)
@@ -414,7 +423,9 @@ def _plan_actions(plan, arrival, width, makespan):
 
 
 @njit(cache=True)
-def _no_plan(status, expanded, culprits, lower_bound_soc):
+def _no_plan(
+    status: int, expanded: IntScalar, culprits: BoolArray, lower_bound_soc: IntScalar
+) -> tuple[int, int, int, IntScalar, Int8Array, Int32Array, BoolArray, IntScalar]:
     """``solve_kernel``'s answer when there is no plan to give (a proof, a limit or an inconsistency)."""
     n_agents = culprits.shape[0]
     return (
@@ -424,7 +435,9 @@ def _no_plan(status, expanded, culprits, lower_bound_soc):
 
 
 @njit(cache=True)
-def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline, escalate_after, replan_budget):
+def solve_kernel(grid: Int8Array, starts_rc: Int32Array, goals_rc: Int32Array, max_expand: IntScalar, deadline: float,
+                 escalate_after: IntScalar, replan_budget: IntScalar
+                 ) -> tuple[int, IntScalar, IntScalar, IntScalar, Int8Array, Int32Array, BoolArray, IntScalar]:
     """The whole solver: distance maps, unsolvability checks, ID in both objectives, the plan as actions.
 
     Args:
@@ -468,7 +481,7 @@ def solve_kernel(grid, starts_rc, goals_rc, max_expand, deadline, escalate_after
     dist = np.full((n_agents, n_cells), INF, np.int32)
     queue = np.empty(n_cells, np.int32)
     culprits = np.zeros(n_agents, np.bool_)
-    lower_bound_soc = 0
+    lower_bound_soc: IntScalar = 0
     for k in range(n_agents):
         if not active[k]:
             dist[k, goals[k]] = 0

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence, overload
+from typing import Any, Sequence, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -30,10 +30,10 @@ class PackedInstances:
         n_agents: ``(B,) int32`` real agents of each instance (slots ``>= n_agents[b]`` are padding).
     """
 
-    grids: np.ndarray  # (B, H, W) int8
-    starts: np.ndarray  # (B, K, 2) int32
-    goals: np.ndarray  # (B, K, 2) int32
-    n_agents: np.ndarray  # (B,) int32
+    grids: npt.NDArray[np.int8]  # (B, H, W)
+    starts: npt.NDArray[np.int32]  # (B, K, 2)
+    goals: npt.NDArray[np.int32]  # (B, K, 2)
+    n_agents: npt.NDArray[np.int32]  # (B,)
 
     def __len__(self) -> int:
         return int(self.starts.shape[0])
@@ -48,8 +48,8 @@ class PackedPlans:
         horizons: ``(B,) int32`` steps to judge for each plan (its longest agent sequence).
     """
 
-    actions: np.ndarray  # (B, K, T) int8
-    horizons: np.ndarray  # (B,) int32
+    actions: npt.NDArray[np.int8]  # (B, K, T)
+    horizons: npt.NDArray[np.int32]  # (B,)
 
 
 @dataclass(frozen=True)
@@ -64,18 +64,19 @@ class JudgeResult:
             plan ended (everyone arrived, or the first failure) are left as zeros.
     """
 
-    failure: np.ndarray  # (B,) int8
-    fail_step: np.ndarray  # (B,) int32
-    fail_agent: np.ndarray  # (B,) int32
-    makespan: np.ndarray  # (B,) int32
-    sum_of_costs: np.ndarray  # (B,) int32
-    agents_on_goal: np.ndarray  # (B,) int32
-    trace_pos: np.ndarray | None = None  # (B, T+1, K, 2) int32
-    trace_events: np.ndarray | None = None  # (B, T, K) int8
+    failure: npt.NDArray[np.int8]  # (B,)
+    fail_step: npt.NDArray[np.int32]  # (B,)
+    fail_agent: npt.NDArray[np.int32]  # (B,)
+    makespan: npt.NDArray[np.int32]  # (B,)
+    sum_of_costs: npt.NDArray[np.int32]  # (B,)
+    agents_on_goal: npt.NDArray[np.int32]  # (B,)
+    trace_pos: npt.NDArray[np.int32] | None = None  # (B, T+1, K, 2)
+    trace_events: npt.NDArray[np.int8] | None = None  # (B, T, K)
 
     @property
-    def valid(self) -> np.ndarray:  # (B,) bool
-        return self.failure == C.NO_FAILURE
+    def valid(self) -> npt.NDArray[np.bool_]:  # (B,)
+        valid: npt.NDArray[np.bool_] = self.failure == C.NO_FAILURE
+        return valid
 
     def __len__(self) -> int:
         return int(self.failure.shape[0])
@@ -141,7 +142,7 @@ def _check_packed(packed: PackedInstances, plans: PackedPlans) -> None:
     n = len(packed)
     height, width = packed.grids.shape[1:]
     k_max = packed.starts.shape[1]
-    expected = {
+    expected: dict[str, tuple[npt.NDArray[Any], tuple[int, ...], type[np.integer[Any]]]] = {
         "grids": (packed.grids, (n, height, width), np.int8),
         "starts": (packed.starts, (n, k_max, 2), np.int32),
         "goals": (packed.goals, (n, k_max, 2), np.int32),
@@ -181,7 +182,7 @@ def judge_packed(packed: PackedInstances, plans: PackedPlans, record: bool = Fal
     n = len(packed)
     k_max = packed.starts.shape[1]
     failure = np.empty(n, np.int8)
-    outs = [np.empty(n, np.int32) for _ in range(5)]
+    fail_step, fail_agent, makespan, sum_of_costs, agents_on_goal = (np.empty(n, np.int32) for _ in range(5))
     if record:
         horizon = plans.actions.shape[2]
         trace_pos = np.zeros((n, horizon + 1, k_max, 2), np.int32)
@@ -191,10 +192,11 @@ def judge_packed(packed: PackedInstances, plans: PackedPlans, record: bool = Fal
         trace_events = np.empty((0, 1, k_max), np.int8)
     kernels.judge_batch(
         packed.grids, packed.starts, packed.goals, packed.n_agents, plans.actions, plans.horizons,
-        failure, *outs, trace_pos, trace_events,
+        failure, fail_step, fail_agent, makespan, sum_of_costs, agents_on_goal, trace_pos, trace_events,
     )
     return JudgeResult(
-        failure, *outs, trace_pos=trace_pos if record else None, trace_events=trace_events if record else None
+        failure, fail_step, fail_agent, makespan, sum_of_costs, agents_on_goal,
+        trace_pos=trace_pos if record else None, trace_events=trace_events if record else None,
     )
 
 

@@ -22,10 +22,10 @@ Array conventions (B environments, K agent slots, maps padded to H x W with ``OF
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from simulator import constants as C
 from simulator.grid_kernels import DCOL, DROW
+from simulator.jit import BoolArray, Float64Array, Int8Array, Int32Array, Int64Array, UInt16Array, njit
 
 # Plain ints so numba freezes them as compile-time constants.
 _ICE, _HOLE, _OFF_GRID = C.ICE, C.HOLE, C.OFF_GRID
@@ -54,9 +54,11 @@ _SLIP_SECOND = np.array([C.WAIT, C.RIGHT, C.LEFT, C.UP, C.DOWN], dtype=np.int8) 
 
 
 @njit(cache=True, inline="always")
-def _step_lanes(grids, goals, env_base, env_stride, slot_base, n, n_agents, pos, status, actions, slip, draws,
-                out_pos, out_status, out_events, new_row, new_col, old_cell, new_cell, live, slips, taken, ev,
-                with_slip):
+def _step_lanes(grids: Int8Array, goals: Int32Array, env_base: int, env_stride: int, slot_base: int, n: int,
+                n_agents: int, pos: Int32Array, status: Int8Array, actions: Int8Array, slip: float,
+                draws: Float64Array, out_pos: Int32Array, out_status: Int8Array, out_events: Int8Array,
+                new_row: Int32Array, new_col: Int32Array, old_cell: UInt16Array, new_cell: UInt16Array,
+                live: BoolArray, slips: BoolArray, taken: Int8Array, ev: Int8Array, with_slip: bool) -> None:
     """One simultaneous step of ``n`` lanes; the rules of ``simulator.rules.step``.
 
     Lane ``i`` plays on environment ``e = env_base + i * env_stride`` (``grids[e]``, ``goals[e]``); its state is
@@ -140,7 +142,8 @@ def _step_lanes(grids, goals, env_base, env_stride, slot_base, n, n_agents, pos,
 
 
 @njit(cache=True)
-def _lane_scratch(n_agents):
+def _lane_scratch(n_agents: int) -> tuple[Int32Array, Int32Array, UInt16Array, UInt16Array, BoolArray, BoolArray,
+                                          Int8Array, Int8Array, Float64Array]:
     """The ``(K, LANES)`` scratch arrays of :func:`_step_lanes`, in its argument order (new_row, new_col,
     old_cell, new_cell, live, slips, ev, taken, draws); ``slips`` starts False, draws start at 1."""
     shape = (n_agents, LANES)
@@ -150,7 +153,9 @@ def _lane_scratch(n_agents):
 
 
 @njit(cache=True)
-def step_batch(grids, pos, goals, status, actions, slip, draws, out_pos, out_status, out_events):
+def step_batch(grids: Int8Array, pos: Int32Array, goals: Int32Array, status: Int8Array, actions: Int8Array,
+               slip: float, draws: Float64Array, out_pos: Int32Array, out_status: Int8Array,
+               out_events: Int8Array) -> None:
     """Batched simultaneous step: B environments x K agents, one joint action each.
 
     Args:
@@ -177,7 +182,7 @@ def step_batch(grids, pos, goals, status, actions, slip, draws, out_pos, out_sta
 
 
 @njit(cache=True, inline="always")
-def _mix64(z):
+def _mix64(z: np.uint64) -> np.uint64:
     z = z + np.uint64(0x9E3779B97F4A7C15)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
@@ -185,7 +190,7 @@ def _mix64(z):
 
 
 @njit(cache=True)
-def slip_draw(seed, sample, step, agent):
+def slip_draw(seed: int, sample: int, step: int, agent: int) -> float:
     """Counter-based uniform in [0, 1); equal to ``simulator.rules.slip_draw`` for the same integers."""
     key = np.uint64(seed)
     key = _mix64(key ^ np.uint64(sample))
@@ -195,9 +200,11 @@ def slip_draw(seed, sample, step, agent):
 
 
 @njit(cache=True)
-def _judge_lanes(grids, starts, goals, n_agents, plans, horizons, env_base, env_stride, sample_base, n, slip, seed,
-                 out_failure, out_step, out_agent, out_makespan, out_sum_of_costs, out_on_goal,
-                 trace_pos, trace_events):
+def _judge_lanes(grids: Int8Array, starts: Int32Array, goals: Int32Array, n_agents: Int32Array,
+                 plans: Int8Array, horizons: Int32Array, env_base: int, env_stride: int, sample_base: int,
+                 n: int, slip: float, seed: int, out_failure: Int8Array, out_step: Int32Array,
+                 out_agent: Int32Array, out_makespan: Int32Array, out_sum_of_costs: Int32Array,
+                 out_on_goal: Int32Array, trace_pos: Int32Array, trace_events: Int8Array) -> None:
     """Judge ``n`` lanes: lane i runs plan ``env_base + i * env_stride`` (slip draws from sample
     ``sample_base + i * (1 - env_stride)``: one plan's samples side by side, or one sample of many plans).
 
@@ -306,7 +313,8 @@ def _judge_lanes(grids, starts, goals, n_agents, plans, horizons, env_base, env_
 
 
 @njit(cache=True, inline="always")
-def _finish_valid(arrival, i, agents, out_failure, out_step, out_agent, out_makespan, out_sum_of_costs):
+def _finish_valid(arrival: Int32Array, i: int, agents: int, out_failure: Int8Array, out_step: Int32Array,
+                  out_agent: Int32Array, out_makespan: Int32Array, out_sum_of_costs: Int32Array) -> None:
     makespan = 0
     total = 0
     for k in range(agents):
@@ -321,7 +329,8 @@ def _finish_valid(arrival, i, agents, out_failure, out_step, out_agent, out_make
 
 
 @njit(cache=True, inline="always")
-def _finish_unreached(st, i, agents, t, out_failure, out_step, out_agent, out_makespan, out_sum_of_costs):
+def _finish_unreached(st: Int8Array, i: int, agents: int, t: int, out_failure: Int8Array, out_step: Int32Array,
+                      out_agent: Int32Array, out_makespan: Int32Array, out_sum_of_costs: Int32Array) -> None:
     out_failure[i] = _GOAL_NOT_REACHED
     out_step[i] = t
     out_makespan[i] = -1
@@ -334,9 +343,10 @@ def _finish_unreached(st, i, agents, t, out_failure, out_step, out_agent, out_ma
 
 
 @njit(cache=True)
-def judge_batch(grids, starts, goals, n_agents, plans, horizons,
-                out_failure, out_step, out_agent, out_makespan, out_sum_of_costs, out_on_goal,
-                trace_pos, trace_events):
+def judge_batch(grids: Int8Array, starts: Int32Array, goals: Int32Array, n_agents: Int32Array, plans: Int8Array,
+                horizons: Int32Array, out_failure: Int8Array, out_step: Int32Array, out_agent: Int32Array,
+                out_makespan: Int32Array, out_sum_of_costs: Int32Array, out_on_goal: Int32Array,
+                trace_pos: Int32Array, trace_events: Int8Array) -> None:
     """Batched plan judge (slip 0).
 
     Args:
@@ -357,7 +367,9 @@ def judge_batch(grids, starts, goals, n_agents, plans, horizons,
 
 
 @njit(cache=True)
-def mc_judge_batch(grids, starts, goals, n_agents, plans, horizons, slip, n_samples, seed, out_successes):
+def mc_judge_batch(grids: Int8Array, starts: Int32Array, goals: Int32Array, n_agents: Int32Array,
+                   plans: Int8Array, horizons: Int32Array, slip: float, n_samples: int, seed: int,
+                   out_successes: Int64Array) -> None:
     """Monte Carlo judge under slippery ice: out_successes[b] = how many of n_samples runs of plan b are valid.
 
     Sample s of plan b uses draws ``slip_draw(seed + b, s, step, agent)``, so results do not depend on batching.

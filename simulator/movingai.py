@@ -67,7 +67,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -140,7 +140,7 @@ class ImportReport:
     leftover_lines: int = 0
     skipped: list[tuple[int, int, str]] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "skipped"} | {
             "skipped": [list(entry) for entry in self.skipped]}
 
@@ -288,18 +288,18 @@ def parse_scen(text: str, source: str = "<scen>") -> list[ScenarioLine]:
     return out
 
 
-def read_map(path: str | os.PathLike) -> np.ndarray:
+def read_map(path: str | os.PathLike[str]) -> np.ndarray:
     """The grid of a ``.map`` file (at most ``MAX_MAP_BYTES``)."""
     return parse_map(read_text_bounded(path, MAX_MAP_BYTES, "a MovingAI .map file"), os.fspath(path))
 
 
-def read_scen(path: str | os.PathLike) -> list[ScenarioLine]:
+def read_scen(path: str | os.PathLike[str]) -> list[ScenarioLine]:
     """The problem lines of a ``.scen`` file (at most ``MAX_SCEN_BYTES``)."""
     return parse_scen(read_text_bounded(path, MAX_SCEN_BYTES, "a MovingAI .scen file"), os.fspath(path))
 
 
 # ---------------------------------------------------------------------------------------------- to instances
-def _check_agents(agents) -> int:
+def _check_agents(agents: object) -> int:
     if isinstance(agents, bool) or not isinstance(agents, (int, np.integer)) or not 1 <= agents <= C.MAX_AGENTS:
         raise ConfigError("agents", agents, f"an integer 1..{C.MAX_AGENTS}: scenario lines per instance")
     return int(agents)
@@ -395,8 +395,8 @@ def _group_problem(grid: np.ndarray, lines: Sequence[ScenarioLine]) -> tuple[str
 
 
 def import_movingai(
-    map_path: str | os.PathLike,
-    scen_path: str | os.PathLike,
+    map_path: str | os.PathLike[str],
+    scen_path: str | os.PathLike[str],
     agents: int = 2,
     *,
     first_group: int = 0,
@@ -414,8 +414,8 @@ def import_movingai(
 
 
 def import_one(
-    map_path: str | os.PathLike,
-    scen_path: str | os.PathLike,
+    map_path: str | os.PathLike[str],
+    scen_path: str | os.PathLike[str],
     agents: int = 2,
     group: int = 0,
     *,
@@ -471,7 +471,7 @@ def format_scen(instances: Sequence[Instance], map_file: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export_movingai(items: Iterable[Instance | LabelledInstance], out_dir: str | os.PathLike,
+def export_movingai(items: Iterable[Instance | LabelledInstance], out_dir: str | os.PathLike[str],
                     stem: str = "instances") -> list[Path]:
     """Write ``STEM-BBBB.map`` per distinct board (``BBBB`` numbers the boards in order of first appearance) and
     ``STEM-BBBB-aK.scen`` per board and agent count ``K`` into ``out_dir`` (created when missing), atomically;

@@ -51,7 +51,7 @@ class NeedsWaitLimit(RuntimeError):
         super().__init__(f"needs_wait: limit reached, no verdict: {reason}")
 
 
-def _check_budget(max_states, max_steps, time_limit) -> None:
+def _check_budget(max_states: object, max_steps: object, time_limit: object) -> None:
     for name, value, top in (("max_states", max_states, MAX_STATES_LIMIT), ("max_steps", max_steps, MAX_STEPS_LIMIT)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= top:
             raise ConfigError(f"needs_wait.{name}", value, f"an integer with 1 <= {name} <= {top}")
@@ -80,7 +80,9 @@ def needs_wait_search(
     return verdict, reason
 
 
-def _search(instance, max_states, max_steps, time_limit) -> tuple[bool | None, str, int]:
+def _search(
+    instance: object, max_states: int, max_steps: int, time_limit: float | None
+) -> tuple[bool | None, str, int]:
     if not isinstance(instance, Instance):
         raise ConfigError("needs_wait.instance", type(instance).__name__, "a simulator.types.Instance")
     _check_budget(max_states, max_steps, time_limit)
@@ -162,7 +164,7 @@ def needs_wait_reference(instance: Instance) -> bool:
     if any(start not in dist for start, dist in zip(starts, dists)):
         return True
     lengths = [dist[start] for start, dist in zip(starts, dists)]
-    layer = {tuple(starts)}
+    layer: set[tuple[tuple[int, int], ...]] = {tuple(starts)}
     for t in range(max(lengths, default=0)):
         following = set()
         for state in layer:
@@ -178,7 +180,7 @@ def needs_wait_reference(instance: Instance) -> bool:
                     if dists[k].get((r + dr, c + dc), -1) == dists[k][cell] - 1
                 ]
                 choices.append(steps)
-            partial = [()]
+            partial: list[tuple[tuple[int, int], ...]] = [()]
             for options in choices:
                 partial = [prefix + (cell,) for prefix in partial for cell in options]
             for nxt in partial:

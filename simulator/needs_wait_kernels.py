@@ -7,15 +7,15 @@ Free functions over plain arrays, ``@njit(cache=True)``, serial; array conventio
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from simulator.grid_kernels import INF, bfs_distances, flat_instance, grow1, grow2, neighbor_table, now
+from simulator.jit import Int8Array, Int32Array, Int64Array, IntScalar, njit
 
 CLOCK_EVERY = 65_535  # the search reads the clock once per this many steps (plus one): a step is a few nanoseconds
 
 
 @njit(cache=True)
-def _state_hash(state):
+def _state_hash(state: Int64Array) -> np.int64:
     h = np.int64(0)
     for i in range(state.shape[0]):
         h = (h * np.int64(1000003)) ^ state[i]
@@ -25,7 +25,8 @@ def _state_hash(state):
 
 
 @njit(cache=True)
-def no_wait_plan_exists(nbr, dist, starts, goals, max_states, max_steps, deadline):
+def no_wait_plan_exists(nbr: Int32Array, dist: Int32Array, starts: Int64Array, goals: Int64Array, max_states: IntScalar,
+                        max_steps: IntScalar, deadline: float) -> tuple[int, int]:
     """Is there a conflict-free joint plan where every agent walks one of its shortest paths without waiting?
 
     ``nbr``/``dist`` are over the bare map (holes only: other agents are ignored when defining "shortest").
@@ -162,7 +163,7 @@ def no_wait_plan_exists(nbr, dist, starts, goals, max_states, max_steps, deadlin
 
 
 @njit(cache=True)
-def _find_root(parent, a):
+def _find_root(parent: Int64Array, a: IntScalar) -> IntScalar:
     while parent[a] != a:
         parent[a] = parent[parent[a]]
         a = parent[a]
@@ -170,7 +171,7 @@ def _find_root(parent, a):
 
 
 @njit(cache=True)
-def interacting_groups(nbr, dist, starts, goals):
+def interacting_groups(nbr: Int32Array, dist: Int32Array, starts: Int64Array, goals: Int64Array) -> Int64Array:
     """Label agents so that two agents whose no-wait shortest paths could ever conflict share a label.
 
     Agent k's shortest paths visit cell c only at time ``d_k - dist_k(c)`` (the distance map is layered), and
@@ -238,7 +239,8 @@ def interacting_groups(nbr, dist, starts, goals):
 
 
 @njit(cache=True)
-def needs_wait_kernel(grid, starts_rc, goals_rc, max_states, max_steps, deadline):
+def needs_wait_kernel(grid: Int8Array, starts_rc: Int32Array, goals_rc: Int32Array, max_states: IntScalar,
+                      max_steps: IntScalar, deadline: float) -> tuple[int, IntScalar]:
     """``(verdict, sum of bare-map distances)``: verdict 1 = a wait is needed, 0 = not, -1 = state limit hit,
     -2 = step limit hit, -3 = past the deadline (the last limit hit when several groups ran out).
 

@@ -7,16 +7,16 @@ Array conventions are those of ``simulator.grid_kernels``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from simulator.grid_kernels import INF
+from simulator.jit import Int32Array, Int64Array, IntScalar, njit
 
 
 def _all_matchings(n_agents: int) -> list[list[int]]:
     """Every maximal matching of ``n_agents`` agents as a partner list (-1 = unmatched; at most one when odd)."""
-    result = []
+    result: list[list[int]] = []
 
-    def extend(partner, singles_left):
+    def extend(partner: list[int], singles_left: int) -> None:
         free = [a for a in range(n_agents) if partner[a] == -2]
         if not free:
             result.append(list(partner))
@@ -38,7 +38,7 @@ def _all_matchings(n_agents: int) -> list[list[int]]:
 MAX_MATCHED_GROUP = 8  # groups up to this size maximise over all matchings (105 of them for 7 or 8 agents)
 
 
-def _matchings_table() -> tuple[np.ndarray, np.ndarray]:
+def _matchings_table() -> tuple[Int64Array, Int64Array]:
     lists = [_all_matchings(n) for n in range(MAX_MATCHED_GROUP + 1)]
     most = max(len(m) for m in lists)
     table = np.full((MAX_MATCHED_GROUP + 1, most, MAX_MATCHED_GROUP), -1, np.int64)
@@ -54,7 +54,7 @@ MATCHINGS, N_MATCHINGS = _matchings_table()  # (9, 105, 8) int64 partner lists, 
 
 
 @njit(cache=True)
-def _predecessors(nbr, cell, goal, out):
+def _predecessors(nbr: Int32Array, cell: IntScalar, goal: IntScalar, out: Int64Array) -> int:
     """Cells an agent can have stood on one step before standing on ``cell`` (goals are absorbing).
 
     Staying is always a predecessor (a wait, or an agent already arrived); a neighbour is one unless it is the
@@ -71,7 +71,8 @@ def _predecessors(nbr, cell, goal, out):
 
 
 @njit(cache=True)
-def pair_cost_to_go(nbr, free_index, free_cells, goal_a, goal_b, soc_out, makespan_out):
+def pair_cost_to_go(nbr: Int32Array, free_index: Int64Array, free_cells: Int64Array, goal_a: IntScalar,
+                    goal_b: IntScalar, soc_out: Int32Array, makespan_out: Int32Array) -> None:
     """Exact cost-to-go of agents a and b alone, for every pair of free cells, by backward search from the goals.
 
     ``soc_out[ia * F + ib]`` is the least remaining sum of costs (a step costs the number of the two not yet

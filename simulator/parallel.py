@@ -12,29 +12,38 @@ when it is missing. No rule lives here.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable
+
 import numpy as np
+import numpy.typing as npt
 
 from simulator import constants as C
 from simulator.env import MapfEnv
 from simulator.errors import ConfigError
 from simulator.types import Instance
 
+if TYPE_CHECKING:
+    from gymnasium import spaces
+
+# One agent's observation: {"observation": (4, H, W) int8 planes, "action_mask": (5,) int8}.
+AgentObservation = dict[str, npt.NDArray[np.int8]]
+
 
 class ParallelMapfEnv:
     """PettingZoo ``ParallelEnv`` interface over one instance; keyword arguments go to :class:`MapfEnv`."""
 
-    metadata = {"name": "mapf_frozenlake_v1", "render_modes": ["ansi", "rgb_array", "human"],
+    metadata: ClassVar[dict[str, Any]] = {"name": "mapf_frozenlake_v1", "render_modes": ["ansi", "rgb_array", "human"],
                 "is_parallelizable": True, "render_fps": 4}
 
-    def __init__(self, instance: Instance, render_mode: str | None = None, **env_kwargs) -> None:
+    def __init__(self, instance: Instance, render_mode: str | None = None, **env_kwargs: Any) -> None:
         self.env = MapfEnv(instance, render_mode=render_mode, **env_kwargs)
         self.possible_agents = [f"agent_{k}" for k in range(instance.n_agents)]
         self.agents: list[str] = []
         self.render_mode = render_mode
-        self._spaces = None
+        self._spaces: tuple[spaces.Dict, spaces.Discrete] | None = None
 
     # --- spaces (gymnasium only when asked for) --------------------------------------------------------
-    def _make_spaces(self):
+    def _make_spaces(self) -> tuple[spaces.Dict, spaces.Discrete]:
         if self._spaces is None:
             try:
                 from gymnasium import spaces
@@ -52,14 +61,14 @@ class ParallelMapfEnv:
             self._spaces = (obs, spaces.Discrete(C.N_ACTIONS))
         return self._spaces
 
-    def observation_space(self, agent: str):
+    def observation_space(self, agent: str) -> spaces.Dict:
         return self._make_spaces()[0]
 
-    def action_space(self, agent: str):
+    def action_space(self, agent: str) -> spaces.Discrete:
         return self._make_spaces()[1]
 
     # --- observations ----------------------------------------------------------------------------------
-    def _agent_observation(self, k: int) -> dict:
+    def _agent_observation(self, k: int) -> AgentObservation:
         state = self.env.state
         instance = self.env.instance
         h, w = instance.grid.shape
@@ -80,11 +89,13 @@ class ParallelMapfEnv:
                 mask[action] = int(0 <= nr < h and 0 <= nc < w)
         return {"observation": planes, "action_mask": mask}
 
-    def _observations(self, names) -> dict:
+    def _observations(self, names: Iterable[str]) -> dict[str, AgentObservation]:
         return {name: self._agent_observation(self.possible_agents.index(name)) for name in names}
 
     # --- API -------------------------------------------------------------------------------------------
-    def reset(self, seed: int | None = None, options: dict | None = None):
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, AgentObservation], dict[str, dict[str, Any]]]:
         self.env.reset(seed=seed)
         status = self.env.state.status
         self.agents = [name for k, name in enumerate(self.possible_agents) if status[k] == C.MOVING]
@@ -93,7 +104,9 @@ class ParallelMapfEnv:
         observations = self._observations(self.agents)
         return observations, {name: {} for name in self.agents}
 
-    def step(self, actions: dict):
+    def step(self, actions: dict[str, int]) -> tuple[
+        dict[str, AgentObservation], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict[str, Any]]
+    ]:
         if not self.agents:
             raise ConfigError("step", "episode finished", "call reset() first")
         unknown = set(actions) - set(self.possible_agents)
@@ -120,7 +133,7 @@ class ParallelMapfEnv:
         self.agents = [name for name in live if not (terminations[name] or truncations[name])]
         return observations, rewards, terminations, truncations, infos
 
-    def render(self):
+    def render(self) -> str | npt.NDArray[np.uint8] | None:
         """``ansi`` (and no mode): the board as text; ``rgb_array``: the last step drawn as ``(H, W, 3) uint8``
         with its failure markers; ``human``: the same in a pygame window (``MapfEnv.render``)."""
         return self.env.render()

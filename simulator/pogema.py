@@ -63,7 +63,7 @@ def _rows(value: Any, where: str) -> list[list[int]]:
                           "non-empty list of such row strings or of rows of 0 (free) and 1 (obstacle)")
     if len(value) > C.MAX_SIDE:
         raise ConfigError(f"{where}.map", f"{len(value)} rows", f"at most {C.MAX_SIDE} rows")
-    rows = []
+    rows: list[list[int]] = []
     for r, row in enumerate(value):
         if isinstance(row, str):
             tiles = []
@@ -90,7 +90,7 @@ def _points(value: Any, name: str, where: str, rows: list[list[int]]) -> list[tu
     height, width = len(rows), len(rows[0])
     if not isinstance(value, (list, tuple)) or not 1 <= len(value) <= C.MAX_AGENTS:
         raise ConfigError(f"{where}.{name}", value, f"a list of 1..{C.MAX_AGENTS} [row, col] pairs")
-    points = []
+    points: list[tuple[int, int]] = []
     for k, point in enumerate(value):
         field_name = f"{where}.{name}[{k}]"
         if (not isinstance(point, (list, tuple)) or len(point) != 2
@@ -132,7 +132,7 @@ def from_grid_config(data: Any, source: str = "grid config") -> Instance:
     return Instance(grid=rows, starts=starts, goals=goals)
 
 
-def to_grid_config(instance: Instance) -> dict:
+def to_grid_config(instance: Instance) -> dict[str, Any]:
     """The ``GridConfig`` document of an instance: ``map`` as one string, ``agents_xy``, ``targets_xy``,
     ``num_agents``."""
     if not isinstance(instance, Instance):
@@ -149,7 +149,7 @@ def _format(path: Path) -> str:
     return format
 
 
-def read_grid_config(path: str | os.PathLike) -> Instance:
+def read_grid_config(path: str | os.PathLike[str]) -> Instance:
     """The instance of a ``GridConfig`` file: JSON for ``.json``, YAML for ``.yaml``/``.yml``."""
     from simulator.config import load_yaml, reject_duplicate_json_keys
 
@@ -177,7 +177,7 @@ def grid_config_text(instance: Instance, format: str = "json") -> str:
                                                                                sort_keys=False)
 
 
-def write_grid_config(instance: Instance, path: str | os.PathLike) -> None:
+def write_grid_config(instance: Instance, path: str | os.PathLike[str]) -> None:
     """Write the instance's ``GridConfig`` document to ``path`` (format from the suffix), atomically."""
     from simulator.atomic import atomic_write
 

@@ -80,6 +80,8 @@ def step(
         action = int(actions[k])
         slipped = False
         if slip > 0.0 and action != C.WAIT:
+            if draws is None:  # as indexing None would: a TypeError
+                raise TypeError("rules.step: slip > 0 needs draws, one uniform draw in [0, 1) per agent")
             u = float(draws[k])
             if u < slip:
                 action = int(C.SLIP_SIDEWAYS[action][0 if u < slip / 2.0 else 1])

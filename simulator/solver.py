@@ -35,9 +35,12 @@ import math
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
+from simulator import astar_kernels
 from simulator import constants as C
 from simulator import independence_kernels as K
 from simulator.errors import ConfigError
@@ -79,11 +82,15 @@ class Solution:
         return self.status == SOLVED
 
 
-def _cell(point) -> tuple[int, int]:
+# One (row, col) per agent: a joint state of the plain-Python reference search.
+JointState = tuple[tuple[int, int], ...]
+
+
+def _cell(point: Sequence[int] | npt.NDArray[Any]) -> tuple[int, int]:
     return int(point[0]), int(point[1])
 
 
-def _check_limits(max_nodes, time_limit) -> None:
+def _check_limits(max_nodes: object, time_limit: object) -> None:
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) or not (
         1 <= max_nodes <= MAX_NODES_LIMIT
     ):
@@ -134,7 +141,7 @@ def solve(instance: Instance, *, max_nodes: int = 200_000, time_limit: float | N
         instance.grid, instance.starts, instance.goals, int(max_nodes), deadline, K.ESCALATE_AFTER, K.REPLAN_BUDGET
     )
     expanded = int(expanded)
-    if status == K.SOLVED:
+    if status == astar_kernels.SOLVED:
         if makespan > C.MAX_PLAN_LENGTH:
             return Solution(
                 LIMIT, None, -1, -1, f"the optimal plan has {makespan} steps, more than {C.MAX_PLAN_LENGTH}", expanded
@@ -142,10 +149,10 @@ def solve(instance: Instance, *, max_nodes: int = 200_000, time_limit: float | N
         # The kernel emits only legal codes and consistent lengths; the constructor re-checks them anyway.
         plan = JointPlan(actions=actions, lengths=lengths)
         return Solution(SOLVED, plan, int(makespan), int(sum_of_costs), "", expanded)
-    if status == K.UNSOLVABLE_AGENT:
+    if status == astar_kernels.UNSOLVABLE_AGENT:
         agent = int(np.argmax(culprits))
         return Solution(UNSOLVABLE, None, -1, -1, _unsolvable_agent_reason(instance, agent), expanded)
-    if status == K.UNSOLVABLE_GROUP:
+    if status == astar_kernels.UNSOLVABLE_GROUP:
         members = [int(k) for k in np.flatnonzero(culprits)]
         names = ", ".join(str(k) for k in members)
         moving = int(np.any(instance.starts != instance.goals, axis=1).sum())
@@ -156,18 +163,18 @@ def solve(instance: Instance, *, max_nodes: int = 200_000, time_limit: float | N
             f"({expanded} nodes expanded), so no joint plan exists"
         )
         return Solution(UNSOLVABLE, None, -1, -1, reason, expanded)
-    if status == K.INCONSISTENT:
+    if status == astar_kernels.INCONSISTENT:
         raise RuntimeError(
             f"solver inconsistency on {instance.to_dict()}: the sum-of-costs pass found no plan although the "
             "makespan pass did; please report this instance"
         )
-    if status == K.LIMIT_NODES:
+    if status == astar_kernels.LIMIT_NODES:
         return Solution(LIMIT, None, -1, -1, f"node limit reached: max_nodes = {max_nodes} expansions", expanded)
     return Solution(LIMIT, None, -1, -1, f"time limit reached: time_limit = {time_limit} s", expanded)
 
 
 # ------------------------------------------------------------------------------------ plain-Python reference
-def _joint_successors(instance: Instance, state: tuple) -> list[tuple]:
+def _joint_successors(instance: Instance, state: JointState) -> list[JointState]:
     """Every joint state reachable in one failure-free step from ``state`` (a tuple of (row, col) per agent).
 
     Written straight from the rules, independently of the kernels: arrived agents (on their goal) stay; others
@@ -212,9 +219,9 @@ def brute_force_optimum(instance: Instance, max_horizon: int = 10_000) -> tuple[
     """
     start = tuple(_cell(s) for s in instance.starts)
     goal = tuple(_cell(g) for g in instance.goals)
-    successors: dict[tuple, list[tuple]] = {}
+    successors: dict[JointState, list[JointState]] = {}
 
-    def next_states(state):
+    def next_states(state: JointState) -> list[JointState]:
         if state not in successors:
             successors[state] = _joint_successors(instance, state)
         return successors[state]
@@ -304,7 +311,9 @@ def _benchmark(argv: list[str] | None = None) -> None:
     ]
     solve(instances[0])  # compile or load the kernels outside the timing
     needs_wait(instances[0])
-    solve_ms, wait_ms, statuses = [], [], {}
+    solve_ms: list[float] = []
+    wait_ms: list[float] = []
+    statuses: dict[str, int] = {}
     for instance in instances:
         start = time.perf_counter()
         solution = solve(instance, max_nodes=args.max_nodes)
@@ -313,12 +322,13 @@ def _benchmark(argv: list[str] | None = None) -> None:
         solve_ms.append((middle - start) * 1e3)
         wait_ms.append((time.perf_counter() - middle) * 1e3)
         statuses[solution.status] = statuses.get(solution.status, 0) + 1
-    solve_ms, wait_ms = np.array(solve_ms), np.array(wait_ms)
+    solve_times, wait_times = np.array(solve_ms), np.array(wait_ms)
     print(
         f"{args.agents} agents, sides {args.sides}, hole ratio {args.hole_ratio}, {args.n} instances: "
-        f"solve median {np.median(solve_ms):.3f} ms, mean {solve_ms.mean():.3f} ms, p99 "
-        f"{np.percentile(solve_ms, 99):.2f} ms, max {solve_ms.max():.1f} ms ({1e3 / solve_ms.mean():.0f}/s); "
-        f"needs_wait median {np.median(wait_ms):.3f} ms, mean {wait_ms.mean():.3f} ms; {statuses}"
+        f"solve median {np.median(solve_times):.3f} ms, mean {solve_times.mean():.3f} ms, p99 "
+        f"{np.percentile(solve_times, 99):.2f} ms, max {solve_times.max():.1f} ms "
+        f"({1e3 / solve_times.mean():.0f}/s); "
+        f"needs_wait median {np.median(wait_times):.3f} ms, mean {wait_times.mean():.3f} ms; {statuses}"
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from simulator import constants as C
 from simulator import kernels
@@ -26,9 +27,9 @@ class BatchState:
         events: ``(B, K) int8`` event flags of the last step.
     """
 
-    pos: np.ndarray  # (B, K, 2) int32
-    status: np.ndarray  # (B, K) int8
-    events: np.ndarray  # (B, K) int8
+    pos: npt.NDArray[np.int32]  # (B, K, 2)
+    status: npt.NDArray[np.int8]  # (B, K)
+    events: npt.NDArray[np.int8]  # (B, K)
 
     @classmethod
     def initial(cls, packed: PackedInstances) -> "BatchState":
@@ -40,7 +41,7 @@ class BatchState:
         return cls(packed.starts.copy(), status, np.zeros((n, k_max), dtype=np.int8))
 
 
-def check_actions(actions: np.ndarray, shape: tuple[int, ...], name: str = "actions") -> np.ndarray:
+def check_actions(actions: npt.ArrayLike, shape: tuple[int, ...], name: str = "actions") -> npt.NDArray[np.int8]:
     """Return ``actions`` as int8 of ``shape`` or raise :class:`ConfigError` naming the bad entry."""
     array = np.asarray(actions)
     if array.shape != shape:
@@ -60,9 +61,9 @@ def check_actions(actions: np.ndarray, shape: tuple[int, ...], name: str = "acti
 def step_batch(
     packed: PackedInstances,
     state: BatchState,
-    actions: np.ndarray,
+    actions: npt.ArrayLike,
     slip: float = 0.0,
-    draws: np.ndarray | None = None,
+    draws: npt.ArrayLike | None = None,
 ) -> BatchState:
     """Advance every environment one step in place and return ``state``.
 

@@ -116,13 +116,18 @@ def generate_cell(cell: SuiteCell) -> GeneratedStage:
     return generate(cell.config())
 
 
+def _offset(progress: Callable[[int], None], base: int) -> Callable[[int], None]:
+    """``progress`` called with ``base + n`` (a cell's count of finished instances -> the suite's)."""
+    return lambda n: progress(base + n)
+
+
 def generate_suite(name: str, progress: Callable[[int], None] | None = None) -> list[tuple[SuiteCell, GeneratedStage]]:
     """Every cell of the suite, generated in order; ``progress`` gets the instances finished so far."""
     out = []
     finished = 0
     for cell in suite_cells(name):
         base = finished
-        stage = generate(cell.config(), progress=(lambda n, base=base: progress(base + n)) if progress else None)
+        stage = generate(cell.config(), progress=_offset(progress, base) if progress else None)
         finished += len(stage.instances)
         out.append((cell, stage))
     return out

@@ -7,7 +7,12 @@ here, so they read alike.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence, Union
+
+# (valid_rate, optimal_rate), fractions in [0, 1]
+Rates = tuple[float, float]
+# (label, {size: rates}) or (label, {size: rates}, (valid_mean, optimal_mean))
+RateRow = Union[tuple[str, Mapping[int, Rates]], tuple[str, Mapping[int, Rates], Rates]]
 
 
 def rate_cell(valid_rate: float, optimal_rate: float, decimals: int = 0) -> str:
@@ -18,7 +23,7 @@ def rate_cell(valid_rate: float, optimal_rate: float, decimals: int = 0) -> str:
 def format_rate_table(
     title: str,
     corner: str,
-    rows: Iterable[tuple],
+    rows: Iterable[RateRow],
     sizes: Sequence[int],
     *,
     cell_width: int = 11,

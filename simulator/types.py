@@ -9,15 +9,16 @@ from __future__ import annotations
 import hashlib
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from simulator import constants as C
 from simulator.errors import ConfigError
 
 
-def _as_int_array(value, name: str, dtype, ndim: int) -> np.ndarray:
+def _as_int_array(value: Any, name: str, dtype: type[np.integer[Any]], ndim: int) -> npt.NDArray[Any]:
     try:
         array = np.asarray(value)
     except Exception as exc:  # ragged lists and such
@@ -59,9 +60,12 @@ class Instance:
     An agent's start may equal its own goal (it is then on its goal from step 0). Arrays are read-only.
     """
 
-    grid: np.ndarray  # (H, W) int8
-    starts: np.ndarray  # (K, 2) int32
-    goals: np.ndarray  # (K, 2) int32
+    grid: npt.NDArray[np.int8]  # (H, W)
+    starts: npt.NDArray[np.int32]  # (K, 2)
+    goals: npt.NDArray[np.int32]  # (K, 2)
+
+    if TYPE_CHECKING:  # what the generated __init__ takes: array-likes, which __post_init__ checks and converts
+        def __init__(self, grid: npt.ArrayLike, starts: npt.ArrayLike, goals: npt.ArrayLike) -> None: ...
 
     def __post_init__(self) -> None:
         grid = _as_int_array(self.grid, "instance.grid", np.int8, 2)
@@ -136,12 +140,12 @@ class Instance:
             digest.update(np.ascontiguousarray(array, dtype).tobytes())
         return digest.digest()[:16]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain lists, for JSON/YAML."""
         return {"grid": self.grid.tolist(), "starts": self.starts.tolist(), "goals": self.goals.tolist()}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Instance":
+    def from_dict(cls, data: dict[str, Any]) -> "Instance":
         if not isinstance(data, dict):
             raise ConfigError("instance", data, "a mapping with keys grid, starts, goals")
         missing = [key for key in ("grid", "starts", "goals") if key not in data]
@@ -161,8 +165,11 @@ class JointPlan:
     Validation: codes in ``0..N_ACTIONS-1``, ``T <= MAX_PLAN_LENGTH``.
     """
 
-    actions: np.ndarray  # (K, T) int8
-    lengths: np.ndarray  # (K,) int32
+    actions: npt.NDArray[np.int8]  # (K, T)
+    lengths: npt.NDArray[np.int32]  # (K,)
+
+    if TYPE_CHECKING:  # what the generated __init__ takes: array-likes, which __post_init__ checks and converts
+        def __init__(self, actions: npt.ArrayLike, lengths: npt.ArrayLike) -> None: ...
 
     def __post_init__(self) -> None:
         actions = _as_int_array(self.actions, "plan.actions", np.int64, 2)
