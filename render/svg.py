@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -39,6 +40,8 @@ HOLD_S = 2.0  # the outcome stays this long (at least one step) before the anima
 MIN_WIDTH = 560  # room for the sentences under a small map
 FONT = "DejaVu Sans, Verdana, Arial, sans-serif"
 LINE_H = 18  # text lines under the board
+CAPTION_SIZE = 14  # the caption's font size (bold)
+CHAR_EM = 0.64  # a generous average advance of a bold sans-serif character, in ems (to fit the caption)
 
 
 def _hex(color) -> str:
@@ -49,6 +52,34 @@ def _num(value: float) -> str:
     """A coordinate or time, short: ``12``, ``12.5``."""
     text = f"{value:.3f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
+
+
+# Characters XML 1.0 forbids even escaped (C0 controls but tab and line breaks, lone surrogates from undecodable
+# file names, U+FFFE/U+FFFF): ElementTree writes them raw, and the document no longer parses.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _middle_cut(text: str, keep: int) -> str:
+    """``text`` cut to ``keep`` characters by dropping its middle for an ellipsis (both ends name a file best)."""
+    if len(text) <= keep:
+        return text
+    head = (keep - 1 + 1) // 2
+    return text[:head] + "…" + text[len(text) - (keep - 1 - head):]
+
+
+def _xml_safe(text: str) -> str:
+    """``text`` with each character XML cannot hold written as ``\\xNN`` / ``\\uNNNN`` (visible, not lost)."""
+    return _NOT_XML.sub(lambda match: ascii(match.group())[1:-1], text)
+
+
+def _clean_tree(root: ET.Element) -> None:
+    for element in root.iter():
+        if element.text:
+            element.text = _xml_safe(element.text)
+        if element.tail:
+            element.tail = _xml_safe(element.tail)
+        for name, value in element.attrib.items():
+            element.attrib[name] = _xml_safe(value)
 
 
 def _sub(parent: ET.Element, tag: str, attrib: dict[str, str] | None = None, **attributes) -> ET.Element:
@@ -231,12 +262,20 @@ def episode_svg(loaded: LoadedEpisode, fps: float = 3.0, trails: bool = True, to
     svg = ET.Element("svg", {"xmlns": SVG_NS, "width": str(width), "height": str(height),
                              "viewBox": f"0 0 {width} {height}", "font-family": FONT, "data-frames": str(n_frames),
                              "data-fps": _num(fps)})
-    title = f"MAPF-FrozenLake replay: {Path(loaded.path).name}, episode {loaded.index}"
+    name = Path(loaded.path).name
+    title = f"MAPF-FrozenLake replay: {name}, episode {loaded.index}"
     _sub(svg, "title").text = title
     _sub(svg, "desc").text = (f"{instance.height}x{instance.width} map, {n_agents} agents, {n_steps} steps; "
                               f"result: {facts.get('result', '?')}; failure: {facts.get('failure', '?')}")
     _sub(svg, "rect", width="100%", height="100%", fill=_hex(P.BACKGROUND))
-    _text(svg, 12, LINE_H, f"{title} · {facts.get('result', '')}", 14, _hex(P.ACCENT), font_weight="bold")
+    # The caption fits the picture's width (it ran off the right edge): the file name gives up its middle first,
+    # and a caption still too wide is squeezed to the width. The <title> keeps the whole name.
+    caption = f"{title} · {facts.get('result', '')}"
+    room = int((width - 24) / (CAPTION_SIZE * CHAR_EM))
+    if len(caption) > room:
+        caption = caption.replace(name, _middle_cut(name, max(12, len(name) - (len(caption) - room))), 1)
+    squeeze = {"textLength": str(width - 24), "lengthAdjust": "spacingAndGlyphs"} if len(caption) > room else {}
+    _text(svg, 12, LINE_H, caption, CAPTION_SIZE, _hex(P.ACCENT), font_weight="bold", **squeeze)
     counter = _sub(svg, "g", id="steps")
     for t in range(n_frames):
         label = _text(counter, 12, 2 * LINE_H + 2, f"step {t} / {n_steps}", 13, _hex(P.TEXT), **{"data-step": t})
@@ -340,6 +379,7 @@ def episode_svg(loaded: LoadedEpisode, fps: float = 3.0, trails: bool = True, to
                           color)
         _text(item, x + 32, y + 14, text, 12, _hex(P.TEXT_DIM))
 
+    _clean_tree(svg)  # names come from outside (a file name with a control character made the file invalid)
     ET.indent(svg, space=" ")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(svg, encoding="unicode") + "\n"
 

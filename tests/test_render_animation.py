@@ -167,6 +167,27 @@ def test_export_svg__names_are_escaped_and_the_file_is_written_atomically(tmp_pa
     assert [p.name for p in folder.iterdir()] == ["hole.svg"]  # no temporary file left beside it
 
 
+def test_export_svg__control_characters_in_the_name_still_make_valid_xml(tmp_path):
+    """A replay file name with control characters: ElementTree wrote them raw and the SVG did not parse."""
+    odd = write_cases(tmp_path / "run\x01\x1b[31m\x7fend\x0b.mlr")
+    with ReplaySource(odd) as opened:
+        path, _ = export_svg(opened, ORDER.index("hole"), tmp_path / "odd.svg")
+    root = ET.parse(path).getroot()  # ParseError ("not well-formed (invalid token)") before
+    assert "run\\x01\\x1b[31m\x7fend\\x0b.mlr" in root.find(f"{SVG}title").text  # shown, not dropped
+
+
+def test_export_svg__a_long_name_is_cut_in_the_middle_to_fit_the_caption(tmp_path):
+    """The caption ran off the picture's right edge; the title keeps the whole name."""
+    name = "stage-03-validation-" + "x" * 120 + "-final.mlr"
+    with ReplaySource(write_cases(tmp_path / name)) as opened:
+        path, _ = export_svg(opened, ORDER.index("hole"), tmp_path / "long.svg")
+    root = ET.parse(path).getroot()
+    caption = root.find(f"{SVG}text").text
+    assert name in root.find(f"{SVG}title").text and name not in caption
+    assert caption.startswith("MAPF-FrozenLake replay: stage-0") and "…" in caption and "l.mlr, episode" in caption
+    assert len(caption) * 14 * 0.64 <= int(root.get("width")) - 24
+
+
 def test_export_svg__bad_fps_is_a_config_error(source, tmp_path):
     with pytest.raises(ConfigError, match="--fps"):
         export_svg(source, 0, tmp_path / "x.svg", fps=0)
