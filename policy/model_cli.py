@@ -80,9 +80,22 @@ MODEL_INITS: dict[str, ModelInit] = {
 }
 
 
+TOKENIZER_KINDS = ("qwen3-tokenizer",)  # folders that hold a tokenizer only
+
+
+def load_hint(kind: str, out) -> str:
+    """Where the folder ``model init KIND`` wrote is used, as command lines that parse (a test parses them):
+    it said ``--model hf:DIR``, which no command takes (eval takes ``--policy hf:DIR``)."""
+    if kind in TOKENIZER_KINDS:
+        return f"use it with: mapf-lake model init tiny-qwen3 --tokenizer {out} --out DIR"
+    return (f"use it with: mapf-lake eval --policy hf:{out} --suite paper-quick; "
+            f"mapf-lake train --set model=hf:{out}; "
+            f"mapf-lake engineer --engineer llm:hf:{out} --replays STAGE_REPLAYS --out NEXT.yaml")
+
+
 def _model_init(args: argparse.Namespace) -> int:
     out = MODEL_INITS[args.kind].build(args)
-    print(f"wrote {args.kind} to {out} (load it with --model hf:{out})", file=sys.stderr)
+    print(f"wrote {args.kind} to {out}; {load_hint(args.kind, out)}", file=sys.stderr)
     return 0
 
 
@@ -110,7 +123,8 @@ def register_model_commands(
     """Add ``model init KIND --out DIR`` to ``commands`` and, when given, ``generation`` to ``bench``."""
     model = commands.add_parser(
         "model", help="create the embedded models and tokenizers locally (no download)",
-        description="Create model and tokenizer folders that --model hf:DIR loads offline.",
+        description="Create model and tokenizer folders offline: eval --policy hf:DIR, train --set model=hf:DIR and "
+                    "engineer --engineer llm:hf:DIR load a model folder; --tokenizer DIR takes a tokenizer folder.",
     )
     actions = model.add_subparsers(dest="model_action", required=True, metavar="ACTION")
     init = actions.add_parser(

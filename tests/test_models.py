@@ -254,3 +254,20 @@ def test_mapf_lake_model_init_and_bench_generation__subprocess_smoke(tmp_path):
     figures = json.loads(run("bench", "generation", "--model", str(tmp_path / "tiny"), "--batch", "2",
                              "--max-new-tokens", "4", "--json").stdout)
     assert figures["completion_tokens"] == 8
+
+
+@pytest.mark.parametrize("kind", ["tiny", "qwen3-tokenizer"])
+def test_model_init__the_hint_names_command_lines_that_parse(kind):
+    """model init said 'load it with --model hf:DIR', which no command takes (eval takes --policy hf:DIR)."""
+    import shlex
+
+    from curriculum.cli import build_parser
+    from policy.model_cli import load_hint
+
+    hint = load_hint(kind, "/tmp/m")
+    commands = [shlex.split(line.strip()) for line in hint.split(":", 1)[1].split(";")]
+    assert commands and all(argv[0] == "mapf-lake" for argv in commands)
+    for argv in commands:
+        build_parser().parse_args(argv[1:])  # SystemExit on an unknown flag
+    assert ("--tokenizer /tmp/m" in hint) == (kind == "qwen3-tokenizer")
+    assert ("--policy hf:/tmp/m" in hint) == (kind == "tiny")
