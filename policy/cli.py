@@ -138,6 +138,10 @@ def _export(args: argparse.Namespace) -> int:
     if not (args.out or args.movingai):
         raise ConfigError("--out", None, "given: a dataset file or folder to write (or --movingai DIR, or both)")
     fmt = args.format or ("parquet" if str(args.out).endswith(".parquet") else "jsonl")
+    named = {".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}.get(Path(str(args.out or "")).suffix.lower())
+    if args.out and named and named != fmt:  # --format parquet --out x.jsonl wrote Parquet into x.jsonl
+        raise ConfigError("--out", args.out, f"a name that fits --format {fmt}: "
+                          + ("a folder name" if fmt == "hf" else f"ending in .{fmt}"))
     started = time.perf_counter()
     if args.suite:
         update, close = progress_bar(suite_size(args.suite), f"suite {args.suite}")

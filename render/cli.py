@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from simulator.cli import add_bench_target
 
@@ -34,6 +35,10 @@ def _watch(args: argparse.Namespace) -> int:
     from simulator.errors import ConfigError
 
     exports = args.png or args.gif or args.svg or args.mp4
+    for flag, suffix in (("png", ".png"), ("gif", ".gif"), ("svg", ".svg"), ("mp4", ".mp4")):
+        out = getattr(args, flag)
+        if out and Path(out).suffix.lower() != suffix:  # --gif x.png wrote a GIF named .png
+            raise ConfigError(f"--{flag}", out, f"a file name ending in {suffix} (the format --{flag} writes)")
     if exports:
         _headless()
     source = ReplaySource(args.path)
@@ -44,7 +49,9 @@ def _watch(args: argparse.Namespace) -> int:
         if args.step is not None:
             n_steps = source.load(args.episode).n_steps
             if not -(n_steps + 1) <= args.step <= n_steps:
-                raise ConfigError("--step", args.step, f"0..{n_steps} (or -1 for the last step)")
+                raise ConfigError("--step", args.step, f"{-(n_steps + 1)}..{n_steps}: 0 is the start and {n_steps} "
+                                  f"the last step; negative counts from the end (-1 the last step, "
+                                  f"{-(n_steps + 1)} the start)")
         trails = not args.no_trails
         if args.svg:  # no pygame needed
             from render.svg import export_svg

@@ -113,3 +113,35 @@ def test_cli_play__refuses_foreign_file(tmp_path):
     foreign.write_bytes(b"MLREPLAY\x01\x00\x00\x00garbage")
     result = run("play", "--load", str(foreign), check=False)
     assert result.returncode == 2 and "Traceback" not in result.stderr and "x.mlr" in result.stderr
+
+
+@pytest.mark.parametrize("flag, name", [("--gif", "x.png"), ("--png", "x.gif"), ("--svg", "x"), ("--mp4", "x.gif")])
+def test_cli_watch__an_output_name_that_does_not_fit_its_format_is_refused(cases, tmp_path, capsys, flag, name):
+    """--gif x.png wrote a GIF named .png."""
+    from curriculum.cli import main
+
+    assert main(["watch", str(cases), flag, str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and flag in err and f"ending in .{flag[2:]}" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_watch__the_step_error_names_the_whole_range_and_its_ends_work(cases, tmp_path, capsys):
+    """The error said 0..N (or -1): -(N+1)..-2 are accepted too."""
+    from curriculum.cli import main
+
+    n_steps = len(CASES["edge"][0])
+    edge = str(ORDER.index("edge"))
+    assert main(["watch", str(cases), "--episode", edge, "--step", "99", "--png", str(tmp_path / "x.png")]) == 2
+    assert f"{-(n_steps + 1)}..{n_steps}" in capsys.readouterr().err
+    for step in (-(n_steps + 1), n_steps):
+        assert main(["watch", str(cases), "--episode", edge, "--step", str(step), "--png",
+                     str(tmp_path / f"s{step}.png")]) == 0
+
+
+def test_cli_export__a_format_the_out_name_contradicts_is_refused(tmp_path, capsys):
+    """export --format parquet --out x.jsonl wrote Parquet into x.jsonl."""
+    from curriculum.cli import main
+
+    assert main(["export", "--suite", "paper-quick", "--format", "parquet", "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert "ending in .parquet" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
