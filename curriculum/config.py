@@ -252,7 +252,8 @@ class Validation:
 @dataclass(frozen=True)
 class Engineer:
     spec: str = "rule"
-    """``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``, ``progress``, ``gap``, ``mutate``, ``llm:self`` (the current checkpoint), ``llm:base`` (the initial model), or
+    """``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``, ``progress``, ``gap``, ``mutate``, ``window``,
+    ``llm:self`` (the current checkpoint), ``llm:base`` (the initial model), or
     ``llm:BACKEND_SPEC`` (e.g. ``llm:openai:gpt-4o``)."""
     context: tuple = ENGINEER_CONTEXT
     """Context sections shown to it (ablations switch them off)."""
@@ -262,7 +263,8 @@ class Engineer:
     its floor and smoothing; for ``bandit`` its temperature; for ``progress`` its ``scale`` (``logit`` or
     ``absolute``), floor and step size; for ``gap`` its ratio, the lesson's hole and wait ratios,
     ``hole_step`` and ``advance`` (how the lesson's holes rise once its training samples solve it), and its
-    ``remedy`` (``lesson`` or ``drop``)."""
+    ``remedy`` (``lesson`` or ``drop``); for ``window`` its ``threshold``, ``min_episodes``, ``width``, ``start``
+    and ``hole_step``."""
     plan_first: bool = False
     """Ask the engineer for stage 1's config too, from the warm start's validation (or the untrained model's,
     without a warm start), instead of training stage 1 on ``initial_config`` as given. The decision is kept in
@@ -270,8 +272,8 @@ class Engineer:
 
     def validate(self) -> None:
         if not isinstance(self.spec, str) or not self.spec:
-            raise ConfigError("engineer.spec", self.spec, "fixed, random, rule, learnability, bandit, progress, gap, mutate, llm:self, llm:base or "
-                                                        "llm:BACKEND_SPEC")
+            raise ConfigError("engineer.spec", self.spec, "fixed, random, rule, learnability, bandit, progress, gap, "
+                              "mutate, window, llm:self, llm:base or llm:BACKEND_SPEC")
         unknown = [s for s in self.context if s not in ENGINEER_CONTEXT]
         if unknown:
             raise ConfigError("engineer.context", unknown[0], f"sections among {ENGINEER_CONTEXT}")

@@ -4,9 +4,11 @@ Pieces, one file each: :mod:`engineer.evidence` (replays -> the typed evidence: 
 figures), :mod:`engineer.context` (evidence and history -> named, switchable sections as text and data), :mod:`engineer.prompt`
 (the LLM's prompt), :mod:`engineer.proposal` (answer -> repaired, validated config, or the fallback),
 :mod:`engineer.decision` (the record of each decision), :mod:`engineer.rule`, :mod:`engineer.learnability`,
-:mod:`engineer.bandit`, :mod:`engineer.progress`, :mod:`engineer.gap`, :mod:`engineer.mutate` and :mod:`engineer.llm` (engineers),
+:mod:`engineer.bandit`, :mod:`engineer.progress`, :mod:`engineer.gap`, :mod:`engineer.mutate`,
+:mod:`engineer.window` and
+:mod:`engineer.llm` (engineers; :mod:`engineer.bands` serves some of them),
 :mod:`engineer.engineers` (the registry: ``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``,
-``progress``, ``gap``, ``mutate``, ``llm:BACKEND_SPEC``) and
+``progress``, ``gap``, ``mutate``, ``window``, ``llm:BACKEND_SPEC``) and
 :mod:`engineer.cli` (``mapf-lake engineer``).
 
 Typical use::

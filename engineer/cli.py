@@ -100,8 +100,9 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
             "Builds the engineer's context from the replays (behavior, failures, env_stats, history), asks the "
             "engineer for the next config, repairs or rejects its proposal, and writes the result. A rejected "
             "proposal keeps the current config. Engineers: fixed, random, rule, learnability, bandit, mutate, "
-            "progress, gap, llm:BACKEND_SPEC (e.g. llm:hf:PATH, llm:openai:MODEL); their options with --option "
-            "(e.g. --engineer gap --option remedy=drop --option weigh=yield)."
+            "progress, gap, window, llm:BACKEND_SPEC (e.g. llm:hf:PATH, "
+            "llm:openai:MODEL); their options with --option (e.g. --engineer gap --option remedy=drop --option "
+            "weigh=yield)."
         ),
     )
     parser.add_argument("--replays", required=True, nargs="+", help="replay file(s) or folder(s) of the stage")

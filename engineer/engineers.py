@@ -1,5 +1,5 @@
 """Engineers, looked up by name: ``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``, ``mutate``,
-``progress``, ``gap``, ``llm:BACKEND_SPEC``.
+``progress``, ``gap``, ``window``, ``llm:BACKEND_SPEC``.
 
 Every engineer has a ``name`` and ``propose(context, config, seed=0) -> EngineerDecision``; the decision's
 ``config`` is always a valid StageConfig (the previous one when a proposal is rejected). ``make_engineer(spec,
@@ -19,6 +19,8 @@ Every engineer has a ``name`` and ``propose(context, config, seed=0) -> Engineer
   1 / each size's sampled valid rate (:mod:`engineer.gap`).
 * ``mutate``: sizes in the learnable band get one seeded small edit: more holes, more waits, or weight to the
   next side up (:mod:`engineer.mutate`).
+* ``window``: each size trains inside a window of optimal makespans whose top rises when the evidence solves the
+  top level 90% of the time over 8+ episodes, the lower bound following (RLVE; :mod:`engineer.window`).
 * ``llm:BACKEND_SPEC``: a language model through a policy backend (:mod:`engineer.llm`).
 """
 
@@ -42,6 +44,7 @@ from engineer.llm import LLMEngineer
 from engineer.mutate import MutateEngineer
 from engineer.progress import ProgressEngineer
 from engineer.rule import RuleEngineer, hole_ratio_cap, rounded_shares
+from engineer.window import WindowEngineer
 from simulator.config import MAX_HOLE_RATIO, MAX_SIZE, MAX_STAGE_AGENTS, MIN_SIZE, SizeSpec, StageConfig
 from simulator.errors import ConfigError
 
@@ -153,6 +156,7 @@ ENGINEERS: dict[str, EngineerKind] = {
     "mutate": EngineerKind(MutateEngineer, False, "mutate"),
     "progress": EngineerKind(ProgressEngineer, False, "progress"),
     "gap": EngineerKind(GapEngineer, False, "gap"),
+    "window": EngineerKind(WindowEngineer, False, "window"),
     "llm": EngineerKind(LLMEngineer, True, "llm:BACKEND_SPEC (llm:hf:PATH, llm:vllm:PATH, llm:openai:MODEL)"),
 }
 ENGINEER_FORMS = ", ".join(kind.form for kind in ENGINEERS.values())

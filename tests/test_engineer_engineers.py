@@ -8,6 +8,7 @@ import math
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -539,6 +540,91 @@ def test_gap__lengths_frontier_bands_each_size_without_waits_and_clears_the_band
             make_engineer("gap", **{option: value})
 
 
+# --- window (RLVE): makespan bands ----------------------------------------------------------------------------
+def _one_size(side: int, wait: float = 0.0, **bounds) -> StageConfig:
+    return StageConfig.from_dict({"agents": 2, "samples": 400, "seed": 3, "sizes": {
+        side: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": wait, **bounds}}})
+
+
+def _length_context(config: StageConfig, cells: dict[int, dict[int, tuple[float, int]]], signal=None,
+                    sections=None):
+    """A context whose evidence has, per size, ``{makespan: (valid rate, episodes)}`` (``signal``: the stage's
+    sampled valid rate per size, as its training signal)."""
+    def group(rate: float, n: int) -> dict:
+        valid = round(rate * n)
+        return {"episodes": n, "valid": valid, "optimal": valid, "valid_rate": rate, "optimal_rate": rate,
+                "failures": {"hole": n - valid}}
+
+    extra = {"by_size_makespan": {f"{side}:{makespan}": group(rate, n) for side, levels in cells.items()
+                                  for makespan, (rate, n) in levels.items()}}
+    if signal:
+        extra["training_signal"] = {"by_size": {str(side): {
+            "groups": 8, "reward_mean": rate, "valid_rate": rate, "zero_variance_share": 0.0,
+            "abs_advantage_mean": 0.5} for side, rate in signal.items()}}
+    return build_context(summary_with({side: 0.5 for side in config.sizes}, **extra), config, [], sections=sections)
+
+
+@pytest.mark.parametrize("levels, bounds, window", [
+    # levels 1 and 2 mastered (>= 90% over 8+), 3 not: from the start window 1..1 the top rises twice
+    ({1: (0.95, 10), 2: (0.92, 10), 3: (0.5, 10), 4: (0.1, 10)}, {}, (1, 3)),
+    # the config's window 2..3: its top (3) is not mastered, nothing moves
+    ({1: (0.95, 10), 2: (0.92, 10), 3: (0.5, 10), 4: (0.1, 10)}, {"min_makespan": 2, "max_makespan": 3}, (2, 3)),
+    # 2 and 3 mastered: the top rises to 4 and the lower bound follows at 4 - 3 + 1
+    ({1: (0.95, 10), 2: (0.95, 10), 3: (0.95, 10), 4: (0.5, 10)}, {"min_makespan": 1, "max_makespan": 2}, (2, 4)),
+    # mastered but on fewer than 8 episodes: the top stays
+    ({1: (1.0, 5), 2: (0.5, 10)}, {}, (1, 1)),
+    # mastered, but the evidence never saw the next level: the top stays
+    ({1: (1.0, 10)}, {}, (1, 1)),
+    # a window never moves down, however badly its levels go
+    ({3: (0.2, 10), 4: (0.1, 10), 5: (0.0, 10)}, {"min_makespan": 3, "max_makespan": 4}, (3, 4)),
+])
+def test_window__the_top_rises_past_each_level_solved_90_percent_over_8_episodes_and_the_bottom_follows(
+        levels, bounds, window):
+    config = _one_size(4, **bounds)
+    decision = make_engineer("window").propose(_length_context(config, {4: levels}), config)
+    spec = decision.config.sizes[4]
+    assert (spec.min_makespan, spec.max_makespan) == window
+    assert (spec.data_ratio, spec.hole_ratio, spec.wait_ratio) == (1.0, 0.2, 0.0) and decision.accepted
+    assert f"-> {window[0]}..{window[1]}" in decision.rationale
+    # the window lives in the config: a second decision on the same evidence moves nothing more
+    again = make_engineer("window").propose(_length_context(decision.config, {4: levels}), decision.config)
+    assert again.config == decision.config
+
+
+def test_window__holes_rise_with_the_top_and_a_window_the_generator_cannot_fill_is_widened():
+    levels = {1: (0.95, 10), 2: (0.95, 10), 3: (0.95, 10), 4: (0.5, 10)}
+    config = _one_size(4, min_makespan=1, max_makespan=2)
+    decision = make_engineer("window", hole_step=0.05).propose(_length_context(config, {4: levels}), config)
+    assert decision.config.sizes[4].hole_ratio == 0.3 and "holes 0.2 -> 0.3" in decision.rationale  # rose 2 levels
+    capped = make_engineer("window", hole_step=0.5, max_hole_ratio=0.25).propose(
+        _length_context(config, {4: levels}), config)
+    assert capped.config.sizes[4].hole_ratio == 0.25
+    # with waits, plans of 1-2 steps almost never need a wait on a 5x5 map: the window grows upward until the
+    # generator fills it, never past the longest makespan the evidence saw
+    waits = _one_size(5, wait=0.3)
+    cells = {5: {1: (0.95, 10), 2: (0.5, 10), 3: (0.2, 10), 4: (0.1, 10), 5: (0.0, 5)}}
+    widened = make_engineer("window").propose(_length_context(waits, cells), waits)
+    spec = widened.config.sizes[5]
+    assert spec.min_makespan == 1 and 2 < spec.max_makespan <= 5 and "widened" in widened.rationale
+    from simulator.generator import generate
+
+    generate(replace(widened.config, samples=60))  # the stage it writes can be generated
+
+
+def test_window__without_the_split_or_evidence_nothing_moves_and_bad_options_are_config_errors():
+    config = _one_size(4)
+    assert make_engineer("window").propose(build_context(summary_with({4: 0.5}), config, []), config).diff == []
+    hidden = make_engineer("window").propose(_length_context(config, {4: {1: (1.0, 10), 2: (0.5, 10)}},
+                                                             sections=("failures",)), config)
+    assert hidden.diff == [] and "no evidence split" in hidden.rationale
+    other = make_engineer("window").propose(_length_context(config, {3: {1: (1.0, 10)}}), config)
+    assert other.diff == [] and "no evidence episodes" in other.rationale
+    for option, value in (("threshold", 1.5), ("min_episodes", 0), ("width", 2.5), ("start", 0), ("hole_step", -0.1),
+                          ("max_hole_ratio", 0.95), ("metric", "reward")):
+        with pytest.raises(ConfigError, match=f"window.{option}"):
+            make_engineer("window", **{option: value})
+
+
 # --- rule ----------------------------------------------------------------------------------------------------
 def test_rule__weight_moves_from_solved_and_hopeless_sizes_to_mid_range_ones():
     decision = _propose("rule", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05})
@@ -625,7 +711,8 @@ def test_make_engineer__bad_specs_are_config_errors(spec):
 def test_make_engineer__unknown_option_names_the_allowed_ones():
     with pytest.raises(ConfigError, match="low, high"):
         make_engineer("rule", lo=0.1)
-    assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "bandit", "mutate", "progress", "gap", "llm"}
+    assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "bandit", "mutate", "progress", "gap",
+                              "window", "llm"}
 
 
 # --- llm with stand-in backends ------------------------------------------------------------------------------
