@@ -440,6 +440,9 @@ def _env_stats_text(data: Mapping) -> list[str]:
         )
     failed, succeeded = data["instance_stats"].get("failed"), data["instance_stats"].get("succeeded")
     if failed and succeeded:
+        # a group without episodes has no means: n/a, not the 0.000 its record holds (all valid, or none valid)
+        failed, succeeded = ({key: (value if group.get("episodes") else None) for key, value in group.items()}
+                             for group in (failed, succeeded))
         lines.append(
             f"failed vs succeeded instances: holes {_num(failed.get('hole_ratio_mean'), 3)} vs "
             f"{_num(succeeded.get('hole_ratio_mean'), 3)}, needs-wait share {_num(failed.get('needs_wait_share'))} vs "

@@ -518,12 +518,15 @@ def render_summary(summary: FailureSummary, exemplars: bool = True) -> str:
         lines.append("by need of a wait (valid%): " + ", ".join(
             f"{key} {100 * group.valid_rate:.0f}% of {group.episodes}" for key, group in summary.by_wait.items()))
     failed, succeeded = summary.instance_stats["failed"], summary.instance_stats["succeeded"]
+
+    def mean(stats: InstanceStats, value: float, digits: int) -> str:  # a group without episodes has no mean
+        return f"{value:.{digits}f}" if stats.episodes else "n/a"
+
     lines.append(
-        "failed vs succeeded instances: holes {:.2f} vs {:.2f}, needs_wait {:.2f} vs {:.2f}, optimal makespan "
-        "{:.1f} vs {:.1f}".format(
-            failed.hole_ratio_mean, succeeded.hole_ratio_mean, failed.needs_wait_share,
-            succeeded.needs_wait_share, failed.optimal_makespan_mean, succeeded.optimal_makespan_mean,
-        )
+        f"failed vs succeeded instances: holes {mean(failed, failed.hole_ratio_mean, 2)} vs "
+        f"{mean(succeeded, succeeded.hole_ratio_mean, 2)}, needs_wait {mean(failed, failed.needs_wait_share, 2)} vs "
+        f"{mean(succeeded, succeeded.needs_wait_share, 2)}, optimal makespan "
+        f"{mean(failed, failed.optimal_makespan_mean, 1)} vs {mean(succeeded, succeeded.optimal_makespan_mean, 1)}"
     )
     for name, steps in summary.fail_steps.items():
         lines.append(f"{name} at steps: " + ", ".join(f"{step}:{n}" for step, n in steps.items()))

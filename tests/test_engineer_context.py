@@ -248,3 +248,12 @@ def test_context__env_stats_shows_the_generator_s_report_and_the_training_signal
     with pytest.raises(ConfigError, match=r"training_signal\.rounds\[1\]\.3"):
         StageEvidence.from_dict({**summarize_episodes(episodes).to_dict(),
                                  "training_signal": {**signal, "rounds": [signal["by_size"], {"3": {"groups": 1}}]}})
+
+
+def test_context__a_side_without_instances_is_n_a_not_zero(episodes, stage_config):
+    """Every episode valid: the engineer was told the failed instances had holes 0.000 and a makespan of 0.0."""
+    valid = [episode for episode in episodes if episode.outcome.valid]
+    assert valid
+    text = build_context(summarize_episodes(valid), stage_config, [], sections=("env_stats",)).text
+    line = next(line for line in text.splitlines() if line.startswith("failed vs succeeded"))
+    assert line.count("n/a vs ") == 4 and "0.000 vs" not in line

@@ -14,9 +14,8 @@ from replays.types import ReplayHeader
 from replays.writer import write_replay
 from simulator import constants as C
 from simulator.config import StageConfig
-from simulator.generator import generate
 
-STAGE = {
+CONFIG = StageConfig.from_dict({
     "agents": [2, 3],
     "samples": 60,
     "seed": 11,
@@ -24,12 +23,7 @@ STAGE = {
         4: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.6},
         7: {"data_ratio": 0.5, "hole_ratio": 0.3, "wait_ratio": 0.6},
     },
-}
-
-
-@pytest.fixture(scope="module")
-def items():
-    return generate(StageConfig.from_dict(STAGE)).instances
+})
 
 
 @pytest.fixture(scope="module")
@@ -182,3 +176,14 @@ def test_describe_failure__a_step_failure_at_step_0_or_past_the_trace_is_untrust
     render_episode(episode)
     text = render_summary(summarize_paths(tmp_path))
     assert "edge_conflict" in text
+
+
+def test_summary__a_side_without_episodes_shows_n_a_not_zero(episodes_by_policy):
+    """All valid: the failed side has no instances, and its means printed as 0.00 (holes 0.00 vs 0.21)."""
+    text = render_summary(summarize(episodes_by_policy["oracle"]))
+    line = next(line for line in text.splitlines() if line.startswith("failed vs succeeded"))
+    assert line.count("n/a vs ") == 3 and " vs 0.00," not in line and "0.00 vs" not in line
+    greedy_waits = [ep for ep in episodes_by_policy["greedy"] if ep.labels.needs_wait]  # none valid
+    line = next(line for line in render_summary(summarize(greedy_waits)).splitlines()
+                if line.startswith("failed vs succeeded"))
+    assert line.count(" vs n/a") == 3
