@@ -1,5 +1,5 @@
 """Engineers, looked up by name: ``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``, ``mutate``,
-``progress``, ``gap``, ``window``, ``llm:BACKEND_SPEC``.
+``progress``, ``gap``, ``window``, ``target``, ``llm:BACKEND_SPEC``.
 
 Every engineer has a ``name`` and ``propose(context, config, seed=0) -> EngineerDecision``; the decision's
 ``config`` is always a valid StageConfig (the previous one when a proposal is rejected). ``make_engineer(spec,
@@ -21,6 +21,8 @@ Every engineer has a ``name`` and ``propose(context, config, seed=0) -> Engineer
   next side up (:mod:`engineer.mutate`).
 * ``window``: each size trains inside a window of optimal makespans whose top rises when the evidence solves the
   top level 90% of the time over 8+ episodes, the lower bound following (RLVE; :mod:`engineer.window`).
+* ``target``: each size's target makespan moves by ``eta * tanh(alpha * (R - beta))`` with the stage's sampled valid
+  rate ``R``, and the next stage trains on the makespans nearest it (AdaRFT; :mod:`engineer.target`); stateful.
 * ``llm:BACKEND_SPEC``: a language model through a policy backend (:mod:`engineer.llm`).
 """
 
@@ -44,6 +46,7 @@ from engineer.llm import LLMEngineer
 from engineer.mutate import MutateEngineer
 from engineer.progress import ProgressEngineer
 from engineer.rule import RuleEngineer, hole_ratio_cap, rounded_shares
+from engineer.target import TargetEngineer
 from engineer.window import WindowEngineer
 from simulator.config import MAX_HOLE_RATIO, MAX_SIZE, MAX_STAGE_AGENTS, MIN_SIZE, SizeSpec, StageConfig
 from simulator.errors import ConfigError
@@ -157,6 +160,7 @@ ENGINEERS: dict[str, EngineerKind] = {
     "progress": EngineerKind(ProgressEngineer, False, "progress"),
     "gap": EngineerKind(GapEngineer, False, "gap"),
     "window": EngineerKind(WindowEngineer, False, "window"),
+    "target": EngineerKind(TargetEngineer, False, "target"),
     "llm": EngineerKind(LLMEngineer, True, "llm:BACKEND_SPEC (llm:hf:PATH, llm:vllm:PATH, llm:openai:MODEL)"),
 }
 ENGINEER_FORMS = ", ".join(kind.form for kind in ENGINEERS.values())

@@ -540,7 +540,7 @@ def test_gap__lengths_frontier_bands_each_size_without_waits_and_clears_the_band
             make_engineer("gap", **{option: value})
 
 
-# --- window (RLVE): makespan bands ----------------------------------------------------------------------------
+# --- window (RLVE) and target (AdaRFT): makespan bands ------------------------------------------------------------
 def _one_size(side: int, wait: float = 0.0, **bounds) -> StageConfig:
     return StageConfig.from_dict({"agents": 2, "samples": 400, "seed": 3, "sizes": {
         side: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": wait, **bounds}}})
@@ -623,6 +623,60 @@ def test_window__without_the_split_or_evidence_nothing_moves_and_bad_options_are
                           ("max_hole_ratio", 0.95), ("metric", "reward")):
         with pytest.raises(ConfigError, match=f"window.{option}"):
             make_engineer("window", **{option: value})
+
+
+@pytest.mark.parametrize("target, reward, expected", [
+    (2.0, 0.5, 2.0),  # at beta: the target stays
+    (2.0, 1.0, 2.0 + math.tanh(1.0)),  # all solved: up by eta * tanh(alpha * 0.5)
+    (2.0, 0.0, 2.0 - math.tanh(1.0)),  # none solved: down as far
+    (2.0, 0.75, 2.0 + math.tanh(0.5)),
+    (4.6, 1.0, 5.0),  # clipped at the longest makespan
+    (1.2, 0.0, 1.0),  # and at 1
+])
+def test_next_target__is_adarft_s_clipped_tanh_step(target, reward, expected):
+    from engineer.target import next_target
+
+    assert next_target(target, reward, eta=1.0, alpha=2.0, beta=0.5, high=5.0) == pytest.approx(expected)
+
+
+def test_target__the_band_follows_the_target_moved_by_the_stage_s_sampled_rate_and_resumes_from_its_state():
+    config = _one_size(4)
+    cells = {4: {m: (0.5, 10) for m in range(1, 7)}}
+    target = make_engineer("target")
+    # before stage 1 (no training signal): the target is start (1) and the band 1..2
+    first = target.propose(_length_context(config, cells), config)
+    assert (first.config.sizes[4].min_makespan, first.config.sizes[4].max_makespan) == (1, 2)
+    assert first.details["state"] == {"targets": {"4": 1.0}} and "no training signal" in first.rationale
+    # the stage solved all its samples: 1 + tanh(1) = 1.76, band around 2
+    second = target.propose(_length_context(first.config, cells, signal={4: 1.0}), first.config)
+    assert second.details["state"]["targets"]["4"] == pytest.approx(1 + math.tanh(1.0))
+    assert (second.config.sizes[4].min_makespan, second.config.sizes[4].max_makespan) == (1, 3)
+    resumed = make_engineer("target")
+    resumed.load_state(second.to_dict()["details"]["state"])
+    third = resumed.propose(_length_context(second.config, cells, signal={4: 1.0}), second.config)
+    assert third.details["state"]["targets"]["4"] == pytest.approx(1 + 2 * math.tanh(1.0))  # 2.52: band 2..4
+    assert (third.config.sizes[4].min_makespan, third.config.sizes[4].max_makespan) == (2, 4)
+    assert "sampled valid 100.0% vs beta 50%: 1.762 -> 2.523" in third.rationale
+    # a stage that solved little moves it back down; radius 0 asks for the nearest makespan alone
+    narrow = make_engineer("target", radius=0, targets={"4": 3.0})
+    down = narrow.propose(_length_context(config, cells, signal={4: 0.1}), config)
+    assert (down.config.sizes[4].min_makespan, down.config.sizes[4].max_makespan) == (2, 2)  # 3 - tanh(0.8) = 2.34
+    # the target never leaves the makespans the evidence saw at the size
+    high = make_engineer("target", start=9.0).propose(_length_context(config, cells), config)
+    assert high.details["state"]["targets"]["4"] == 6.0 and high.config.sizes[4].max_makespan == 6
+
+
+def test_target__without_evidence_nothing_moves_and_bad_options_or_state_are_config_errors():
+    config = _one_size(4)
+    assert make_engineer("target").propose(build_context(summary_with({4: 0.5}), config, []), config).diff == []
+    other = make_engineer("target").propose(_length_context(config, {3: {1: (1.0, 10)}}), config)
+    assert other.diff == [] and "no evidence episodes" in other.rationale
+    for option, value in (("eta", 0), ("alpha", -1.0), ("beta", 1.5), ("start", 0.5), ("radius", -1), ("radius", 1.5)):
+        with pytest.raises(ConfigError, match=f"target.{option}"):
+            make_engineer("target", **{option: value})
+    for state in ({"targets": {"4": "far"}}, {"targets": {"4": 0.5}}, {"targets": ["4"]}):
+        with pytest.raises(ConfigError, match="target state"):
+            make_engineer("target").load_state(state)
 
 
 # --- rule ----------------------------------------------------------------------------------------------------
@@ -712,7 +766,7 @@ def test_make_engineer__unknown_option_names_the_allowed_ones():
     with pytest.raises(ConfigError, match="low, high"):
         make_engineer("rule", lo=0.1)
     assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "bandit", "mutate", "progress", "gap",
-                              "window", "llm"}
+                              "window", "target", "llm"}
 
 
 # --- llm with stand-in backends ------------------------------------------------------------------------------
