@@ -9,6 +9,9 @@ Run folder (``RunConfig.run_dir``)::
     warm_start/validation.mlr, warm_start/summary.json   the warm-started model on the validation set
     warm_start/decision.json the engineer's choice of stage 1's config (only with ``engineer.plan_first``)
     stage-01/config.yaml     the stage config trained on
+    stage-01/replay.jsonl    the instances the previous decision handed the stage besides its config's (only when
+                             there are any: the ``replay`` engineer's); the stage generates
+                             ``samples`` minus their number from its config
     stage-01/model/          the stage's checkpoint (model + tokenizer); stage-01/trainer/ TRL's own checkpoints
     stage-01/validation.mlr  validation replays;  stage-01/summary.json  their failure summary
     stage-01/decision.json   the engineer's decision record (raw answer, proposal, repairs, final config, diff)
@@ -49,6 +52,7 @@ from curriculum.config import RunConfig, load_run_config, save_run_config
 from policy.prompts import get_style, save_checkpoint_style
 from replays.format import ReplayHeader
 from engineer import HistoryEntry, StageEvidence, summarize_episodes
+from engineer.decision import decision_instances
 from engineer.evidence import SampledPass, TrainingSignal, read_size_report
 from curriculum.records import StageDecision, StageRecord, StageScores
 from curriculum.sets import RunSets, training_seed
@@ -56,6 +60,7 @@ from replays.writer import ReplayWriter
 from simulator.atomic import atomic_folder, atomic_write
 from simulator.config import StageConfig, format_config_text, save_config
 from simulator.errors import ConfigError, short_repr
+from simulator.generator import GeneratedStage, LabelledInstance, to_jsonl
 
 Log = Callable[[str], None]
 
@@ -484,18 +489,24 @@ class Run:
         folder = self.stage_dir(stage)
         folder.mkdir(parents=True, exist_ok=True)
         config = replace(config, seed=training_seed(cfg.seed, stage))
-        shared = next((sibling for sibling in self.siblings if share_stage(sibling, cfg, stage, config)), None)
+        given, source = self._given_instances(stage)
+        given_bytes = to_jsonl(given) if given else b""
+        shared = next((sibling for sibling in self.siblings
+                       if share_stage(sibling, cfg, stage, config, given_bytes)), None)
         if shared is not None:
             self.log(f"{cfg.name}: stage {stage} shared with {shared.name} (the same settings, warm start and "
                      f"stage configs: the same training)")
         save_config(config, folder / "config.yaml")
-        generated = self.sets.training(config)
+        if given:
+            atomic_write(folder / REPLAY_FILE, given_bytes)
+        generated = stage_instances(self.sets, config, given, source)
         items = generated.instances
         generation = {str(side): asdict(report) for side, report in sorted(generated.reports.items())}
         tr = cfg.training
         clock.lap("instances")
         if shared is None:
-            self.log(f"stage {stage}: {tr.trainer.upper()} on {len(items)} instances, {tr.steps} steps")
+            handed = f" ({len(given)} of them handed over by the engineer)" if given else ""
+            self.log(f"stage {stage}: {tr.trainer.upper()} on {len(items)} instances{handed}, {tr.steps} steps")
         self.release_eval_backend()  # a colocated trainer engine needs the GPU memory
         train_info = train_stage(tr, model, items, self.style, folder, seed=stage_seed(cfg.seed, stage),
                                  cpu_threads=cfg.cpu_threads)
@@ -527,12 +538,14 @@ class Run:
             training_signal=TrainingSignal.from_dict(signal, "train.signal") if signal else None)
         decision = self._decide(stage, checkpoint, base_model, config, evidence, history + [HistoryEntry(
             stage=stage, config=config, **self._scores(summary),
-            zero_variance_share=train_info.get("zero_variance_share"))], folder / "decision.json")
+            zero_variance_share=train_info.get("zero_variance_share"))], folder / "decision.json", bank=items)
         self.release_eval_backend()
         clock.lap("engineer")
         outcome = StageDecision.from_decision(decision)
+        handed = len(decision.get("instances") or [])
         self.log(f"stage {stage}: engineer {outcome.engineer} {_OUTCOME_WORDS[outcome.outcome]}"
-                 f" ({outcome.reason}); changes: {', '.join(outcome.diff) or 'none'}")
+                 f" ({outcome.reason}); changes: {', '.join(outcome.diff) or 'none'}"
+                 + (f"; {handed} instances for stage {stage + 1}" if handed else ""))
         self._log_rationale(outcome, decision)
         record = StageRecord(
             stage=stage, config=config, next_config=StageConfig.from_dict(decision["config"]), model=checkpoint,
@@ -543,9 +556,10 @@ class Run:
         return record
 
     def _decide(self, stage: int, checkpoint: str, base_model: str, config: StageConfig, evidence: StageEvidence,
-                history: list[HistoryEntry], decision_path: Path) -> dict:
+                history: list[HistoryEntry], decision_path: Path, bank: Sequence[LabelledInstance] = ()) -> dict:
         """The engineer's decision after ``stage`` (0: before stage 1, from the warm start) as its record's dict:
-        read back from ``decision_path`` when a resumed run made it already, else asked for and written there."""
+        read back from ``decision_path`` when a resumed run made it already, else asked for and written there.
+        ``bank``: the instances the stage trained on, for an engineer that reads them (``load_material``)."""
         from engineer import build_context, make_engineer
 
         if decision_path.exists():
@@ -566,14 +580,39 @@ class Run:
                         else self._plan_path() if stage == 1 and cfg.engineer.plan_first else None)
             engineer.load_state((read_record(previous, "engineer's decision").get("details") or {}).get("state")
                                 if previous is not None and previous.exists() else None)
+        if hasattr(engineer, "load_material"):  # an engineer that writes instances reads the instances themselves
+            engineer.load_material(self._material(stage, bank, decision_path.parent / "validation.mlr"))
         context = build_context(evidence, config, history, sections=tuple(cfg.engineer.context))
         decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage)).to_dict()
         _write_json(decision_path, decision)
         return decision
 
+    def _given_instances(self, stage: int) -> tuple[list[LabelledInstance], str]:
+        """The instances the decision before ``stage`` handed it (``EngineerDecision.instances``; [] from an engineer
+        that only writes configs) and the record they come from."""
+        cfg = self.config
+        previous = (self.stage_dir(stage - 1) / "decision.json" if stage > 1
+                    else self._plan_path() if cfg.engineer.plan_first else None)
+        if previous is None or not previous.exists():
+            return [], ""
+        record = read_record(previous, "engineer's decision", ("config",))
+        return decision_instances(record, str(previous)), str(previous)
+
     def _plan_path(self) -> Path:
         """Where the decision made before stage 1 (``engineer.plan_first``) is kept."""
         return self.dir / ("warm_start" if self.config.warm_start.enabled else "untrained") / "decision.json"
+
+    def _material(self, stage: int, bank: Sequence[LabelledInstance], replay: Path):
+        """What an engineer that writes instances reads (``engineer.material.StageMaterial``): the stage's
+        instances, the evidence's episodes in ``replay`` (the validation replays the decision's evidence came
+        from) and the content no training instance may have (the test and evidence sets)."""
+        from engineer.material import StageMaterial
+        from replays.reader import ReplayReader
+
+        with ReplayReader(replay) as reader:
+            episodes = tuple(episode.materialized() for episode in reader)
+        return StageMaterial(stage=stage, bank=tuple(bank), evidence=episodes,
+                             protected=self.sets.test | self.sets.evidence_keys)
 
     def _plan_first(self, model: str, base_model: str, history: list[HistoryEntry]) -> StageConfig:
         """Stage 1's config as the engineer decides it from the model it starts from (``engineer.plan_first``)."""
@@ -774,13 +813,38 @@ _OUTCOME_WORDS = {"changed": "changed the config", "kept": "kept the config (not
 _STAGE_NEUTRAL = ("name", "arm", "engineer")
 _SHARED_PARTS = ("config.yaml", "model", "validation.mlr", "summary.json")
 _SHARED_FROM = "shared_from.txt"  # in a copied stage: the run folder that trained it
+REPLAY_FILE = "replay.jsonl"  # in a stage folder: the instances the previous decision handed it, as JSON lines
 
 
-def share_stage(source: RunConfig, target: RunConfig, stage: int, config: StageConfig) -> bool:
+def stage_instances(sets: RunSets, config: StageConfig, given: Sequence[LabelledInstance],
+                    source: str = "decision") -> GeneratedStage:
+    """A stage's training instances: ``config``'s, generated with ``samples - len(given)`` (every test and evidence
+    instance excluded, :meth:`RunSets.training`), then ``given``, the instances the previous decision handed over
+    (``source``: its record, named in errors). The reports are the generator's, of the generated part.
+
+    ``given`` must leave room for one generated instance, and none of it may be a test or evidence instance (the
+    engineers that hand instances over exclude them; this is the proof, as generation's exclusion is): else
+    ConfigError naming the record."""
+    if not given:
+        return sets.training(config)
+    if len(given) >= config.samples:
+        raise ConfigError(f"{source}: instances", len(given), f"fewer than the stage's {config.samples} samples")
+    protected = sets.test | sets.evidence_keys
+    for index, item in enumerate(given):
+        if item.instance.content_key() in protected:
+            raise ConfigError(f"{source}: instances[{index}]", "a test or evidence instance",
+                              "training instances apart from the run's test and evidence sets")
+    generated = sets.training(replace(config, samples=config.samples - len(given)))
+    return GeneratedStage(generated.instances + list(given), generated.reports)
+
+
+def share_stage(source: RunConfig, target: RunConfig, stage: int, config: StageConfig, given: bytes = b"") -> bool:
     """Copy ``source``'s finished stage ``stage`` (its config, trained model and validation) into ``target``'s run
     folder when training it again would repeat the same experiment: the runs differ only in the engineer (and
     name/arm, and ``initial_config`` where it is not the warm start's data), so they share the warm start and
-    seeds, and every stage so far trained on the same stage config in both, ``config`` (``target``'s next stage, seed set) included. Compared arms whose engineers agree (``rule``
+    seeds, and every stage so far trained on the same stage config and handed instances (``replay.jsonl``) in both,
+    ``config`` and ``given`` (``target``'s next stage, seed set, and the bytes of its handed instances, empty for
+    none) included. Compared arms whose engineers agree (``rule``
     keeping a config ``fixed`` keeps, an ``llm:`` engineer falling back) then pay for a stage once per seed; stage
     1 is always shared. The engineer's decision is not copied: ``target`` makes its own. Returns whether anything
     was shared (False when the settings or any stage config differ, or ``source``'s stage is not finished)."""
@@ -799,10 +863,14 @@ def share_stage(source: RunConfig, target: RunConfig, stage: int, config: StageC
         return False
     if not (src / "config.yaml").exists() or (src / "config.yaml").read_text() != format_config_text(config, "yaml"):
         return False
+    if _handed(src) != given:
+        return False
     for earlier in range(1, stage):  # the same chain of stage configs: the same checkpoint this stage starts from
         mine = stage_folder(target.run_dir, earlier) / "config.yaml"
         theirs = stage_folder(source.run_dir, earlier) / "config.yaml"
         if not (mine.exists() and theirs.exists()) or mine.read_text() != theirs.read_text():
+            return False
+        if _handed(mine.parent) != _handed(theirs.parent):
             return False
     dst.mkdir(parents=True, exist_ok=True)
     for part in _SHARED_PARTS:
@@ -816,6 +884,12 @@ def share_stage(source: RunConfig, target: RunConfig, stage: int, config: StageC
     origin = src / _SHARED_FROM  # a copy of a copy names the run that trained (and timed) the stage
     atomic_write(dst / _SHARED_FROM, origin.read_text() if origin.exists() else str(source.run_dir))
     return True
+
+
+def _handed(folder: Path) -> bytes:
+    """The bytes of a stage folder's ``replay.jsonl`` (the instances handed to it), empty without one."""
+    path = folder / REPLAY_FILE
+    return path.read_bytes() if path.exists() else b""
 
 
 def _complete_model(folder: Path) -> bool:

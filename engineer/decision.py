@@ -3,6 +3,13 @@
 Every engineer returns an :class:`EngineerDecision`, accepted or not. A rejected decision carries the previous
 config as its ``config`` (the fallback: keep what works) and the reason in ``reason``; ``to_dict()`` is the
 JSON-able record the curriculum stores per stage.
+
+A decision may also name explicit training instances for the next stage (``instances``: the ``replay`` engineer's
+replayed instances). A stage config describes a
+distribution and cannot hold them, so the stage loop takes them from the decision: the next stage trains on them
+plus ``samples - len(instances)`` generated ones (``curriculum.run``). They are recorded whole, as
+``LabelledInstance.to_dict`` documents, under ``"instances"`` (absent when there are none, as in every record
+written before the field existed); :func:`decision_instances` reads them back.
 """
 
 from __future__ import annotations
@@ -14,14 +21,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.config import StageConfig, diff_configs
+from simulator.errors import ConfigError
+from simulator.generator import LabelledInstance
 
 _MAX_PLAIN_DEPTH = 32  # deeper structures in a recorded proposal are shown as a marker, not walked
 _MAX_PLAIN_ITEMS = 256  # entries per mapping or list kept in a recorded proposal
 _MAX_PLAIN_TEXT = 2000  # characters per string kept in a recorded proposal
 
 
-def plain(value: Any, depth: int = 0) -> Any:
-    """``value`` as strict JSON data (what a record may hold), bounded in depth, breadth and string length.
+def plain(value: Any, depth: int = 0, breadth: int | None = _MAX_PLAIN_ITEMS) -> Any:
+    """``value`` as strict JSON data (what a record may hold), bounded in depth, breadth (entries per mapping or
+    list; None: unbounded) and string length.
 
     A proposal parsed from YAML may hold dates, bytes, sets, NaN or infinite floats, or integers beyond any
     float; they are written as strings (``"nan"``, ``"inf"``, ``repr`` of the rest) so the record stays valid
@@ -38,10 +48,10 @@ def plain(value: Any, depth: int = 0) -> Any:
     if isinstance(value, str):
         return value if len(value) <= _MAX_PLAIN_TEXT else value[:_MAX_PLAIN_TEXT] + "...(cut)"
     if isinstance(value, Mapping):
-        items = list(value.items())[:_MAX_PLAIN_ITEMS]
-        return {str(key): plain(entry, depth + 1) for key, entry in items}
+        items = list(value.items())[:breadth]
+        return {str(key): plain(entry, depth + 1, breadth) for key, entry in items}
     if isinstance(value, (list, tuple)):
-        return [plain(entry, depth + 1) for entry in list(value)[:_MAX_PLAIN_ITEMS]]
+        return [plain(entry, depth + 1, breadth) for entry in list(value)[:breadth]]
     shown = repr(value)
     return shown if len(shown) <= _MAX_PLAIN_TEXT else shown[:_MAX_PLAIN_TEXT] + "...(cut)"
 
@@ -78,7 +88,12 @@ class EngineerDecision:
     seconds: float
     """Wall time of the decision, backend call included."""
     details: dict = field(default_factory=dict)
-    """Small extra facts, e.g. ``{"prompt_tokens": .., "completion_tokens": .., "answer_chars": ..}``."""
+    """Small extra facts, e.g. ``{"prompt_tokens": .., "completion_tokens": .., "answer_chars": ..}``, and a
+    stateful engineer's ``state``. The record bounds every entry's breadth except the state's: the state is built
+    by the engineer's own code, and cutting it would corrupt it (``replay``'s buffer holds hundreds of instances)."""
+    instances: tuple[LabelledInstance, ...] = ()
+    """Certified instances the next stage trains on besides the ones its config generates (see the module
+    docstring); empty for engineers that only write configs."""
 
     @property
     def outcome(self) -> str:
@@ -103,7 +118,9 @@ class EngineerDecision:
             "rationale": self.rationale,
             "context_text": self.context_text,
             "seconds": self.seconds,
-            "details": plain(self.details),
+            "details": {str(key): plain(value, 1, None if key == "state" else _MAX_PLAIN_ITEMS)
+                        for key, value in list(self.details.items())[:_MAX_PLAIN_ITEMS]},
+            **({"instances": [item.to_dict() for item in self.instances]} if self.instances else {}),
         }
 
     def render(self, show_context: bool = False) -> str:
@@ -122,6 +139,8 @@ class EngineerDecision:
         if self.repairs:
             lines += ["repairs:"] + [f"  - {repair}" for repair in self.repairs]
         lines += ["diff:"] + ([f"  {change}" for change in self.diff] or ["  (no change)"])
+        if self.instances:
+            lines.append(f"instances: {len(self.instances)} for the next stage to train on besides its config's")
         verdict = {"changed": "changed the config", "kept": "kept the config (nothing to change)",
                    "rejected": "rejected, kept the previous config"}[self.outcome]
         lines.append(f"decision: {verdict} ({self.reason}) in {self.seconds:.2f} s")
@@ -152,8 +171,10 @@ def make_decision(
     context_text: str = "",
     seconds: float = 0.0,
     details: dict | None = None,
+    instances: tuple[LabelledInstance, ...] | list[LabelledInstance] = (),
 ) -> EngineerDecision:
-    """A decision: accepted with ``config``, or (``config`` None) the fallback that keeps ``previous``."""
+    """A decision: accepted with ``config``, or (``config`` None) the fallback that keeps ``previous`` (and no
+    ``instances``: a rejected decision changes nothing)."""
     accepted = config is not None
     final = config if config is not None else previous
     return EngineerDecision(
@@ -170,7 +191,26 @@ def make_decision(
         context_text=context_text,
         seconds=seconds,
         details=dict(details or {}),
+        instances=tuple(instances) if accepted else (),
     )
 
 
-__all__ = ["DECISION_OUTCOMES", "EngineerDecision", "decision_outcome", "make_decision", "plain"]
+def decision_instances(document: Any, where: str = "decision") -> list[LabelledInstance]:
+    """The ``instances`` of a decision record (:meth:`EngineerDecision.to_dict`), read back; [] when it has none.
+    A malformed entry raises ConfigError naming ``where.instances[i]``."""
+    entries = document.get("instances") if isinstance(document, Mapping) else None
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        raise ConfigError(f"{where}.instances", type(entries).__name__, "a list of instance records")
+    out = []
+    for index, entry in enumerate(entries):
+        try:
+            out.append(LabelledInstance.from_dict(entry))
+        except ConfigError as error:
+            raise ConfigError(f"{where}.instances[{index}]", error.value, error.allowed, error.field) from None
+    return out
+
+
+__all__ = ["DECISION_OUTCOMES", "EngineerDecision", "decision_instances", "decision_outcome",
+           "make_decision", "plain"]

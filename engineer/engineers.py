@@ -1,5 +1,5 @@
 """Engineers, looked up by name: ``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``, ``mutate``,
-``progress``, ``gap``, ``window``, ``target``, ``llm:BACKEND_SPEC``.
+``progress``, ``gap``, ``window``, ``target``, ``replay``, ``llm:BACKEND_SPEC``.
 
 Every engineer has a ``name`` and ``propose(context, config, seed=0) -> EngineerDecision``; the decision's
 ``config`` is always a valid StageConfig (the previous one when a proposal is rejected). ``make_engineer(spec,
@@ -23,7 +23,12 @@ Every engineer has a ``name`` and ``propose(context, config, seed=0) -> Engineer
   top level 90% of the time over 8+ episodes, the lower bound following (RLVE; :mod:`engineer.window`).
 * ``target``: each size's target makespan moves by ``eta * tanh(alpha * (R - beta))`` with the stage's sampled valid
   rate ``R``, and the next stage trains on the makespans nearest it (AdaRFT; :mod:`engineer.target`); stateful.
+* ``replay``: the next stage replays instances it trained on, drawn from a buffer by learning potential and
+  staleness (PLR; :mod:`engineer.replay`); stateful, and hands the stage loop explicit instances.
 * ``llm:BACKEND_SPEC``: a language model through a policy backend (:mod:`engineer.llm`).
+
+``replay`` needs more than the context: it has ``load_material(StageMaterial)``
+(:mod:`engineer.material`), which the stage loop calls before each proposal.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from engineer.learnability import LearnabilityEngineer
 from engineer.llm import LLMEngineer
 from engineer.mutate import MutateEngineer
 from engineer.progress import ProgressEngineer
+from engineer.replay import ReplayEngineer
 from engineer.rule import RuleEngineer, hole_ratio_cap, rounded_shares
 from engineer.target import TargetEngineer
 from engineer.window import WindowEngineer
@@ -161,6 +167,7 @@ ENGINEERS: dict[str, EngineerKind] = {
     "gap": EngineerKind(GapEngineer, False, "gap"),
     "window": EngineerKind(WindowEngineer, False, "window"),
     "target": EngineerKind(TargetEngineer, False, "target"),
+    "replay": EngineerKind(ReplayEngineer, False, "replay"),
     "llm": EngineerKind(LLMEngineer, True, "llm:BACKEND_SPEC (llm:hf:PATH, llm:vllm:PATH, llm:openai:MODEL)"),
 }
 ENGINEER_FORMS = ", ".join(kind.form for kind in ENGINEERS.values())

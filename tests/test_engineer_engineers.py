@@ -679,6 +679,134 @@ def test_target__without_evidence_nothing_moves_and_bad_options_or_state_are_con
             make_engineer("target").load_state(state)
 
 
+# --- replay (PLR): instances for the next stage ------------------------------------------------------------------
+@pytest.mark.parametrize("scores, seen, now, temperature, staleness, expected", [
+    # rank weights (1 / rank) ** (1 / temperature), normalised; every instance trained now: no staleness term
+    ([0.25, 0.2, 0.1], [2, 2, 2], 2, 1.0, 0.5, [6 / 11, 3 / 11, 2 / 11]),
+    ([0.25, 0.2], [2, 2], 2, 0.5, 0.5, [0.8, 0.2]),
+    # staleness: stages since last trained (0, 1, 2), weighted by rho
+    ([0.25, 0.2, 0.1], [2, 1, 0], 2, 1.0, 0.5, [0.5 * 6 / 11, 0.5 * 3 / 11 + 0.5 / 3, 0.5 * 2 / 11 + 0.5 * 2 / 3]),
+    ([0.25, 0.2, 0.1], [2, 1, 0], 2, 1.0, 1.0, [0.0, 1 / 3, 2 / 3]),
+])
+def test_replay_probabilities__are_plr_s_rank_and_staleness_mixture(scores, seen, now, temperature, staleness,
+                                                                   expected):
+    from engineer.replay import replay_probabilities
+
+    assert replay_probabilities(scores, seen, now, temperature, staleness).tolist() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("side, makespan, min_episodes, expected", [
+    (4, 2, 4, 0.3 * 0.7),  # the size and makespan's own cell
+    (4, 3, 4, 0.5 * 0.5),  # a cell with too few episodes: the size's rate
+    (4, 9, 4, 0.5 * 0.5),  # a makespan the evidence never saw: the size's rate
+    (4, 3, 2, 1.0 * 0.0),  # enough episodes with a lower bar: solved, no potential
+    (5, 2, 4, None),  # a size without evidence
+])
+def test_learning_potential__p_times_one_minus_p_of_the_evidence_on_instances_like_it(side, makespan, min_episodes,
+                                                                                     expected):
+    from engineer.replay import learning_potential
+
+    behavior = {"by_size": {"4": {"episodes": 20, "valid_rate": 0.5}},
+                "by_size_makespan": {"4:2": {"episodes": 10, "valid_rate": 0.3},
+                                     "4:3": {"episodes": 3, "valid_rate": 1.0}}}
+    got = learning_potential(behavior, side, makespan, "valid_rate", min_episodes)
+    assert got == (None if expected is None else pytest.approx(expected))
+
+
+def _bank(samples: int = 40, seed: int = 5) -> list:
+    from simulator.generator import generate
+
+    return generate(StageConfig.from_dict({"agents": 2, "samples": samples, "seed": seed, "sizes": {
+        3: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.0},
+        4: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.0}}})).instances
+
+
+def test_replay__replays_the_bank_s_instances_with_learning_potential_by_rank_and_staleness_and_resumes():
+    from engineer.material import StageMaterial
+
+    bank = _bank()
+    config = StageConfig.from_dict({"agents": 2, "samples": 40, "sizes": {
+        3: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.0},
+        4: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.0}}})
+    # the evidence: 3x3 solved (no potential), 4x4 plans of 1 step solved, longer ones half the time
+    cells = {3: {m: (1.0, 10) for m in range(1, 6)}, 4: {1: (1.0, 10), **{m: (0.5, 10) for m in range(2, 8)}}}
+    context = _length_context(config, cells)
+    context.data["behavior"]["by_size"]["3"]["valid_rate"] = 1.0  # the size's own rate agrees: solved
+    promising = {item.instance.content_key() for item in bank if item.size == 4 and item.optimal_makespan >= 2}
+    assert len(promising) >= 5, "the seed's bank has 4x4 instances of 2+ steps"
+    replay = make_engineer("replay", share=0.1, buffer_size=30)
+    replay.load_material(StageMaterial(stage=1, bank=tuple(bank)))
+    first = replay.propose(context, config, seed=7)
+    # only instances with learning potential are kept and replayed; the config itself is kept
+    assert first.config == config and first.accepted and first.reason == "replay: 4 instances replayed"
+    assert len(first.instances) == 4 and all(item.instance.content_key() in promising for item in first.instances)
+    buffer = first.details["state"]["buffer"]
+    assert len(buffer) == len(promising) and all(entry["seen"] == 1 for entry in buffer)
+    assert first.to_dict()["instances"] == [item.to_dict() for item in first.instances]
+    # same evidence, bank and seed: the same replay; a resumed engineer continues the same buffer
+    again = make_engineer("replay", share=0.1, buffer_size=30)
+    again.load_material(StageMaterial(stage=1, bank=tuple(bank)))
+    assert [item.to_dict() for item in again.propose(context, config, seed=7).instances] == \
+        [item.to_dict() for item in first.instances]
+    resumed = make_engineer("replay", share=0.1, buffer_size=30, staleness=1.0)
+    resumed.load_state(first.to_dict()["details"]["state"])
+    newer = _bank(seed=6)
+    resumed.load_material(StageMaterial(stage=2, bank=tuple(newer)))
+    second = resumed.propose(context, config, seed=8)
+    # with all weight on staleness, only the instances not trained at stage 2 are drawn
+    keys = {item.instance.content_key() for item in newer}
+    assert second.instances and all(item.instance.content_key() not in keys for item in second.instances)
+    assert all(item.instance.content_key() in promising for item in second.instances)
+    seen = {entry["seen"] for entry in second.details["state"]["buffer"]}
+    assert seen <= {1, 2} and len(second.details["state"]["buffer"]) <= 30
+    # the buffer keeps the highest-scoring instances: a buffer of 2 replays at most 2
+    small = make_engineer("replay", share=0.5, buffer_size=2)
+    small.load_material(StageMaterial(stage=1, bank=tuple(bank)))
+    assert len(small.propose(context, config, seed=7).instances) == 2
+
+
+def test_replay__without_material_evidence_or_potential_nothing_is_replayed_and_bad_options_are_config_errors():
+    from engineer.material import StageMaterial
+
+    bank = _bank()
+    config = StageConfig.from_dict({"agents": 2, "samples": 40, "sizes": {
+        4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})
+    cells = {4: {m: (0.5, 10) for m in range(1, 8)}}
+    alone = make_engineer("replay").propose(_length_context(config, cells), config)
+    assert alone.instances == () and "no stage material" in alone.rationale
+    hidden = make_engineer("replay")
+    hidden.load_material(StageMaterial(stage=1, bank=tuple(bank)))
+    assert hidden.propose(_length_context(config, cells, sections=("failures",)), config).instances == ()
+    solved = make_engineer("replay")
+    solved.load_material(StageMaterial(stage=1, bank=tuple(bank)))
+    context = _length_context(config, {4: {m: (1.0, 10) for m in range(1, 8)}})
+    for side in ("3", "4"):
+        context.data["behavior"]["by_size"].setdefault(side, {"episodes": 20})["valid_rate"] = 1.0
+    decision = solved.propose(context, config)
+    assert decision.instances == () and "no instance has learning potential" in decision.rationale
+    for option, value in (("share", 0.95), ("buffer_size", 0), ("temperature", 0.0), ("staleness", 1.5),
+                          ("min_episodes", -1), ("metric", "reward")):
+        with pytest.raises(ConfigError, match=f"replay.{option}"):
+            make_engineer("replay", **{option: value})
+    with pytest.raises(ConfigError, match="replay state"):
+        make_engineer("replay").load_state({"buffer": [{"instance": {"grid": [[0]]}, "seen": 1}]})
+
+
+def test_decision_instances__round_trip_and_a_bad_entry_names_its_index():
+    from engineer.decision import decision_instances, make_decision
+
+    bank = _bank(samples=4)
+    decision = make_decision("replay", CONFIG, CONFIG, "replay: 2", instances=bank[:2])
+    document = json.loads(json.dumps(decision.to_dict()))
+    assert [item.to_dict() for item in decision_instances(document)] == [item.to_dict() for item in bank[:2]]
+    assert decision_instances({"config": {}}) == []
+    assert "instances" not in make_decision("fixed", CONFIG, CONFIG, "fixed").to_dict()
+    assert make_decision("replay", CONFIG, None, "rejected", instances=bank[:2]).instances == ()  # changes nothing
+    document["instances"][1] = {"grid": [[0]]}
+    with pytest.raises(ConfigError, match=r"stage-01/decision.json.instances\[1\]"):
+        decision_instances(document, "stage-01/decision.json")
+
+
 # --- rule ----------------------------------------------------------------------------------------------------
 def test_rule__weight_moves_from_solved_and_hopeless_sizes_to_mid_range_ones():
     decision = _propose("rule", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05})
@@ -766,7 +894,7 @@ def test_make_engineer__unknown_option_names_the_allowed_ones():
     with pytest.raises(ConfigError, match="low, high"):
         make_engineer("rule", lo=0.1)
     assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "bandit", "mutate", "progress", "gap",
-                              "window", "target", "llm"}
+                              "window", "target", "replay", "llm"}
 
 
 # --- llm with stand-in backends ------------------------------------------------------------------------------

@@ -1,0 +1,181 @@
+"""The replay engineer: the next stage replays the instances with the most learning potential.
+
+After Prioritized Level Replay (Jiang, Grefenstette and Rocktäschel, 2021, "Prioritized Level Replay", ICML): the
+curriculum keeps a buffer of the levels it has trained on, each with a score of its learning potential and the time
+it was last trained on, and replays levels from it drawn by
+
+    P = (1 - rho) * P_S + rho * P_C,   P_S(i) ~ (1 / rank(S_i)) ** (1 / beta),   P_C(i) ~ c - C_i
+
+(rank 1 is the highest score ``S``; ``C_i`` is when level ``i`` was last trained on and ``c`` is now): the most
+promising levels first, and levels left alone for a while come back, since a score measured long ago is stale.
+
+Here a level is an instance and time is the stage:
+
+* **Buffer.** The instances the stage trained on (``StageMaterial.bank``, which the stage loop hands over) join the
+  buffer, each last trained at this stage; the buffer then keeps the ``buffer_size`` highest-scoring instances
+  (ties: the more recently trained first).
+* **Score.** PLR scores a level by the agent's own returns on it (its value loss or positive advantage); the
+  trainers record outcomes per map size, not per instance, so an instance is scored by the learning potential
+  ``p(1 - p)`` of the evidence set's instances like it: ``p`` is the ``metric`` on that size's instances of the same
+  optimal makespan (``behavior.by_size_makespan``) when they have ``min_episodes`` episodes, else on the size
+  (``behavior.by_size``). Every instance is rescored at every decision from the latest evidence. One without such
+  evidence, or scoring 0 (instances like it are all solved, or all failed), leaves the buffer.
+* **Replay.** ``min(round(share * samples), len(buffer), samples - 1)`` instances, drawn without replacement by ``P``
+  with the stage's seed (when every instance was trained at this stage, ``P_C`` is undefined and ``P_S`` alone
+  draws). They are the decision's ``instances``: the next stage trains on them plus ``samples - n`` generated from
+  the config (``curriculum.run``), which this engineer keeps as it is.
+
+Without material (``mapf-lake engineer`` on replays alone) or without the ``behavior`` section nothing is replayed.
+The buffer (each instance and the stage it was last trained at) is the engineer's state, in every decision record
+(``details["state"]``), handed back by the run through :meth:`ReplayEngineer.load_state`, so a resumed run replays
+from the same buffer.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engineer.context import EngineerContext
+from engineer.decision import EngineerDecision, make_decision
+from engineer.material import StageMaterial
+from engineer.rule import RULE_METRICS, check_number_options
+from simulator.config import StageConfig
+from simulator.errors import ConfigError
+from simulator.generator import LabelledInstance
+
+MAX_BUFFER = 5000  # instances a buffer may hold: every decision record (at most 64 MiB) keeps them, ~2 kB each on 10x10
+
+
+def learning_potential(behavior: dict, side: int, makespan: int, metric: str, min_episodes: int) -> float | None:
+    """``p(1 - p)`` of the evidence on ``side``'s instances of optimal makespan ``makespan`` (with at least
+    ``min_episodes`` episodes), else on ``side``; None without such evidence."""
+    for group in ((behavior.get("by_size_makespan") or {}).get(f"{side}:{makespan}"),
+                  (behavior.get("by_size") or {}).get(str(side))):
+        if not isinstance(group, dict) or not isinstance(group.get("episodes"), int) \
+                or group["episodes"] < min_episodes:
+            continue
+        rate = group.get(metric)
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
+            continue
+        return float(rate) * (1.0 - float(rate))
+    return None
+
+
+def replay_probabilities(scores: list[float], seen: list[int], now: int, temperature: float,
+                         staleness: float) -> np.ndarray:
+    """PLR's ``(1 - rho) P_S + rho P_C`` over entries ordered best first (``scores`` descending: rank = position + 1);
+    ``seen``: the stage each was last trained at, ``now`` the current one. ``P_C`` is left out when every staleness
+    is 0."""
+    ranks = np.arange(1, len(scores) + 1, dtype=np.float64)
+    by_score = (1.0 / ranks) ** (1.0 / temperature)
+    by_score /= by_score.sum()
+    stale = np.maximum(now - np.asarray(seen, np.float64), 0.0)
+    if stale.sum() <= 0.0:
+        return by_score
+    return (1.0 - staleness) * by_score + staleness * stale / stale.sum()
+
+
+@dataclass
+class ReplayEngineer:
+    """See the module docstring. Options: ``make_engineer("replay", share=0.25, buffer_size=1000)``."""
+
+    share: float = 0.25
+    """Share of the next stage's samples that are replayed, in [0, 0.9] (PLR's replay probability)."""
+    buffer_size: int = 1000
+    """Most instances kept in the buffer."""
+    temperature: float = 0.1
+    """PLR's rank temperature ``beta``: smaller replays the top ranks more."""
+    staleness: float = 0.1
+    """PLR's staleness weight ``rho``, in [0, 1]."""
+    min_episodes: int = 4
+    """Least evidence episodes of an instance's kind (size and makespan, or size) to score it."""
+    metric: str = "valid_rate"
+    name: str = "replay"
+    buffer: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        check_number_options("replay", self, (("share", 0.0, 0.9), ("temperature", 0.05, 100.0),
+                                              ("staleness", 0.0, 1.0)))
+        for option, low, high in (("buffer_size", 1, MAX_BUFFER), ("min_episodes", 0, 10**9)):
+            value = getattr(self, option)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ConfigError(f"replay.{option}", value, f"an integer in [{low}, {high}]")
+        if self.metric not in RULE_METRICS:
+            raise ConfigError("replay.metric", self.metric, f"one of {', '.join(RULE_METRICS)}")
+        self.material: StageMaterial | None = None
+        self.load_state({"buffer": self.buffer})
+
+    def load_material(self, material: StageMaterial) -> None:
+        """The stage's instances (see :mod:`engineer.material`), before :meth:`propose`."""
+        self.material = material
+
+    def load_state(self, state: dict | None) -> None:
+        """Continue from a previous decision's ``details["state"]`` (None or {}: an empty buffer)."""
+        entries = (state or {}).get("buffer") or []
+        try:
+            self.buffer = [(LabelledInstance.from_dict(entry["instance"]), int(entry["seen"])) for entry in entries]
+        except (TypeError, ValueError, KeyError) as error:
+            raise ConfigError("replay state", state, f"{{buffer: [{{instance: an instance record, seen: stage}}]}} "
+                                                     f"({error})") from error
+
+    def state(self) -> dict:
+        return {"buffer": [{"instance": item.to_dict(), "seen": seen} for item, seen in self.buffer]}
+
+    def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
+        """Update and rescore the buffer, then draw the replay list (see the module docstring)."""
+        started = time.perf_counter()
+        notes: list[str] = []
+        replayed: list[LabelledInstance] = []
+
+        def decide(reason: str) -> EngineerDecision:
+            return make_decision(self.name, config, config, reason, proposal=config.to_dict(),
+                                 rationale="\n".join(notes), context_text=context.text,
+                                 seconds=time.perf_counter() - started, details={"state": self.state()},
+                                 instances=replayed)
+
+        material, behavior = self.material, context.section("behavior")
+        if material is None:
+            notes.append("no stage material (the stage loop hands over the instances trained on): nothing to replay")
+            return decide("replay: nothing to replay")
+        if behavior is None:
+            notes.append("no behavior section in the context: no evidence to score instances by, nothing replayed")
+            return decide("replay: nothing to replay")
+        now = material.stage
+        earlier = {item.instance.content_key(): (item, seen) for item, seen in self.buffer}
+        entries = dict(earlier)
+        for item in material.bank:
+            entries[item.instance.content_key()] = (item, now)
+        scored = []
+        for key, (item, seen) in entries.items():
+            score = learning_potential(behavior, item.size, item.optimal_makespan, self.metric, self.min_episodes)
+            if score is not None and score > 0.0:
+                scored.append((score, seen, key, item))
+        scored.sort(key=lambda entry: (-entry[0], -entry[1], entry[2]))
+        kept = scored[:self.buffer_size]
+        self.buffer = [(item, seen) for _, seen, _, item in kept]
+        notes.append(f"buffer: the {len(material.bank)} instances trained at stage {now} and {len(earlier)} kept from "
+                     f"before ({len(entries)} distinct); {len(scored)} have learning potential by the evidence, the "
+                     f"best {len(kept)} are kept")
+        count = min(int(math.floor(self.share * config.samples + 0.5)), len(kept), config.samples - 1)
+        if count <= 0:
+            notes.append("nothing to replay: " + ("no instance has learning potential by the evidence" if not kept
+                                                  else f"share {self.share:g} of {config.samples} samples is 0"))
+            return decide("replay: nothing to replay")
+        probabilities = replay_probabilities([score for score, *_ in kept], [seen for _, seen, *_ in kept], now,
+                                             self.temperature, self.staleness)
+        rng = np.random.default_rng([seed % (2**63), 0x9E1A])
+        chosen = sorted(rng.choice(len(kept), size=count, replace=False, p=probabilities).tolist())
+        replayed = [kept[index][3] for index in chosen]
+        scores = [kept[index][0] for index in chosen]
+        notes.append(f"replaying {count} of {config.samples} samples (share {self.share:g}), drawn by rank "
+                     f"(temperature {self.temperature:g}) and staleness (weight {self.staleness:g}): learning "
+                     f"potential {min(scores):.3f}..{max(scores):.3f}, "
+                     f"{sum(now - kept[index][1] > 0 for index in chosen)} from earlier stages")
+        return decide(f"replay: {count} instances replayed")
+
+
+__all__ = ["ReplayEngineer", "learning_potential", "replay_probabilities"]

@@ -1,0 +1,106 @@
+"""Instances an engineer hands the next stage (``EngineerDecision.instances``): how the stage loop takes them (the
+stage's instances, the protected sets' proof, the record), and how they keep compared arms apart."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from curriculum.run import REPLAY_FILE, Run, share_stage, stage_instances, stage_seed
+from curriculum.sets import RunSets, training_seed
+from engineer.decision import make_decision
+from simulator.config import StageConfig, save_config
+from simulator.errors import ConfigError
+from simulator.generator import GeneratedStage, generate, to_jsonl
+from tests.test_curriculum import small_config
+
+CONFIG = StageConfig.from_dict({"agents": 2, "samples": 12, "seed": training_seed(0, 1), "sizes": {
+    3: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.0},
+    4: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.0}}})
+
+
+def _given(count: int, seed: int = 9) -> list:
+    return generate(replace(CONFIG, samples=count, seed=seed)).instances
+
+
+def test_stage_instances__the_config_generates_samples_minus_the_given_ones_which_come_last():
+    given = _given(3)
+    protected = given[0].instance.content_key()
+    sets = RunSets(test=frozenset(), evidence=GeneratedStage([]), evidence_keys=frozenset())
+    stage = stage_instances(sets, CONFIG, given, "stage-01/decision.json")
+    assert len(stage.instances) == CONFIG.samples and stage.instances[-3:] == given
+    assert sum(report.count for report in stage.reports.values()) == CONFIG.samples - 3
+    assert stage_instances(sets, CONFIG, []).checksum() == sets.training(CONFIG).checksum()  # none: as before
+    # the proof: a test or evidence instance among them, or no room left for the config, stops the stage
+    for guarded in (RunSets(test=frozenset({protected}), evidence=GeneratedStage([]), evidence_keys=frozenset()),
+                    RunSets(test=frozenset(), evidence=GeneratedStage([]), evidence_keys=frozenset({protected}))):
+        with pytest.raises(ConfigError, match=r"stage-01/decision.json: instances\[0\]"):
+            stage_instances(guarded, CONFIG, given, "stage-01/decision.json")
+    with pytest.raises(ConfigError, match="fewer than the stage's 12 samples"):
+        stage_instances(sets, CONFIG, _given(12), "stage-01/decision.json")
+
+
+def _finished_stage(run, number: int, config, handed: bytes = b"") -> None:
+    stage = run.run_dir / f"stage-{number:02d}"
+    (stage / "model").mkdir(parents=True)
+    for name in ("validation.mlr", "summary.json", "stage.json", "decision.json"):
+        (stage / name).write_text(name)
+    save_config(config, stage / "config.yaml")
+    if handed:
+        (stage / REPLAY_FILE).write_bytes(handed)
+
+
+def test_share_stage__only_between_stages_handed_the_same_instances(tmp_path):
+    source = small_config(tmp_path, "a").with_overrides(**{"engineer.spec": "replay", "arm": "replay"})
+    first = replace(source.initial_config, seed=stage_seed(source.seed, 1))
+    second = replace(source.initial_config, seed=stage_seed(source.seed, 2))
+    handed = to_jsonl(_given(2))
+    _finished_stage(source, 1, first)
+    _finished_stage(source, 2, second, handed)
+    plain = small_config(tmp_path, "b").with_overrides(**{"engineer.spec": "fixed", "arm": "fixed"})
+    assert share_stage(source, plain, 1, first)
+    assert not share_stage(source, plain, 2, second)  # the same config, but the source's stage 2 replayed instances
+    assert share_stage(source, plain, 2, second, handed)  # the same instances handed over: the same training
+    # an earlier stage handed other instances: a different checkpoint under the same config
+    other = small_config(tmp_path, "c").with_overrides(**{"engineer.spec": "replay", "arm": "other"})
+    _finished_stage(other, 1, first, to_jsonl(_given(2, seed=10)))
+    assert not share_stage(source, other, 2, second, handed)
+
+
+def test_run__the_next_stage_takes_the_instances_its_previous_decision_recorded(tmp_path):
+    config = small_config(tmp_path, "handed", **{"engineer.spec": "replay"})
+    run = Run(config, log=lambda message: None)
+    assert run._given_instances(1) == ([], "") and run._given_instances(2) == ([], "")
+    given = _given(2)
+    decision = make_decision("replay", CONFIG, CONFIG, "replay: 2 instances replayed", instances=given).to_dict()
+    (run.stage_dir(1)).mkdir(parents=True)
+    (run.stage_dir(1) / "decision.json").write_text(json.dumps(decision))
+    taken, source = run._given_instances(2)
+    assert [item.to_dict() for item in taken] == [item.to_dict() for item in given]
+    assert source.endswith("stage-01/decision.json")
+    planned = Run(small_config(tmp_path, "planned", **{"engineer.plan_first": True}), log=lambda message: None)
+    planned._plan_path().parent.mkdir(parents=True)
+    planned._plan_path().write_text(json.dumps(decision))
+    assert len(planned._given_instances(1)[0]) == 2  # stage 1 takes the plan's
+
+
+def test_run__an_engineer_that_writes_instances_reads_the_stage_s_bank_evidence_and_protected_sets(tmp_path):
+    from policy.rollout import judge_episodes
+    from policy.scripted import make_scripted
+    from replays.types import ReplayHeader
+    from replays.writer import write_replay
+
+    run = Run(small_config(tmp_path, "material", **{"engineer.spec": "replay"}), log=lambda message: None)
+    items = run.validation_items()
+    folder = run.stage_dir(1)
+    folder.mkdir(parents=True)
+    header = ReplayHeader.new("material", 1, "validation", {"name": "random"}, run.config.validation.config.to_dict())
+    write_replay(folder / "validation.mlr", header, judge_episodes(items, make_scripted("random").plans(items)))
+    bank = _given(3)
+    material = run._material(1, bank, folder / "validation.mlr")
+    assert material.stage == 1 and material.bank == tuple(bank) and len(material.evidence) == len(items)
+    assert [episode.instance for episode in material.evidence] == [item.instance for item in items]
+    assert material.protected == run.sets.test | run.sets.evidence_keys
+    assert {item.instance.content_key() for item in items} <= material.protected
