@@ -253,7 +253,7 @@ class Validation:
 class Engineer:
     spec: str = "rule"
     """``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``, ``progress``, ``gap``, ``mutate``, ``window``,
-    ``target``, ``replay``, ``llm:self`` (the current checkpoint), ``llm:base`` (the initial model), or
+    ``target``, ``replay``, ``failures``, ``llm:self`` (the current checkpoint), ``llm:base`` (the initial model), or
     ``llm:BACKEND_SPEC`` (e.g. ``llm:openai:gpt-4o``)."""
     context: tuple = ENGINEER_CONTEXT
     """Context sections shown to it (ablations switch them off)."""
@@ -265,7 +265,7 @@ class Engineer:
     ``hole_step`` and ``advance`` (how the lesson's holes rise once its training samples solve it), and its
     ``remedy`` (``lesson`` or ``drop``); for ``window`` its ``threshold``, ``min_episodes``, ``width``, ``start``
     and ``hole_step``; for ``target`` ``eta``, ``alpha``, ``beta``, ``start`` and ``radius``; for ``replay`` its
-    ``share``, ``buffer_size``, ``temperature`` and ``staleness``."""
+    ``share``, ``buffer_size``, ``temperature`` and ``staleness``; for ``failures`` its ``share``."""
     plan_first: bool = False
     """Ask the engineer for stage 1's config too, from the warm start's validation (or the untrained model's,
     without a warm start), instead of training stage 1 on ``initial_config`` as given. The decision is kept in
@@ -274,7 +274,7 @@ class Engineer:
     def validate(self) -> None:
         if not isinstance(self.spec, str) or not self.spec:
             raise ConfigError("engineer.spec", self.spec, "fixed, random, rule, learnability, bandit, progress, gap, "
-                              "mutate, window, target, replay, llm:self, llm:base or llm:BACKEND_SPEC")
+                              "mutate, window, target, replay, failures, llm:self, llm:base or llm:BACKEND_SPEC")
         unknown = [s for s in self.context if s not in ENGINEER_CONTEXT]
         if unknown:
             raise ConfigError("engineer.context", unknown[0], f"sections among {ENGINEER_CONTEXT}")

@@ -10,7 +10,7 @@ Run folder (``RunConfig.run_dir``)::
     warm_start/decision.json the engineer's choice of stage 1's config (only with ``engineer.plan_first``)
     stage-01/config.yaml     the stage config trained on
     stage-01/replay.jsonl    the instances the previous decision handed the stage besides its config's (only when
-                             there are any: the ``replay`` engineer's); the stage generates
+                             there are any: the ``replay`` and ``failures`` engineers'); the stage generates
                              ``samples`` minus their number from its config
     stage-01/model/          the stage's checkpoint (model + tokenizer); stage-01/trainer/ TRL's own checkpoints
     stage-01/validation.mlr  validation replays;  stage-01/summary.json  their failure summary

@@ -5,10 +5,10 @@ figures), :mod:`engineer.context` (evidence and history -> named, switchable sec
 (the LLM's prompt), :mod:`engineer.proposal` (answer -> repaired, validated config, or the fallback),
 :mod:`engineer.decision` (the record of each decision), :mod:`engineer.rule`, :mod:`engineer.learnability`,
 :mod:`engineer.bandit`, :mod:`engineer.progress`, :mod:`engineer.gap`, :mod:`engineer.mutate`,
-:mod:`engineer.window`, :mod:`engineer.target`, :mod:`engineer.replay` and
+:mod:`engineer.window`, :mod:`engineer.target`, :mod:`engineer.replay`, :mod:`engineer.failures` and
 :mod:`engineer.llm` (engineers; :mod:`engineer.bands` and :mod:`engineer.material` serve some of them),
 :mod:`engineer.engineers` (the registry: ``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``,
-``progress``, ``gap``, ``mutate``, ``window``, ``target``, ``replay``, ``llm:BACKEND_SPEC``) and
+``progress``, ``gap``, ``mutate``, ``window``, ``target``, ``replay``, ``failures``, ``llm:BACKEND_SPEC``) and
 :mod:`engineer.cli` (``mapf-lake engineer``).
 
 Typical use::

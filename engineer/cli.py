@@ -100,10 +100,10 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
             "Builds the engineer's context from the replays (behavior, failures, env_stats, history), asks the "
             "engineer for the next config, repairs or rejects its proposal, and writes the result. A rejected "
             "proposal keeps the current config. Engineers: fixed, random, rule, learnability, bandit, mutate, "
-            "progress, gap, window, target, replay, llm:BACKEND_SPEC (e.g. llm:hf:PATH, "
+            "progress, gap, window, target, replay, failures, llm:BACKEND_SPEC (e.g. llm:hf:PATH, "
             "llm:openai:MODEL); their options with --option (e.g. --engineer gap --option remedy=drop --option "
-            "weigh=yield). replay hands the next stage instances, which only a run's stage loop gives it "
-            "material for: here it proposes none."
+            "weigh=yield). replay and failures hand the next stage instances, which only a run's stage loop "
+            "gives them material for: here they propose none."
         ),
     )
     parser.add_argument("--replays", required=True, nargs="+", help="replay file(s) or folder(s) of the stage")

@@ -1,5 +1,5 @@
 """Engineers, looked up by name: ``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``, ``mutate``,
-``progress``, ``gap``, ``window``, ``target``, ``replay``, ``llm:BACKEND_SPEC``.
+``progress``, ``gap``, ``window``, ``target``, ``replay``, ``failures``, ``llm:BACKEND_SPEC``.
 
 Every engineer has a ``name`` and ``propose(context, config, seed=0) -> EngineerDecision``; the decision's
 ``config`` is always a valid StageConfig (the previous one when a proposal is rejected). ``make_engineer(spec,
@@ -25,9 +25,11 @@ Every engineer has a ``name`` and ``propose(context, config, seed=0) -> Engineer
   rate ``R``, and the next stage trains on the makespans nearest it (AdaRFT; :mod:`engineer.target`); stateful.
 * ``replay``: the next stage replays instances it trained on, drawn from a buffer by learning potential and
   staleness (PLR; :mod:`engineer.replay`); stateful, and hands the stage loop explicit instances.
+* ``failures``: the next stage also trains on the boards where the evidence's failed plans broke, re-certified by
+  the solver, never a test or evidence instance (MAPF-GPT-DDG; :mod:`engineer.failures`).
 * ``llm:BACKEND_SPEC``: a language model through a policy backend (:mod:`engineer.llm`).
 
-``replay`` needs more than the context: it has ``load_material(StageMaterial)``
+``replay`` and ``failures`` need more than the context: they have ``load_material(StageMaterial)``
 (:mod:`engineer.material`), which the stage loop calls before each proposal.
 """
 
@@ -45,6 +47,7 @@ import numpy as np
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
 from engineer.bandit import BanditEngineer
+from engineer.failures import FailuresEngineer
 from engineer.gap import GapEngineer
 from engineer.learnability import LearnabilityEngineer
 from engineer.llm import LLMEngineer
@@ -168,6 +171,7 @@ ENGINEERS: dict[str, EngineerKind] = {
     "window": EngineerKind(WindowEngineer, False, "window"),
     "target": EngineerKind(TargetEngineer, False, "target"),
     "replay": EngineerKind(ReplayEngineer, False, "replay"),
+    "failures": EngineerKind(FailuresEngineer, False, "failures"),
     "llm": EngineerKind(LLMEngineer, True, "llm:BACKEND_SPEC (llm:hf:PATH, llm:vllm:PATH, llm:openai:MODEL)"),
 }
 ENGINEER_FORMS = ", ".join(kind.form for kind in ENGINEERS.values())

@@ -1,8 +1,9 @@
 """What an engineer that writes instances reads besides the context: the stage's instances and the evidence's episodes.
 
-Most engineers edit the stage config, a distribution, from the evidence's figures (:mod:`engineer.context`). One
-hands the next stage explicit instances (``EngineerDecision.instances``): ``replay`` replays instances the stage
-trained on (:mod:`engineer.replay`). It needs the instances themselves, which the context does not carry, and the content
+Most engineers edit the stage config, a distribution, from the evidence's figures (:mod:`engineer.context`). Two
+hand the next stage explicit instances (``EngineerDecision.instances``): ``replay`` replays instances the stage
+trained on (:mod:`engineer.replay`), ``failures`` cuts new ones from the evidence set's failed episodes
+(:mod:`engineer.failures`). They need the instances themselves, which the context does not carry, and the content
 a training instance must never have. An engineer that wants them has a ``load_material(material)`` method; the stage
 loop (``curriculum.run``) calls it with a :class:`StageMaterial` before each proposal. Without it (``mapf-lake
 engineer`` on replays alone) such an engineer proposes no instances and says why.

@@ -451,7 +451,7 @@ def test_parse_arms__named_overrides_and_clear_errors():
     config = preset("small").with_overrides(**defaults["gap-band"])
     assert config.engineer.options == {"remedy": "drop", "lengths": "frontier"} and config.engineer.plan_first
     # the field's curricula are default arms too, each a valid run config of the small preset by its bare name
-    for name in ("window", "target", "replay"):
+    for name in ("window", "target", "replay", "failures"):
         assert _parse_arms([name]) == {name: {"engineer.spec": name}}
         assert preset("small").with_overrides(**defaults[name]).engineer.spec == name
     arms = _parse_arms(["nofail=engineer.context=[behavior]", "rft=training.trainer=rft;training.steps=3"])

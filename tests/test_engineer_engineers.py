@@ -679,7 +679,7 @@ def test_target__without_evidence_nothing_moves_and_bad_options_or_state_are_con
             make_engineer("target").load_state(state)
 
 
-# --- replay (PLR): instances for the next stage ------------------------------------------------------------------
+# --- replay (PLR) and failures (MAPF-GPT-DDG): instances for the next stage --------------------------------------
 @pytest.mark.parametrize("scores, seen, now, temperature, staleness, expected", [
     # rank weights (1 / rank) ** (1 / temperature), normalised; every instance trained now: no staleness term
     ([0.25, 0.2, 0.1], [2, 2, 2], 2, 1.0, 0.5, [6 / 11, 3 / 11, 2 / 11]),
@@ -792,6 +792,97 @@ def test_replay__without_material_evidence_or_potential_nothing_is_replayed_and_
         make_engineer("replay").load_state({"buffer": [{"instance": {"grid": [[0]]}, "seen": 1}]})
 
 
+def _failing_episodes():
+    """Episodes of one 4x4 board (a hole at row 0, column 2; agent 0 goes right along row 0, agent 1 left along
+    row 3): a valid plan, a fall at step 2, an illegal first move, a plan that stops after one step, a parse error."""
+    import numpy as np
+
+    from policy.rollout import judge_episodes
+    from simulator import constants as C
+    from simulator.generator import label_instance
+    from simulator.types import Instance, JointPlan
+
+    grid = np.zeros((4, 4), np.int8)
+    grid[0, 2] = C.HOLE
+    item = label_instance(Instance(grid, [(0, 0), (3, 3)], [(0, 3), (3, 0)]), size=4)[0]
+    right, left, up, down = C.RIGHT, C.LEFT, C.UP, C.DOWN
+    plans = [JointPlan.from_sequences([[down, right, right, right, up], [left, left, left]]),
+             JointPlan.from_sequences([[right, right], [left, left]]),
+             JointPlan.from_sequences([[up], [left]]),
+             JointPlan.from_sequences([[right], [left, left]]),
+             None]
+    return item, judge_episodes([item] * len(plans), plans, ["no plan"] * len(plans))
+
+
+@pytest.mark.parametrize("index, starts, step", [
+    (0, None, None),  # valid: nothing to cut
+    (1, [(0, 1), (3, 2)], 1),  # a fall at step 2: the board after step 1, where the fatal move was chosen
+    (2, [(0, 0), (3, 3)], 0),  # an illegal first move: the board before any step (the instance itself)
+    (3, [(0, 1), (3, 1)], 2),  # goal not reached: where the plan ended
+    (4, None, None),  # a parse error: no board
+])
+def test_failing_board__the_board_before_the_failing_step_or_where_the_plan_ended(index, starts, step):
+    from engineer.failures import failing_board
+
+    item, episodes = _failing_episodes()
+    found = failing_board(episodes[index])
+    if starts is None:
+        assert found is None
+    else:
+        board, at = found
+        assert board.starts.tolist() == [list(cell) for cell in starts] and at == step
+        assert board.goals.tolist() == item.instance.goals.tolist() and (board.grid == item.instance.grid).all()
+
+
+def test_failures__cuts_certified_boards_from_failed_episodes_never_a_protected_one():
+    from engineer.material import StageMaterial
+    from simulator.generator import label_instance
+
+    item, episodes = _failing_episodes()
+    config = StageConfig.from_dict({"agents": 2, "samples": 40, "sizes": {
+        4: {"data_ratio": 1.0, "hole_ratio": 0.1, "wait_ratio": 0.0}}})
+    context = build_context(summary_with({4: 0.4}), config, [])
+    failures = make_engineer("failures")
+    failures.load_material(StageMaterial(stage=1, evidence=tuple(episodes),
+                                         protected=frozenset({item.instance.content_key()})))
+    decision = failures.propose(context, config, seed=3)
+    # the fall's board and the unfinished plan's board; the illegal move's board is the (protected) instance itself
+    assert decision.config == config and decision.accepted
+    assert sorted(cut.instance.starts.tolist() for cut in decision.instances) == [[[0, 1], [3, 1]], [[0, 1], [3, 2]]]
+    for cut in decision.instances:
+        assert cut.instance.content_key() != item.instance.content_key() and cut.size == 4
+        assert label_instance(cut.instance)[0].optimal_makespan == cut.optimal_makespan
+    assert "4 of 5 evidence episodes failed" in decision.rationale
+    assert "protected (a test or evidence instance) 1" in decision.rationale
+    assert "no board (parse error or damaged trace) 1" in decision.rationale
+    assert decision.to_dict()["instances"] == [cut.to_dict() for cut in decision.instances]
+    # at most round(share * samples): 0.03 x 40 = 1, picked in the seed's order; the same seed, the same pick
+    one = make_engineer("failures", share=0.03)
+    one.load_material(StageMaterial(stage=1, evidence=tuple(episodes)))
+    picked = [cut.to_dict() for cut in one.propose(context, config, seed=3).instances]
+    assert len(picked) == 1 and [cut.to_dict() for cut in one.propose(context, config, seed=3).instances] == picked
+    # a config that trains another size or agent count takes none of them
+    other = StageConfig.from_dict({**config.to_dict(), "sizes": {3: {"data_ratio": 1.0, "hole_ratio": 0.1,
+                                                                      "wait_ratio": 0.0}}})
+    assert failures.propose(context, other, seed=3).instances == ()
+
+
+def test_failures__without_material_or_failures_nothing_is_cut_and_bad_options_are_config_errors():
+    from engineer.material import StageMaterial
+
+    _, episodes = _failing_episodes()
+    context = build_context(summary_with({4: 1.0}), CONFIG, [])
+    alone = make_engineer("failures").propose(context, CONFIG)
+    assert alone.instances == () and "no stage material" in alone.rationale and alone.diff == []
+    valid = make_engineer("failures")
+    valid.load_material(StageMaterial(stage=1, evidence=(episodes[0],)))
+    decision = valid.propose(context, CONFIG)
+    assert decision.instances == () and "no failed episode" in decision.rationale
+    for value in (-0.1, 0.95, "all"):
+        with pytest.raises(ConfigError, match="failures.share"):
+            make_engineer("failures", share=value)
+
+
 def test_decision_instances__round_trip_and_a_bad_entry_names_its_index():
     from engineer.decision import decision_instances, make_decision
 
@@ -894,7 +985,7 @@ def test_make_engineer__unknown_option_names_the_allowed_ones():
     with pytest.raises(ConfigError, match="low, high"):
         make_engineer("rule", lo=0.1)
     assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "bandit", "mutate", "progress", "gap",
-                              "window", "target", "replay", "llm"}
+                              "window", "target", "replay", "failures", "llm"}
 
 
 # --- llm with stand-in backends ------------------------------------------------------------------------------
