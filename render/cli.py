@@ -96,8 +96,16 @@ def _watch(args: argparse.Namespace) -> int:
 
 
 def _play(args: argparse.Namespace) -> int:
-    from render.game import PlayGame, generate_instance, load_instance
     from render.play_app import PlayApp
+
+    game, defaults, stage_config = play_start(args)
+    PlayApp(game, save_path=args.save, defaults=defaults, stage_config=stage_config).run()
+    return 0
+
+
+def play_start(args: argparse.Namespace) -> tuple:
+    """``(first game or None, the setup form's defaults, stage config)`` of ``play``'s arguments."""
+    from render.game import PlayGame, generate_instance, load_instance
 
     defaults = {
         name: value
@@ -128,8 +136,8 @@ def _play(args: argparse.Namespace) -> int:
             settings["size"], settings["agents"], settings["holes"], settings["wait_ratio"], settings["seed"]
         )
         game = PlayGame(instance, labels, origin=f"generated seed {settings['seed']}")
-    PlayApp(game, save_path=args.save, defaults=defaults, stage_config=stage_config).run()
-    return 0
+        defaults["seed"] = settings["seed"] + 1  # n then Generate: the next map, not this one again
+    return game, defaults, stage_config
 
 
 

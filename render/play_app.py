@@ -71,31 +71,35 @@ class SetupScreen(Screen):
         self.query_one("#setup-error", Static).update(Text(text, style="bold red"))
 
     def compose(self) -> ComposeResult:
+        # Two fields a row, the error under the title and the Load row last: the whole form, its error and the
+        # Load section fit an 80x24 terminal (one field a row put the error and Load below the fold).
         d = self.defaults
         with VerticalScroll(id="setup"):
             yield Label("MAPF-FrozenLake: a new game", id="setup-title")
+            yield Static("", id="setup-error")
             with Horizontal(classes="row"):
                 yield Label("map size (3..32)", classes="name")
                 yield Input(str(d["size"]), id="size", type="integer")
-            with Horizontal(classes="row"):
-                yield Label("agents (1..16)", classes="name")
+                yield Label("agents (1..16)", classes="name second")
                 yield Input(str(d["agents"]), id="agents", type="integer")
             with Horizontal(classes="row"):
                 yield Label("hole ratio (0..0.9)", classes="name")
                 yield Input(str(d["holes"]), id="holes", type="number")
-            with Horizontal(classes="row"):
-                yield Label("wait ratio (0..1)", classes="name")
+                yield Label("wait ratio (0..1)", classes="name second")
                 yield Input(str(d["wait_ratio"]), id="wait_ratio", type="number")
             with Horizontal(classes="row"):
                 yield Label("seed", classes="name")
                 yield Input(str(d["seed"]), id="seed", type="integer")
-            yield Button("Generate", id="generate", variant="primary")
-            yield Label("or load an instance (replay .mlr, gen JSON lines, instance JSON, map text):")
+                yield Button("Generate", id="generate", variant="primary")
+            yield Label("or load an instance (replay .mlr, gen JSON lines, instance JSON, map text):", id="load-label")
             with Horizontal(classes="row"):
                 yield Input(d.get("load") or "", id="path", placeholder="path")
                 yield Input(str(d.get("episode", 0)), id="episode", type="integer", placeholder="episode")
-            yield Button("Load", id="load")
-            yield Static("", id="setup-error")
+                yield Button("Load", id="load")
+
+    def on_mount(self) -> None:
+        # Typing starts at once (the form opened with nothing focused): in the path when one was given, else size.
+        self.query_one("#path" if self.defaults.get("load") else "#size", Input).focus()
 
     def _number(self, field: str, kind):
         raw = self.query_one(f"#{field}", Input).value.strip()
@@ -331,13 +335,16 @@ class PlayApp(App):
 
     TITLE = "mapf-lake play"
     CSS = """
-    #setup { width: 84; padding: 1 2; }
-    #setup-title { text-style: bold; margin-bottom: 1; }
+    #setup { width: 100%; max-width: 84; padding: 1 2; }
+    #setup-title { text-style: bold; }
+    #setup-error { height: auto; margin-bottom: 1; }
     .row { height: 3; }
-    .name { width: 22; padding: 1 0; }
-    #setup Input { width: 24; }
-    #setup Button { margin: 1 0; }
-    #setup-error { height: auto; }
+    .name { width: 20; padding: 1 0; }
+    .name.second { padding: 1 0 1 2; }
+    #setup Input { width: 14; }
+    #setup #path { width: 1fr; }
+    #setup Button { margin: 0 0 0 2; }
+    #load-label { margin-top: 1; }
     #board-pane { width: auto; padding: 1 2; }
     #board { width: auto; height: auto; }
     #legend, #keys { width: 100%; height: auto; margin-top: 1; }

@@ -424,3 +424,43 @@ def test_load_instance__reads_what_gen_prints_each_episode_by_number(tmp_path):
         assert load_instance(path, episode)[0] == item.instance
     with pytest.raises(ConfigError, match="--episode"):
         load_instance(path, 2)
+
+
+def _inside(region, size) -> bool:
+    return region.width > 0 and region.x >= 0 and region.y >= 0 and region.right <= size[0] and region.bottom <= size[1]
+
+
+async def test_play_app__the_setup_form_fits_80x24_with_its_error_and_load_row_and_starts_focused(tmp_path):
+    """At 80x24 the error and the Load section were below the fold, and nothing was focused."""
+    size = (80, 24)
+    app = PlayApp(None, save_path=tmp_path / "x.mlr", defaults={"size": 4, "agents": 2, "holes": 0.1, "seed": 3})
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        assert app.focused is app.screen.query_one("#size")
+        await pilot.press("backspace", "9", "9")  # typing goes to the size at once
+        await pilot.click("#generate")
+        await pilot.pause(0.5)
+        assert "map size: 99 is not allowed" in str(app.screen.query_one("#setup-error").render())
+        for name in ("#setup-error", "#generate", "#path", "#episode", "#load", "#seed"):
+            assert _inside(app.screen.query_one(name).region, size), name
+    loading = PlayApp(None, save_path=tmp_path / "y.mlr", defaults={"load": str(tmp_path / "a.mlr")})
+    async with loading.run_test(size=size) as pilot:
+        await pilot.pause()
+        assert loading.focused is loading.screen.query_one("#path")
+
+
+async def test_play_app__n_after_a_game_started_from_flags_offers_the_next_map(tmp_path):
+    """play --size 4 --seed 7, then n and Generate: the same map came back (the form kept seed 7)."""
+    from curriculum.cli import build_parser
+    from render.cli import play_start
+
+    game, defaults, config = play_start(build_parser().parse_args(["play", "--size", "4", "--seed", "7"]))
+    assert defaults["seed"] == 8 and config is not None
+    app = PlayApp(game, save_path=tmp_path / "x.mlr", defaults=defaults, stage_config=config)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.screen.query_one("#seed").value == "8" and app.screen.query_one("#size").value == "4"
+        await pilot.click("#generate")
+        await pilot.pause(0.5)
+        assert isinstance(app.screen, GameScreen) and app.game.instance != game.instance
