@@ -30,6 +30,7 @@ def _rollout(args: argparse.Namespace) -> int:
 
     from policy.rollout import judge_episodes
     from policy.scripted import make_scripted
+    from simulator.text import counted
     from replays.types import ReplayHeader
     from replays.mining import render_summary, summarize
     from replays.writer import ReplayWriter
@@ -63,7 +64,7 @@ def _rollout(args: argparse.Namespace) -> int:
         for episode in episodes:
             writer.write(episode)
     print(render_summary(summarize(episodes), exemplars=False), end="")
-    print(f"wrote {len(episodes)} episodes to {path}", file=sys.stderr)
+    print(f"wrote {counted(len(episodes), 'episode')} to {path}", file=sys.stderr)
     return 0
 
 

@@ -35,6 +35,7 @@ from simulator.errors import ConfigError
 from simulator.generator import LabelledInstance, generate, read_jsonl
 from simulator.suites import generate_cell, suite_cells
 from simulator.tables import format_rate_table
+from simulator.text import counted
 
 CVAR_PERCENT = 10  # the share of cells, worst first, that cvar10_valid averages (an integer: exact ceilings)
 
@@ -191,7 +192,7 @@ class EvalTable:
                          f"{len(self.rates)} cells with the lowest valid rate): valid {100 * self.cvar10_valid():.1f}%")
         total = sum(v[2] for v in self.rates.values())
         failed = {name: n for name, n in self.failures.items() if n}
-        lines.append(f"failures over {total} episodes: " + (
+        lines.append(f"failures over {counted(total, 'episode')}: " + (
             ", ".join(f"{name} {n} ({100 * n / total:.1f}%)" for name, n in failed.items()) if failed else "none"))
         return "\n".join(lines)
 

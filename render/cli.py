@@ -33,6 +33,7 @@ def _headless() -> None:
 def _watch(args: argparse.Namespace) -> int:
     from render.source import ReplaySource
     from simulator.errors import ConfigError
+    from simulator.text import counted
 
     exports = args.png or args.gif or args.svg or args.mp4
     for flag, suffix in (("png", ".png"), ("gif", ".gif"), ("svg", ".svg"), ("mp4", ".mp4")):
@@ -45,7 +46,7 @@ def _watch(args: argparse.Namespace) -> int:
     try:
         total = len(source)
         if not 0 <= args.episode < total:
-            raise ConfigError("--episode", args.episode, f"0..{total - 1} ({total} episodes in {args.path})")
+            raise ConfigError("--episode", args.episode, f"0..{total - 1} ({counted(total, 'episode')} in {args.path})")
         if args.step is not None:
             n_steps = source.load(args.episode).n_steps
             if not -(n_steps + 1) <= args.step <= n_steps:
@@ -106,6 +107,7 @@ def _play(args: argparse.Namespace) -> int:
 def play_start(args: argparse.Namespace) -> tuple:
     """``(first game or None, the setup form's defaults, stage config)`` of ``play``'s arguments."""
     from render.game import PlayGame, generate_instance, load_instance
+    from simulator.text import counted
 
     defaults = {
         name: value
@@ -125,7 +127,7 @@ def play_start(args: argparse.Namespace) -> tuple:
         agents = 2 if args.agents is None else args.agents
         item = import_one(args.map, args.scen, agents, args.episode, field_name="--episode")
         game = PlayGame(item.instance, InstanceLabels.from_labelled(item),
-                        origin=f"{args.scen} instance {args.episode} ({agents} agents)")
+                        origin=f"{args.scen} instance {args.episode} ({counted(agents, 'agent')})")
     elif args.load:
         instance, labels = load_instance(args.load, args.episode)
         game = PlayGame(instance, labels, origin=args.load)

@@ -28,7 +28,7 @@ from simulator.errors import ConfigError
 from simulator.generator import LabelledInstance, generate
 from simulator.judge import judge_plan
 from simulator.solver import solve
-from simulator.text import parse_instances
+from simulator.text import counted, parse_instances
 from simulator.types import Instance, JointPlan
 
 HINT_TIME_LIMIT = 5.0  # seconds the solver may take for a hint or for the optimal makespan of a loaded map
@@ -137,12 +137,14 @@ class PlayGame:
         optimum = "?" if self.optimal_makespan is None else str(self.optimal_makespan)
         if self.won:
             tag = "optimal!" if self.optimal_makespan == self.steps else f"optimal is {optimum}"
-            return f"solved in {self.steps} steps ({tag})"
+            return f"solved in {counted(self.steps, 'step')} ({tag})"
         failures = [marker for marker in self.last_markers if marker.is_failure]
         if failures:
             return "failed: " + "; ".join(marker.describe() for marker in failures)
         if self.over:
             return f"out of time: the step limit is {self.env.horizon}"
+        if self.n_agents == 1:
+            return "in play: the agent is on its way"
         return f"in play: {len(self.moving_agents())} of {self.n_agents} agents on their way"
 
     # --- composing a joint action -------------------------------------------------------------------------
@@ -287,7 +289,7 @@ def load_instance(path: str | os.PathLike, episode: int = 0) -> tuple[Instance, 
     if head == MAGIC:
         with ReplayReader(path) as reader:
             if not 0 <= episode < len(reader):
-                raise ConfigError("--episode", episode, f"0..{len(reader) - 1} (the file has {len(reader)} episodes)")
+                raise ConfigError("--episode", episode, f"0..{len(reader) - 1} (the file has {counted(len(reader), 'episode')})")
             chosen = reader[episode]
             return chosen.instance, chosen.labels
     try:
@@ -298,7 +300,7 @@ def load_instance(path: str | os.PathLike, episode: int = 0) -> tuple[Instance, 
         lines = [line for line in text.splitlines() if line.strip()]
         if len(lines) > 1 or "optimal_makespan" in text:
             if not 0 <= episode < len(lines):
-                raise ConfigError("--episode", episode, f"0..{len(lines) - 1} (the file has {len(lines)} instances)")
+                raise ConfigError("--episode", episode, f"0..{len(lines) - 1} (the file has {counted(len(lines), 'instance')})")
             try:
                 data = json.loads(lines[episode])
             except json.JSONDecodeError as exc:
@@ -316,7 +318,7 @@ def load_instance(path: str | os.PathLike, episode: int = 0) -> tuple[Instance, 
         return Instance.from_dict(data), None
     instances = parse_instances(text)  # map text, or what gen prints: instance ``episode`` of it
     if not 0 <= episode < len(instances):
-        raise ConfigError("--episode", episode, f"0..{len(instances) - 1} (the file has {len(instances)} instances)")
+        raise ConfigError("--episode", episode, f"0..{len(instances) - 1} (the file has {counted(len(instances), 'instance')})")
     return instances[episode], None
 
 

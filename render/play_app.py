@@ -32,7 +32,7 @@ from render.game import Hint, PlayGame, generate_instance, load_instance, read_s
 from render.term import ARROW_GLYPHS, LEGEND, agent_chip, board_text, cell_shape
 from simulator import constants as C
 from simulator.errors import ConfigError
-from simulator.text import format_plan
+from simulator.text import counted, format_plan
 
 
 
@@ -198,7 +198,7 @@ class GameScreen(Screen):
         status.append(f"steps {game.steps} / optimal {optimum}\n", style="bold")
         tone = "bold green" if game.won else ("bold red" if game.over else "")
         status.append(game.verdict() + "\n", style=tone)
-        status.append(f"{game.instance.height}x{game.instance.width} map, {game.n_agents} agents")
+        status.append(f"{game.instance.height}x{game.instance.width} map, {counted(game.n_agents, 'agent')}")
         self.query_one("#status", Static).update(status)
         agents = Text("agents  (pending action)\n", style="bold")
         for k in range(game.n_agents):
@@ -414,4 +414,4 @@ class PlayApp(App):
         self.saved, self._saved_games = saved, games  # only once the file holds them
         self._saved_as[id(game)] = _game_signature(game)
         total = len(self._kept) + len(self.saved)
-        self.notify(f"{total} game(s) in {self.save_path}: mapf-lake watch {self.save_path}", title="saved")
+        self.notify(f"{counted(total, 'game')} in {self.save_path}: mapf-lake watch {self.save_path}", title="saved")

@@ -20,6 +20,7 @@ from replays.reader import ReplayReader, iter_replay_files
 from replays.types import Episode, ReplayHeader
 from render.timeline import EpisodeTimeline
 from simulator import constants as C
+from simulator.text import counted
 
 
 @dataclass
@@ -156,7 +157,7 @@ def episode_facts(loaded: LoadedEpisode, step: int, total: int) -> list[Fact]:
         ("episode", f"{loaded.index + 1} / {total}   ({Path(loaded.path).name} #{loaded.local_index})", ""),
         ("stage", f"{header.stage} ({header.split})", ""),
         ("policy", policy_text, ""),
-        ("map", f"{instance.height}x{instance.width}, {holes} holes", ""),
+        ("map", f"{instance.height}x{instance.width}, {counted(holes, 'hole')}", ""),
         ("agents", str(instance.n_agents), ""),
         ("result", result, tone),
         ("failure", failure, "bad" if outcome.failure != C.NO_FAILURE else ""),

@@ -33,6 +33,7 @@ from render.timeline import MARKER_MEANINGS, TWO_CELL_GLYPHS, VERTEX, spread
 from render.watch_state import check_timing
 from simulator import constants as C
 from simulator.atomic import atomic_write
+from simulator.text import counted
 
 SVG_NS = "http://www.w3.org/2000/svg"
 CELL = 48  # pixels per cell (the picture is vector: it scales to any size)
@@ -265,7 +266,7 @@ def episode_svg(loaded: LoadedEpisode, fps: float = 3.0, trails: bool = True, to
     name = Path(loaded.path).name
     title = f"MAPF-FrozenLake replay: {name}, episode {loaded.index}"
     _sub(svg, "title").text = title
-    _sub(svg, "desc").text = (f"{instance.height}x{instance.width} map, {n_agents} agents, {n_steps} steps; "
+    _sub(svg, "desc").text = (f"{instance.height}x{instance.width} map, {counted(n_agents, 'agent')}, {counted(n_steps, 'step')}; "
                               f"result: {facts.get('result', '?')}; failure: {facts.get('failure', '?')}")
     _sub(svg, "rect", width="100%", height="100%", fill=_hex(P.BACKGROUND))
     # The caption fits the picture's width (it ran off the right edge): the file name gives up its middle first,

@@ -17,6 +17,7 @@ from render.completion import CompletionText
 from render.source import Fact, ReplaySource, episode_facts
 from render.timeline import Scene
 from simulator.errors import ConfigError
+from simulator.text import counted
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # steps per second
 DEFAULT_SPEED_INDEX = 3  # 2 steps/s
@@ -196,7 +197,7 @@ class WatchState:
             self.message = "no failed episodes in this replay"
             return
         self.failures_only = True
-        self.message = f"failures only: {len(failures)} of {len(self.source)} episodes"
+        self.message = f"failures only: {len(failures)} of {counted(len(self.source), 'episode')}"
         if self.loaded.episode.outcome.valid:
             self._move(+1)
 

@@ -129,10 +129,10 @@ def config_from_args(args: argparse.Namespace) -> StageConfig:
 
 
 def _describe(item: LabelledInstance) -> str:
-    from simulator.text import PLAN_HEADING, describe_agents, format_plan, render_instance
+    from simulator.text import PLAN_HEADING, counted, describe_agents, format_plan, render_instance
 
     header = (
-        f"# size {item.size} #{item.index}: {item.instance.n_agents} agents, optimal makespan "
+        f"# size {item.size} #{item.index}: {counted(item.instance.n_agents, 'agent')}, optimal makespan "
         f"{item.optimal_makespan}, optimal sum of costs {item.optimal_sum_of_costs}, shortest-distance sum "
         f"{item.sum_of_distances}, needs_wait {str(item.needs_wait).lower()}"
     )
@@ -149,6 +149,7 @@ def _gen(args: argparse.Namespace) -> int:
         return 0
     from simulator.atomic import atomic_write
     from simulator.generator import generate, to_jsonl
+    from simulator.text import counted
 
     if args.map or args.scen:
         return _gen_movingai(args)
@@ -180,9 +181,9 @@ def _gen(args: argparse.Namespace) -> int:
             print(_describe(item))
     for size, report in stage.reports.items():
         print(
-            f"size {size}: {report.count} instances, holes {report.achieved_hole_ratio:.3f} "
+            f"size {size}: {counted(report.count, 'instance')}, holes {report.achieved_hole_ratio:.3f} "
             f"(asked {report.requested_hole_ratio}), needs_wait {report.achieved_wait_ratio:.3f} "
-            f"(asked {report.requested_wait_ratio}), {report.candidates} candidates "
+            f"(asked {report.requested_wait_ratio}), {counted(report.candidates, 'candidate')} "
             f"(rejected: {report.rejected_unsolvable} no room/unsolvable, {report.rejected_solver_limit} over budget, "
             f"{report.rejected_wait_label} wrong wait label"
             + (f", {report.rejected_makespan} outside the makespan band)" if report.rejected_makespan else ")")

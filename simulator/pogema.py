@@ -37,6 +37,7 @@ import yaml
 from simulator import constants as C
 from simulator.errors import ConfigError
 from simulator.files import read_text_bounded
+from simulator.text import counted
 from simulator.types import Instance
 
 FREE, OBSTACLE = ".", "#"
@@ -125,7 +126,7 @@ def from_grid_config(data: Any, source: str = "grid config") -> Instance:
     starts = _points(data["agents_xy"], "agents_xy", source, rows)
     goals = _points(data["targets_xy"], "targets_xy", source, rows)
     if len(goals) != len(starts):
-        raise ConfigError(f"{source}.targets_xy", f"{len(goals)} targets", f"one per agent ({len(starts)} agents)")
+        raise ConfigError(f"{source}.targets_xy", f"{len(goals)} targets", f"one per agent ({counted(len(starts), 'agent')})")
     count = data.get("num_agents")
     if count is not None and (isinstance(count, bool) or count != len(starts)):
         raise ConfigError(f"{source}.num_agents", count, f"the number of agents_xy ({len(starts)}), or absent")

@@ -79,7 +79,7 @@ def describe_agents(instance: Instance) -> str:
 PLAN_HEADING = "optimal plan:"
 _PLAN_LINE = re.compile(r"agent \d+:( .*)?")  # format_plan's lines, after PLAN_HEADING
 _AGENT_LINE = re.compile(r"agent (\d+): start \((\d+),(\d+)\) -> goal \((\d+),(\d+)\)")  # describe_agents
-_REPORT_LINE = re.compile(r"size \d+: \d+ instances\b.*|checksum [0-9a-f]+\b.*")  # gen's closing report
+_REPORT_LINE = re.compile(r"size \d+: \d+ instances?\b.*|checksum [0-9a-f]+\b.*")  # gen's closing report (1 instance)
 
 
 @dataclass

@@ -85,7 +85,7 @@ BASE = {"map": "...\n.#.", "agents_xy": [[0, 0]], "targets_xy": [[1, 2]]}
         ({"agents_xy": [[2, 0]]}, "doc.agents_xy[0]", "0 <= row < 2 and 0 <= col < 3"),
         ({"targets_xy": [[1, 1]]}, "doc.targets_xy[0]", "a free cell ('.'), not an obstacle"),
         ({"agents_xy": [[0, 0], [0, 0]], "targets_xy": [[1, 2], [1, 0]]}, "doc.agents_xy[1]", "(agents_xy[0] has it)"),
-        ({"targets_xy": [[1, 2], [1, 0]]}, "doc.targets_xy", "one per agent (1 agents)"),
+        ({"targets_xy": [[1, 2], [1, 0]]}, "doc.targets_xy", "one per agent (1 agent)"),
         ({"num_agents": 2}, "doc.num_agents", "the number of agents_xy (1)"),
         ({"possible_agents_xy": [[0, 1]]}, "doc.possible_agents_xy", "a GridConfig key this importer knows"),
     ],
