@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def run(*args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [sys.executable, "-m", "curriculum.cli", *args], capture_output=True, text=True, input=stdin, cwd=ROOT,
-        timeout=300,
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"mapf-lake {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
-    return result
+from tests.cli_runner import mapf_lake as run
 
 
 def test_cli__help_lists_commands():
@@ -115,10 +103,7 @@ def test_cli_solve__documented_maxima_finish_within_the_time_limit_with_the_wait
     free = np.argwhere(grid == 0)
     cells = free[rng.choice(len(free), 128, replace=False)].tolist()
     instance = json.dumps({"grid": grid.tolist(), "starts": cells[:64], "goals": cells[64:]})
-    result = subprocess.run(
-        [sys.executable, "-m", "curriculum.cli", "solve", "--json", "--time-limit", "20", "-"], input=instance,
-        capture_output=True, text=True, cwd=ROOT, timeout=60,
-    )
+    result = run("solve", "--json", "--time-limit", "20", "-", stdin=instance, check=False, timeout=60)
     data = json.loads(result.stdout)
     assert result.returncode == (0 if data["status"] == "solved" else 1), result.stderr
     if data["status"] == "solved":
@@ -298,9 +283,8 @@ def test_cli_eval__sampling_flags_reach_the_replay_header_and_bad_ones_are_one_l
     with ReplayReader(replay) as reader:
         sampling = reader.header.policy["sampling"]
     assert (sampling["temperature"], sampling["top_p"], sampling["top_k"]) == (0.6, 0.95, 20)
-    bad = subprocess.run([sys.executable, "-m", "curriculum.cli", "eval", "--policy", f"hf:{tiny_model_dir()}",
-                          "--quick", "--top-p", "0", "--out", str(tmp_path / "x")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    bad = run("eval", "--policy", f"hf:{tiny_model_dir()}", "--quick", "--top-p", "0", "--out", str(tmp_path / "x"),
+              check=False, timeout=120)
     assert bad.returncode == 2 and "sampling.top_p" in bad.stderr and "Traceback" not in bad.stderr
 
 

@@ -4,25 +4,15 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from functools import partial
 
 from simulator.generator import read_jsonl
+from tests.cli_runner import ROOT, mapf_lake
 
-ROOT = Path(__file__).resolve().parents[1]
 MOVINGAI = ROOT / "tests" / "fixtures" / "movingai"
 LAKE_MAP, LAKE_SCEN = str(MOVINGAI / "lake-6x4.map"), str(MOVINGAI / "lake-6x4.scen")
 
-
-def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = {key: value for key, value in os.environ.items() if key not in ("DISPLAY",)}
-    result = subprocess.run([sys.executable, "-m", "curriculum.cli", *args], capture_output=True, text=True,
-                            cwd=ROOT, timeout=300, env=env, stdin=subprocess.DEVNULL)
-    if check and result.returncode != 0:
-        raise AssertionError(f"mapf-lake {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
-    return result
+run = partial(mapf_lake, without_env=("DISPLAY",))
 
 
 def test_cli_gen__movingai_map_and_scen_print_and_write_certified_instances(tmp_path):

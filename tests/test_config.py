@@ -32,6 +32,7 @@ from simulator.config import (
     save_config,
 )
 from simulator.errors import ConfigError
+from tests.documents import DELETE, set_at
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -108,26 +109,11 @@ def stage_configs(draw) -> StageConfig:
 # --- validation, table-driven --------------------------------------------------------------------------------
 def _set(path: str, value):
     """A mutation of good_document(): set the dotted path (keys as written) to value."""
-
-    def mutate(document: dict) -> None:
-        *parents, last = path.split(".")
-        target = document
-        for key in parents:
-            target = target[key]
-        target[last] = value
-
-    return mutate
+    return lambda document: set_at(document, path.split("."), value)
 
 
 def _delete(path: str):
-    def mutate(document: dict) -> None:
-        *parents, last = path.split(".")
-        target = document
-        for key in parents:
-            target = target[key]
-        del target[last]
-
-    return mutate
+    return _set(path, DELETE)
 
 
 def _chain(*mutations):

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from engineer.proposal import MAX_ANSWER_CHARS, decide_from_answer, extract_proposal
 from simulator.config import StageConfig
+from tests.documents import DELETE, set_at
 
 PREVIOUS = StageConfig.from_dict({
     "agents": 2,
@@ -37,18 +38,8 @@ GOOD_YAML = yaml.safe_dump(GOOD, sort_keys=False)
 def _doc(**changes) -> dict:
     doc = json.loads(GOOD_JSON)
     for path, value in changes.items():
-        *parents, last = path.split("__")
-        target = doc
-        for key in parents:
-            target = target[key]
-        if value is _DELETE:
-            del target[last]
-        else:
-            target[last] = value
+        set_at(doc, path.split("__"), value)
     return doc
-
-
-_DELETE = object()
 
 
 def _sized(**sides) -> dict:
@@ -154,7 +145,7 @@ CASES = {
                         lambda c: c.sizes[6].hole_ratio == 0.25 and c.sizes[6].wait_ratio == 0.5),
     "partial_only_sizes": (json.dumps({"sizes": GOOD["sizes"]}), True, "agents: missing; kept the previous 2",
                            lambda c: c.samples == 1000 and c.seed == 7 and c.sizes[6].data_ratio == 0.6),
-    "missing_key_of_listed_side": (json.dumps(_doc(sizes__6__wait_ratio=_DELETE)), True,
+    "missing_key_of_listed_side": (json.dumps(_doc(sizes__6__wait_ratio=DELETE)), True,
                                    "sizes.6.wait_ratio: missing; kept the previous 0.3",
                                    lambda c: c.sizes[6].wait_ratio == 0.3),
     "missing_key_of_new_side": (

@@ -9,16 +9,11 @@ from policy.policies import make_policy
 from replays.reader import read_replay
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
-from simulator.generator import generate, to_jsonl
+from simulator.generator import to_jsonl
 
 CONFIG = StageConfig.from_dict({"agents": [2, 3], "samples": 8, "seed": 4, "sizes": {
     4: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.5},
     5: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.0}}})
-
-
-@pytest.fixture(scope="module")
-def items():
-    return generate(CONFIG).instances
 
 
 def test_evaluate__instances_file_cells_by_agents_and_size_and_the_header_records_the_file(tmp_path, items):

@@ -26,11 +26,6 @@ CONFIG = StageConfig.from_dict({"agents": [2, 3], "samples": 40, "seed": 5, "siz
     5: {"data_ratio": 0.5, "hole_ratio": 0.3, "wait_ratio": 0.5}}})
 
 
-@pytest.fixture(scope="module")
-def items():
-    return generate(CONFIG).instances
-
-
 def _answers(items, style):
     """Per instance: the reference, a greedy and a random scripted answer, garbage and an empty string."""
     greedy = make_scripted("greedy").plans(items, seed=1)

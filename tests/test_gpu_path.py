@@ -9,13 +9,14 @@ import json
 import re
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import ROOT, mapf_lake
 from tests.model_fixtures import tiny_model_dir
 
-ROOT = Path(__file__).resolve().parents[1]
 GPU_DOCS = ROOT / "docs" / "gpu"
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
@@ -26,9 +27,7 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "curriculum.cli", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout)
+cli = partial(mapf_lake, check=False, timeout=120)
 
 
 def stand_in(**changes):

@@ -20,19 +20,9 @@ from run_folder_fixture import RECORD_FILES, run_documents, write_run_folder
 from curriculum.report import (compare_table, load_run, render_report, render_seed_comparison, run_figures,
                                seed_comparison)
 from simulator.errors import ConfigError
+from tests.documents import DELETE, set_at
 
 ROOT = Path(__file__).resolve().parents[1]
-DELETE = object()
-
-
-def _set(document: dict, dotted: str, value) -> None:
-    *parents, last = dotted.split(".")
-    for key in parents:
-        document = document[key]
-    if value is DELETE:
-        del document[last]
-    else:
-        document[last] = value
 
 
 def test_load_run__the_hand_made_folder_reads_and_renders(tmp_path):
@@ -117,7 +107,7 @@ BAD_FIELDS = [
                          ids=[f"{name}:{key[:30]}={str(value)[:12]}" for name, key, value, _ in BAD_FIELDS])
 def test_load_run__a_wrong_typed_or_out_of_range_field_names_file_and_key(tmp_path, name, key, value, names):
     documents = run_documents()
-    _set(documents[name], key, value)
+    set_at(documents[name], key.split("."), value)
     folder = write_run_folder(tmp_path / "run", documents)  # NaN and Infinity: json writes and reads them back
     with pytest.raises(ConfigError) as caught:
         load_run(folder)

@@ -14,9 +14,8 @@ from replays.types import ReplayHeader
 from replays.writer import write_replay
 from simulator import constants as C
 from simulator.config import StageConfig
-from simulator.generator import generate
 
-STAGE = {
+CONFIG = StageConfig.from_dict({
     "agents": [2, 3],
     "samples": 60,
     "seed": 11,
@@ -24,12 +23,7 @@ STAGE = {
         4: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.6},
         7: {"data_ratio": 0.5, "hole_ratio": 0.3, "wait_ratio": 0.6},
     },
-}
-
-
-@pytest.fixture(scope="module")
-def items():
-    return generate(StageConfig.from_dict(STAGE)).instances
+})
 
 
 @pytest.fixture(scope="module")

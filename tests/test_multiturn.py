@@ -22,11 +22,6 @@ CONFIG = StageConfig.from_dict({"agents": [2, 3], "samples": 24, "seed": 11, "si
     4: {"data_ratio": 0.5, "hole_ratio": 0.25, "wait_ratio": 0.5}}})
 
 
-@pytest.fixture(scope="module")
-def items():
-    return generate(CONFIG).instances
-
-
 @pytest.mark.parametrize("text, agents, expected", [
     ("UD", 2, [C.UP, C.DOWN]),
     ("U D\n", 2, [C.UP, C.DOWN]),

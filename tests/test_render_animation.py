@@ -4,44 +4,20 @@ reader: frame count, size, colours), plus the one-line refusal when the video ex
 
 from __future__ import annotations
 
-import os
 import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
 
-os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
-
-from render import colors as P  # noqa: E402 - after the SDL settings
-from render.source import ReplaySource  # noqa: E402
-from render.svg import CELL, HOLD_S, export_svg  # noqa: E402
-from simulator.errors import ConfigError  # noqa: E402
-from tests.test_render_fixtures import (  # noqa: E402
-    CASES,
-    HOLE_CELL,
-    INSTANCE,
-    MULTI_SENTENCES,
-    ORDER,
-    write_cases,
-    write_multi,
-)
+from render import colors as P
+from render.source import ReplaySource
+from render.svg import CELL, HOLD_S, export_svg
+from simulator.errors import ConfigError
+from tests.test_render_fixtures import CASES, HOLE_CELL, INSTANCE, MULTI_SENTENCES, ORDER, write_cases, write_multi
 
 SVG = "{http://www.w3.org/2000/svg}"
 FPS = 4.0
-
-
-@pytest.fixture(scope="module")
-def cases_path(tmp_path_factory):
-    return write_cases(tmp_path_factory.mktemp("render-animation") / "cases.mlr")
-
-
-@pytest.fixture()
-def source(cases_path):
-    with ReplaySource(cases_path) as opened:
-        yield opened
 
 
 def svg_of(source: ReplaySource, name: str, out, **options) -> tuple[ET.Element, int]:

@@ -5,28 +5,16 @@ corrupt files by every viewer."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import mapf_lake
 from tests.test_render_fixtures import CASES, ORDER, corrupt_first_record, write_cases
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def run(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
-    # No display on purpose: image export must not need one, and viewers must refuse bad files before opening.
-    env = {key: value for key, value in os.environ.items() if key not in ("DISPLAY", "SDL_VIDEODRIVER")}
-    result = subprocess.run(
-        [sys.executable, "-m", "curriculum.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout,
-        env=env, stdin=subprocess.DEVNULL,
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"mapf-lake {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
-    return result
+# No display on purpose: image export must not need one, and viewers must refuse bad files before opening.
+run = partial(mapf_lake, timeout=120, without_env=("DISPLAY", "SDL_VIDEODRIVER"))
 
 
 @pytest.fixture(scope="module")

@@ -3,50 +3,31 @@ the viewer's state and keys; plus the pygame-free parts they rest on (markers, c
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
+import pygame
 import pytest
 
-os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
-
-import pygame  # noqa: E402 - after the SDL settings
-
-from replays.errors import ReplayError  # noqa: E402
-from render import colors as P  # noqa: E402
-from render.completion import CompletionText, action_spans, clean_text  # noqa: E402
-from render.draw import HELP_LINES, DrawCache, FrameView, compute_layout, draw_frame  # noqa: E402
-from render.export import export_gif, export_png, frame_view  # noqa: E402
-from render.source import ReplaySource  # noqa: E402
-from render.timeline import EDGE, HOLE, ILLEGAL, VERTEX, Marker, markers_for_step  # noqa: E402
-from render.viewer import handle_key, run_viewer, snapshot_path  # noqa: E402
-from render.watch_state import WatchState  # noqa: E402
-from simulator import constants as C  # noqa: E402
-from tests.test_render_fixtures import (  # noqa: E402
+from replays.errors import ReplayError
+from render import colors as P
+from render.completion import CompletionText, action_spans, clean_text
+from render.draw import HELP_LINES, DrawCache, FrameView, compute_layout, draw_frame
+from render.export import export_gif, export_png, frame_view
+from render.source import ReplaySource
+from render.timeline import EDGE, HOLE, ILLEGAL, VERTEX, Marker, markers_for_step
+from render.viewer import handle_key, run_viewer, snapshot_path
+from render.watch_state import WatchState
+from simulator import constants as C
+from tests.test_render_fixtures import (
     CASES,
     HOLE_CELL,
     INSTANCE,
     MULTI_SENTENCES,
     ORDER,
     corrupt_first_record,
-    write_cases,
     write_multi,
 )
 
 SIZE = (900, 560)
-
-
-@pytest.fixture(scope="module")
-def cases_path(tmp_path_factory):
-    return write_cases(tmp_path_factory.mktemp("render") / "cases.mlr")
-
-
-@pytest.fixture()
-def source(cases_path):
-    with ReplaySource(cases_path) as opened:
-        yield opened
 
 
 def render_state(source: ReplaySource, name: str, step: int, size=SIZE):

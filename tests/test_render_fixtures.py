@@ -14,21 +14,16 @@ off-grid move, a goal not reached, and a completion that did not parse.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import msgpack
 import numpy as np
 
-os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
-
-from replays.types import Episode, Outcome, ReplayHeader  # noqa: E402 - after the SDL settings
-from replays.writer import ReplayWriter  # noqa: E402
-from render.game import PlayGame  # noqa: E402
-from simulator import constants as C  # noqa: E402
-from simulator.types import Instance  # noqa: E402
+from replays.types import Episode, Outcome, ReplayHeader
+from replays.writer import ReplayWriter
+from render.game import PlayGame
+from simulator import constants as C
+from simulator.types import Instance
 
 U, D, L, R, W = C.UP, C.DOWN, C.LEFT, C.RIGHT, C.WAIT
 

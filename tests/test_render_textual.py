@@ -172,46 +172,42 @@ async def test_watch_app__refuses_corrupt_first_episode_before_starting(tmp_path
 
 
 # --- watch --terminal ---------------------------------------------------------------------------------------
-async def test_watch_app__keys_step_episodes_and_filter(tmp_path):
-    cases = write_cases(tmp_path / "cases.mlr")
-    with ReplaySource(cases) as source:
-        state = WatchState(source, 0)
-        app = WatchApp(state)
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.press("right", "right")
-            assert state.step == 2
-            await pilot.press("left")
-            assert state.step == 1
-            await pilot.press("end")
-            assert state.step == state.n_steps
-            await pilot.press("n")
-            assert state.index == 1
-            await pilot.press("up")
-            assert state.speed == 4.0
-            await pilot.press("f")
-            assert state.failures_only
-            await pilot.press("n", "n")
-            assert not state.loaded.episode.outcome.valid
-            await pilot.press("space")
-            assert state.playing
-            await pilot.pause(0.3)
-            svg = app.export_screenshot().replace("&#160;", " ")
+async def test_watch_app__keys_step_episodes_and_filter(source):
+    state = WatchState(source, 0)
+    app = WatchApp(state)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("right", "right")
+        assert state.step == 2
+        await pilot.press("left")
+        assert state.step == 1
+        await pilot.press("end")
+        assert state.step == state.n_steps
+        await pilot.press("n")
+        assert state.index == 1
+        await pilot.press("up")
+        assert state.speed == 4.0
+        await pilot.press("f")
+        assert state.failures_only
+        await pilot.press("n", "n")
+        assert not state.loaded.episode.outcome.valid
+        await pilot.press("space")
+        assert state.playing
+        await pilot.pause(0.3)
+        svg = app.export_screenshot().replace("&#160;", " ")
     assert "failures only" in svg and "episode" in svg and "policy" in svg
 
 
-async def test_watch_app__screenshot_shows_failure_and_completion(tmp_path):
-    cases = write_cases(tmp_path / "cases.mlr")
-    with ReplaySource(cases) as source:
-        hole = ORDER.index("hole")
-        app = WatchApp(WatchState(source, hole, -1))
-        async with app.run_test(size=SIZE):
-            svg = app.export_screenshot().replace("&#160;", " ")
-        assert "fell into the hole" in svg and "invalid" in svg
-        app = WatchApp(WatchState(source, ORDER.index("valid"), 1))
-        async with app.run_test(size=SIZE):
-            svg = app.export_screenshot().replace("&#160;", " ")
-        # step 1: agent 0's "D" is highlighted (its own text run), the rest of the line is plain
-        assert "agent 0: " in svg and "R R R" in svg and "valid, optimal" in svg
+async def test_watch_app__screenshot_shows_failure_and_completion(source):
+    hole = ORDER.index("hole")
+    app = WatchApp(WatchState(source, hole, -1))
+    async with app.run_test(size=SIZE):
+        svg = app.export_screenshot().replace("&#160;", " ")
+    assert "fell into the hole" in svg and "invalid" in svg
+    app = WatchApp(WatchState(source, ORDER.index("valid"), 1))
+    async with app.run_test(size=SIZE):
+        svg = app.export_screenshot().replace("&#160;", " ")
+    # step 1: agent 0's "D" is highlighted (its own text run), the rest of the line is plain
+    assert "agent 0: " in svg and "R R R" in svg and "valid, optimal" in svg
 
 
 @pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40)])
@@ -256,16 +252,14 @@ async def test_play_app__q_on_an_unsaved_game_asks_first_and_a_saved_game_quits_
 
 
 @pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40)])
-async def test_watch_app__the_map_pane_fits_the_map_and_the_panel_gets_the_rest(tmp_path, size):
-    cases = write_cases(tmp_path / "cases.mlr")
-    with ReplaySource(cases) as source:
-        app = WatchApp(WatchState(source, ORDER.index("hole"), -1))
-        async with app.run_test(size=size) as pilot:
-            await pilot.pause()
-            board, pane, side = (app.screen.query_one(name).region for name in ("#board", "#board-pane", "#side"))
-            assert pane.width <= board.width + 4 and side.width >= 40
-            svg = app.export_screenshot().replace("&#160;", " ")
-        assert "fell into the hole" in svg and "invalid" in svg
+async def test_watch_app__the_map_pane_fits_the_map_and_the_panel_gets_the_rest(source, size):
+    app = WatchApp(WatchState(source, ORDER.index("hole"), -1))
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        board, pane, side = (app.screen.query_one(name).region for name in ("#board", "#board-pane", "#side"))
+        assert pane.width <= board.width + 4 and side.width >= 40
+        svg = app.export_screenshot().replace("&#160;", " ")
+    assert "fell into the hole" in svg and "invalid" in svg
 
 
 async def test_play_app__setup_errors_in_the_form_s_words_n_keeps_what_was_typed_and_escape_goes_back(tmp_path):
@@ -344,19 +338,17 @@ async def test_play_app__a_step_with_several_failures_is_told_in_full(tmp_path):
     assert [line for line in game.log() if line.startswith("step 1")] == list(MULTI_SENTENCES)
 
 
-async def test_watch_app__a_tick_that_lands_while_the_app_closes_draws_nothing(tmp_path):
+async def test_watch_app__a_tick_that_lands_while_the_app_closes_draws_nothing(source):
     # While playing, the 20 Hz timer can fire after the widgets are removed on quit; that tick must not raise.
-    cases = write_cases(tmp_path / "cases.mlr")
-    with ReplaySource(cases) as source:
-        state = WatchState(source, 0)
-        app = WatchApp(state)
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.press("space")
-            await app.screen.query_one("Horizontal").remove()  # what closing does to the widgets
-            app._shown = None
-            state.step_by(1)
-            app.refresh_view()
-            assert app._shown is None  # nothing drawn, so the view is not marked as shown
+    state = WatchState(source, 0)
+    app = WatchApp(state)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space")
+        await app.screen.query_one("Horizontal").remove()  # what closing does to the widgets
+        app._shown = None
+        state.step_by(1)
+        app.refresh_view()
+        assert app._shown is None  # nothing drawn, so the view is not marked as shown
 
 
 def saved_steps(path) -> list[int]:

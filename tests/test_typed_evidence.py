@@ -21,6 +21,7 @@ from replays.mining import FailureSummary, GroupStats, render_summary, summarize
 from simulator.config import StageConfig, default_stage_config
 from simulator.errors import ConfigError
 from simulator.generator import generate
+from tests.documents import DELETE, set_at
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "replay_v1.mlr"
 STAGE = StageConfig.from_dict({
@@ -112,13 +113,7 @@ def test_stage_evidence__from_a_real_replay_file(tmp_path):
 def _set(document: dict, path: tuple, value) -> dict:
     """A deep copy of ``document`` with the key at ``path`` set to ``value`` (or removed, for ``...``)."""
     document = json.loads(json.dumps(document))
-    node = document
-    for key in path[:-1]:
-        node = node[key]
-    if value is ...:
-        del node[path[-1]]
-    else:
-        node[path[-1]] = value
+    set_at(document, path, DELETE if value is ... else value)
     return document
 
 
