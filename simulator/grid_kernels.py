@@ -47,6 +47,26 @@ DCOL = np.ascontiguousarray(C.ACTION_DELTAS[:, 1])  # (N_ACTIONS,) int32
 INF = 1 << 28  # distance of an unreachable cell; far below int32 overflow when summed over 64 agents
 
 
+NO_DEADLINE_S = 1e9  # "no time limit" as a deadline this far off: the kernels still read the clock, so Ctrl-C works
+
+
+def deadline_of(time_limit: float | None) -> float:
+    """The ``perf_counter`` value a kernel stops at. Without a limit the deadline is far off rather than "none":
+    the kernels then read the clock (through :func:`now`) as they run, and that is when Python sees a Ctrl-C."""
+    return time.perf_counter() + (NO_DEADLINE_S if time_limit is None else float(time_limit))
+
+
+def interruptible(kernel, *args):
+    """``kernel(*args)``, with a Ctrl-C during it raised as KeyboardInterrupt: one that arrives while :func:`now`
+    runs Python comes out of the compiled code as a SystemError ("returned a result with an exception set")."""
+    try:
+        return kernel(*args)
+    except SystemError as error:
+        if isinstance(error.__cause__ or error.__context__, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
+        raise
+
+
 @njit(cache=True)
 def now() -> float:
     """``time.perf_counter()`` from inside nopython code (objmode keeps the function cacheable)."""

@@ -25,6 +25,7 @@ import numpy as np
 
 from simulator import constants as C
 from simulator import needs_wait_kernels as K
+from simulator.grid_kernels import deadline_of, interruptible
 from simulator.errors import ConfigError
 from simulator.types import Instance
 
@@ -86,9 +87,9 @@ def _search(
     if not isinstance(instance, Instance):
         raise ConfigError("needs_wait.instance", type(instance).__name__, "a simulator.types.Instance")
     _check_budget(max_states, max_steps, time_limit)
-    deadline = time.perf_counter() + float(time_limit) if time_limit is not None else 0.0
-    verdict, bare_sum = K.needs_wait_kernel(
-        instance.grid, instance.starts, instance.goals, int(max_states), int(max_steps), deadline
+    verdict, bare_sum = interruptible(
+        K.needs_wait_kernel, instance.grid, instance.starts, instance.goals, int(max_states), int(max_steps),
+        deadline_of(time_limit),  # far off without a limit, so a Ctrl-C still stops the search
     )
     if verdict >= 0:
         return bool(verdict), "", int(bare_sum)

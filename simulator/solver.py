@@ -44,7 +44,7 @@ from simulator import astar_kernels
 from simulator import constants as C
 from simulator import independence_kernels as K
 from simulator.errors import ConfigError
-from simulator.grid_kernels import INF, bare_neighbor_table, distances_from
+from simulator.grid_kernels import INF, bare_neighbor_table, deadline_of, distances_from, interruptible
 from simulator.needs_wait import needs_wait
 from simulator.types import Instance, JointPlan
 
@@ -135,10 +135,11 @@ def solve(instance: Instance, *, max_nodes: int = 200_000, time_limit: float | N
     if not isinstance(instance, Instance):
         raise ConfigError("solve.instance", type(instance).__name__, "a simulator.types.Instance")
     _check_limits(max_nodes, time_limit)
-    deadline = time.perf_counter() + float(time_limit) if time_limit is not None else 0.0
+    deadline = deadline_of(time_limit)  # far off without a limit, so a Ctrl-C still stops the search
     # The tuning knobs are read at call time so tests can force every code path (they never change results).
-    status, makespan, sum_of_costs, expanded, actions, lengths, culprits, _ = K.solve_kernel(
-        instance.grid, instance.starts, instance.goals, int(max_nodes), deadline, K.ESCALATE_AFTER, K.REPLAN_BUDGET
+    status, makespan, sum_of_costs, expanded, actions, lengths, culprits, _ = interruptible(
+        K.solve_kernel, instance.grid, instance.starts, instance.goals, int(max_nodes), deadline, K.ESCALATE_AFTER,
+        K.REPLAN_BUDGET,
     )
     expanded = int(expanded)
     if status == astar_kernels.SOLVED:

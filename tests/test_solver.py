@@ -408,3 +408,31 @@ def test_needs_wait__search_is_bounded_by_steps_and_time_on_the_documented_maxim
     with pytest.raises(NeedsWaitLimit, match="limit reached, no verdict: the search hit its step limit .*node limit reached"):
         needs_wait(instance, max_steps=1000, solver_nodes=1)
     assert time.perf_counter() - started < 20  # the old search ran for minutes
+
+
+def test_needs_wait__ctrl_c_stops_a_search_without_a_time_limit():
+    """Ctrl-C was not seen while the compiled search ran (it read no clock without a time limit); it now stops
+    the search as a KeyboardInterrupt, not as numba's SystemError."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import os, signal, threading, time\n"
+        "from tests.test_solver import documented_maxima_instance\n"
+        "from simulator.needs_wait import needs_wait_search\n"
+        "instance = documented_maxima_instance()\n"
+        "needs_wait_search(instance, max_steps=10)\n"
+        "threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
+        "started = time.perf_counter()\n"
+        "try:\n"
+        "    needs_wait_search(instance, max_steps=10**15)\n"
+        "    print('finished')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', time.perf_counter() - started)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                            cwd=Path(__file__).resolve().parents[1])
+    words = result.stdout.split()
+    assert words[:1] == ["interrupted"], result.stdout + result.stderr
+    assert float(words[1]) < 10
