@@ -27,7 +27,7 @@ cell is treated as blocked for everyone else (``blocked``), and it is left out o
 from __future__ import annotations
 
 import time
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -56,7 +56,10 @@ def deadline_of(time_limit: float | None) -> float:
     return time.perf_counter() + (NO_DEADLINE_S if time_limit is None else float(time_limit))
 
 
-def interruptible(kernel, *args):
+_Result = TypeVar("_Result")
+
+
+def interruptible(kernel: Callable[..., _Result], *args: Any) -> _Result:
     """``kernel(*args)``, with a Ctrl-C during it raised as KeyboardInterrupt: one that arrives while :func:`now`
     runs Python comes out of the compiled code as a SystemError ("returned a result with an exception set")."""
     try:
