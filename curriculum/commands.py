@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from engineer.engineers import compare_specs
 from policy.prompts import PROMPT_STYLES
 
 # The comparison set of ``train --compare``: same budget and seeds, only the engineer differs.
-COMPARE_ENGINEERS = ("rule", "learnability", "bandit", "progress", "gap", "mutate", "window", "target", "replay",
-                     "failures", "fixed", "random", "llm:self")
+COMPARE_ENGINEERS = compare_specs()  # one per registered engineer (engineer.engineers.ENGINEERS)
 # Default arms beyond one per engineer: an engineer with options that a bare spec cannot say. ``gap-drop`` is the
 # ``gap`` engineer that trains each size without the instances that need a wait while it fails them, deciding
 # stage 1 too (docs/results/small.md, "An engineer that drops what the policy cannot learn yet"); ``gap-band`` the same

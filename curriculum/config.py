@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from engineer.context import CONTEXT_SECTIONS as ENGINEER_CONTEXT
+from engineer.engineers import engineer_names
 from simulator.atomic import atomic_write
 from simulator.config import REQUIRED_SIZE_KEYS, SIZE_KEYS, StageConfig
 from simulator.errors import ConfigError
@@ -252,9 +253,9 @@ class Validation:
 @dataclass(frozen=True)
 class Engineer:
     spec: str = "rule"
-    """``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``, ``progress``, ``gap``, ``mutate``, ``window``,
-    ``target``, ``replay``, ``failures``, ``llm:self`` (the current checkpoint), ``llm:base`` (the initial model), or
-    ``llm:BACKEND_SPEC`` (e.g. ``llm:openai:gpt-4o``)."""
+    """A registered engineer's spec (:data:`engineer.engineers.ENGINEERS`: ``fixed``, ``rule``, ``gap``, ...),
+    ``llm:self`` (the current checkpoint), ``llm:base`` (the initial model), or ``llm:BACKEND_SPEC`` (e.g.
+    ``llm:openai:gpt-4o``)."""
     context: tuple = ENGINEER_CONTEXT
     """Context sections shown to it (ablations switch them off)."""
     options: dict = field(default_factory=dict)
@@ -273,8 +274,7 @@ class Engineer:
 
     def validate(self) -> None:
         if not isinstance(self.spec, str) or not self.spec:
-            raise ConfigError("engineer.spec", self.spec, "fixed, random, rule, learnability, bandit, progress, gap, "
-                              "mutate, window, target, replay, failures, llm:self, llm:base or llm:BACKEND_SPEC")
+            raise ConfigError("engineer.spec", self.spec, engineer_names("llm:self", "llm:base"))
         unknown = [s for s in self.context if s not in ENGINEER_CONTEXT]
         if unknown:
             raise ConfigError("engineer.context", unknown[0], f"sections among {ENGINEER_CONTEXT}")

@@ -3,13 +3,10 @@
 Pieces, one file each: :mod:`engineer.evidence` (replays -> the typed evidence: failure summary with per-size
 figures), :mod:`engineer.context` (evidence and history -> named, switchable sections as text and data), :mod:`engineer.prompt`
 (the LLM's prompt), :mod:`engineer.proposal` (answer -> repaired, validated config, or the fallback),
-:mod:`engineer.decision` (the record of each decision), :mod:`engineer.rule`, :mod:`engineer.learnability`,
-:mod:`engineer.bandit`, :mod:`engineer.progress`, :mod:`engineer.gap`, :mod:`engineer.mutate`,
-:mod:`engineer.window`, :mod:`engineer.target`, :mod:`engineer.replay`, :mod:`engineer.failures` and
-:mod:`engineer.llm` (engineers; :mod:`engineer.bands` and :mod:`engineer.material` serve some of them),
-:mod:`engineer.engineers` (the registry: ``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``,
-``progress``, ``gap``, ``mutate``, ``window``, ``target``, ``replay``, ``failures``, ``llm:BACKEND_SPEC``) and
-:mod:`engineer.cli` (``mapf-lake engineer``).
+:mod:`engineer.decision` (the record of each decision), one module per engineer (:mod:`engineer.rule`,
+:mod:`engineer.gap`, :mod:`engineer.llm`, ...; :mod:`engineer.bands` and :mod:`engineer.material` serve some of
+them), :mod:`engineer.engineers` (the registry ``ENGINEERS``, which names them all) and :mod:`engineer.cli`
+(``mapf-lake engineer``).
 
 Typical use::
 

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engineer.engineers import engineer_names
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from engineer.context import HistoryEntry
 
@@ -99,8 +101,7 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
         description=(
             "Builds the engineer's context from the replays (behavior, failures, env_stats, history), asks the "
             "engineer for the next config, repairs or rejects its proposal, and writes the result. A rejected "
-            "proposal keeps the current config. Engineers: fixed, random, rule, learnability, bandit, mutate, "
-            "progress, gap, window, target, replay, failures, llm:BACKEND_SPEC (e.g. llm:hf:PATH, "
+            f"proposal keeps the current config. Engineers: {engineer_names()} (e.g. llm:hf:PATH, "
             "llm:openai:MODEL); their options with --option (e.g. --engineer gap --option remedy=drop --option "
             "weigh=yield). replay and failures hand the next stage instances, which only a run's stage loop "
             "gives them material for: here they propose none."

@@ -151,30 +151,62 @@ class RandomEngineer:
 
 @dataclass(frozen=True)
 class EngineerKind:
-    """A registry entry: how to build an engineer from the part of the spec after ``KIND:`` and options."""
+    """A registry entry: how to build an engineer from options (and, for a kind that takes a target, the part of
+    the spec after ``KIND:``)."""
 
     build: Callable[..., Engineer]
-    takes_target: bool
-    form: str
+    target: str | None = None
+    """None for a plain engineer (its spec is its name); else how the part after ``KIND:`` is written, e.g.
+    ``BACKEND_SPEC``."""
+    examples: str = ""
+    """Example specs, shown in the error for a bad spec."""
+    compare: str | None = ""
+    """The spec ``train --compare`` runs for it by default: "" for the registry name, None for no default arm."""
+
+    @property
+    def takes_target(self) -> bool:
+        return self.target is not None
 
 
-# The registry: a new engineer is one entry here.
+# The registry: a new engineer is one module and one entry here. The help texts, the config checks' messages,
+# ``train --compare``'s default arms and the parametrized tests are derived from it.
 ENGINEERS: dict[str, EngineerKind] = {
-    "fixed": EngineerKind(FixedEngineer, False, "fixed"),
-    "random": EngineerKind(RandomEngineer, False, "random"),
-    "rule": EngineerKind(RuleEngineer, False, "rule"),
-    "learnability": EngineerKind(LearnabilityEngineer, False, "learnability"),
-    "bandit": EngineerKind(BanditEngineer, False, "bandit"),
-    "mutate": EngineerKind(MutateEngineer, False, "mutate"),
-    "progress": EngineerKind(ProgressEngineer, False, "progress"),
-    "gap": EngineerKind(GapEngineer, False, "gap"),
-    "window": EngineerKind(WindowEngineer, False, "window"),
-    "target": EngineerKind(TargetEngineer, False, "target"),
-    "replay": EngineerKind(ReplayEngineer, False, "replay"),
-    "failures": EngineerKind(FailuresEngineer, False, "failures"),
-    "llm": EngineerKind(LLMEngineer, True, "llm:BACKEND_SPEC (llm:hf:PATH, llm:vllm:PATH, llm:openai:MODEL)"),
+    "fixed": EngineerKind(FixedEngineer),
+    "random": EngineerKind(RandomEngineer),
+    "rule": EngineerKind(RuleEngineer),
+    "learnability": EngineerKind(LearnabilityEngineer),
+    "bandit": EngineerKind(BanditEngineer),
+    "mutate": EngineerKind(MutateEngineer),
+    "progress": EngineerKind(ProgressEngineer),
+    "gap": EngineerKind(GapEngineer),
+    "window": EngineerKind(WindowEngineer),
+    "target": EngineerKind(TargetEngineer),
+    "replay": EngineerKind(ReplayEngineer),
+    "failures": EngineerKind(FailuresEngineer),
+    "llm": EngineerKind(LLMEngineer, "BACKEND_SPEC", "llm:hf:PATH, llm:vllm:PATH, llm:openai:MODEL", "llm:self"),
 }
-ENGINEER_FORMS = ", ".join(kind.form for kind in ENGINEERS.values())
+
+
+def engineer_forms() -> list[str]:
+    """Each registered engineer's spec form: ``fixed``, ..., ``llm:BACKEND_SPEC``."""
+    return [name if kind.target is None else f"{name}:{kind.target}" for name, kind in ENGINEERS.items()]
+
+
+def engineer_names(*extra_forms: str) -> str:
+    """The registry's spec forms as help and error messages list them, ``extra_forms`` (e.g. ``llm:self``)
+    before the last, which is joined by "or": ``fixed, random, ..., failures or llm:BACKEND_SPEC``."""
+    forms = engineer_forms()
+    forms = forms[:-1] + list(extra_forms) + forms[-1:]
+    return f"{', '.join(forms[:-1])} or {forms[-1]}"
+
+
+def compare_specs() -> tuple[str, ...]:
+    """The specs ``train --compare`` runs by default, one per registered engineer, in registry order."""
+    return tuple(kind.compare or name for name, kind in ENGINEERS.items() if kind.compare is not None)
+
+
+ENGINEER_FORMS = ", ".join(form if not kind.examples else f"{form} ({kind.examples})"
+                           for form, kind in zip(engineer_forms(), ENGINEERS.values()))
 
 
 def make_engineer(spec: str, **options: Any) -> Engineer:
@@ -193,4 +225,5 @@ def make_engineer(spec: str, **options: Any) -> Engineer:
     return kind.build(target.strip(), **options) if kind.takes_target else kind.build(**options)
 
 
-__all__ = ["ENGINEERS", "Engineer", "EngineerKind", "FixedEngineer", "RandomEngineer", "make_engineer"]
+__all__ = ["ENGINEERS", "Engineer", "EngineerKind", "FixedEngineer", "RandomEngineer", "compare_specs", "engineer_names",
+           "make_engineer"]

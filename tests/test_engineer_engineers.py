@@ -988,6 +988,30 @@ def test_make_engineer__unknown_option_names_the_allowed_ones():
                               "window", "target", "replay", "failures", "llm"}
 
 
+PLAIN_ENGINEERS = [name for name, kind in ENGINEERS.items() if not kind.takes_target]
+
+
+@pytest.mark.parametrize("name", PLAIN_ENGINEERS)
+def test_registry__a_registered_engineer_is_built_offered_and_named_everywhere_from_its_one_entry(name, capsys):
+    """The registry line is the whole registration: the engineer builds with its defaults, is a default arm of
+    ``train --compare``, a valid ``engineer.spec``, and is named by ``mapf-lake engineer --help`` and by the
+    config error for a bad spec."""
+    from curriculum.cli import build_parser
+    from curriculum.commands import default_arms
+    from curriculum.config import Engineer as EngineerSettings
+
+    engineer = make_engineer(name)
+    assert engineer.name == name and callable(engineer.propose)
+    assert default_arms()[name] == {"engineer.spec": name}
+    EngineerSettings(spec=name).validate()
+    with pytest.raises(ConfigError) as caught:
+        EngineerSettings(spec="no-such-engineer").validate()
+    assert f" {name}," in str(caught.value) or f" {name} or" in str(caught.value)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["engineer", "--help"])
+    assert name in " ".join(capsys.readouterr().out.split())
+
+
 # --- llm with stand-in backends ------------------------------------------------------------------------------
 GOOD_ANSWER = """<think>size 6 is hard</think>
 Sizes 4 and 5 are mid-range; give them more weight.
