@@ -43,6 +43,7 @@ from engineer.evidence import SIGNAL_TRAINERS, StageEvidence
 from replays.mining import CATEGORIES, Exemplar, FailureSummary, GroupStats, read_key
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
+from simulator.text import counted
 
 CONTEXT_SECTIONS = ("behavior", "failures", "env_stats", "history")
 DEFAULT_MAX_EXEMPLARS = 3  # exemplar episodes shown: enough to show what a failure looks like, cheap in tokens
@@ -340,7 +341,7 @@ def _score(value: Any) -> float | None:
 # --- sections: text ------------------------------------------------------------------------------------------
 def _group_line(label: str, group: Mapping) -> str:
     return (
-        f"  {label}: {group['episodes']} episodes, valid {_pct(group['valid_rate'])}, "
+        f"  {label}: {counted(group['episodes'], 'episode')}, valid {_pct(group['valid_rate'])}, "
         f"optimal {_pct(group['optimal_rate'])}"
     )
 
@@ -351,7 +352,7 @@ _WAIT_LABELS = {"needs_wait": "needs a wait", "no_wait": "no wait needed"}
 def _behavior_text(data: Mapping) -> list[str]:
     lines = [
         "## behavior: how the policy did on this stage's validation instances",
-        f"{data['episodes']} episodes: valid {_pct(data['valid_rate'])} ({data['valid']}), "
+        f"{counted(data['episodes'], 'episode')}: valid {_pct(data['valid_rate'])} ({data['valid']}), "
         f"optimal {_pct(data['optimal_rate'])} ({data['optimal']}); reward mean {_num(data['reward']['mean'])}, "
         f"std {_num(data['reward']['std'])}; {_num(data['completion_tokens_mean'], 1)} tokens per answer",
         "per map size:",
@@ -365,7 +366,7 @@ def _behavior_text(data: Mapping) -> list[str]:
             )
         lines.append(line)
     lines.append("per agent count:")
-    lines += [_group_line(f"{k} agents", group) for k, group in data["by_agents"].items()]
+    lines += [_group_line(counted(int(k), "agent"), group) for k, group in data["by_agents"].items()]
     if len(data["by_agents_size"]) > 1:
         lines.append("per agents x size:")
         lines += [_group_line(key, group) for key, group in data["by_agents_size"].items()]
@@ -424,16 +425,16 @@ def _env_stats_text(data: Mapping) -> list[str]:
                                              "rejected_makespan")
                                  if made.get(key))
             lines.append(
-                f"  {side}x{side}: {made['count']} instances; holes {_num(made['achieved_hole_ratio'], 3)} "
+                f"  {side}x{side}: {counted(made['count'], 'instance')}; holes {_num(made['achieved_hole_ratio'], 3)} "
                 f"(asked {_num(made['requested_hole_ratio'], 3)}), needs-wait share "
                 f"{_num(made['achieved_wait_ratio'], 3)} (asked {_num(made['requested_wait_ratio'], 3)}); "
-                f"{made['candidates']} candidates drawn" + (f", rejected: {rejected}" if rejected else "")
+                f"{counted(made['candidates'], 'candidate')} drawn" + (f", rejected: {rejected}" if rejected else "")
             )
     if data["achieved"]:
         lines.append("the evaluated episodes' instances per size (for a run: the validation set, not the config):")
     for side, achieved in data["achieved"].items():
         lines.append(
-            f"  {side}x{side}: {achieved['episodes']} episodes; holes {_num(achieved['hole_ratio_mean'], 3)}, "
+            f"  {side}x{side}: {counted(achieved['episodes'], 'episode')}; holes {_num(achieved['hole_ratio_mean'], 3)}, "
             f"needs-wait share {_num(achieved['needs_wait_share'], 3)}, optimal makespan mean "
             f"{_num(achieved['optimal_makespan_mean'], 1)} (range {achieved['optimal_makespan_min']}.."
             f"{achieved['optimal_makespan_max']})"

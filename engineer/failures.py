@@ -48,6 +48,7 @@ from simulator import constants as C
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 from simulator.generator import LabelledInstance, label_instance
+from simulator.text import counted
 from simulator.types import Instance
 
 _SHOWN = 5  # cut instances described one by one in the rationale; the rest are counted
@@ -142,7 +143,7 @@ class FailuresEngineer:
                 cut.append(labelled)
                 if len(shown) < _SHOWN:
                     shown.append(f"  {side}x{side}, {C.FAILURE_NAMES[episode.outcome.failure]}: the board after "
-                                 f"{step} step{'s' if step != 1 else ''}, {board.n_agents} agents, optimal makespan "
+                                 f"{counted(step, 'step')}, {counted(board.n_agents, 'agent')}, optimal makespan "
                                  f"{labelled.optimal_makespan}")
         kinds = Counter(C.FAILURE_NAMES[episode.outcome.failure] for episode in failed)
         notes.append(f"{len(failed)} of {len(self.material.evidence)} evidence episodes failed ("
@@ -153,7 +154,7 @@ class FailuresEngineer:
         notes += shown
         if len(cut) > len(shown):
             notes.append(f"  ... and {len(cut) - len(shown)} more")
-        return decide(f"failures: {len(cut)} instances cut from failed episodes" if cut else "failures: nothing to cut")
+        return decide(f"failures: {counted(len(cut), 'instance')} cut from failed episodes" if cut else "failures: nothing to cut")
 
 
 __all__ = ["FailuresEngineer", "failing_board"]

@@ -46,6 +46,7 @@ from engineer.rule import RULE_METRICS, check_number_options
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 from simulator.generator import LabelledInstance
+from simulator.text import counted
 
 MAX_BUFFER = 5000  # instances a buffer may hold: every decision record (at most 64 MiB) keeps them, ~2 kB each on 10x10
 
@@ -157,7 +158,7 @@ class ReplayEngineer:
         scored.sort(key=lambda entry: (-entry[0], -entry[1], entry[2]))
         kept = scored[:self.buffer_size]
         self.buffer = [(item, seen) for _, seen, _, item in kept]
-        notes.append(f"buffer: the {len(material.bank)} instances trained at stage {now} and {len(earlier)} kept from "
+        notes.append(f"buffer: the {counted(len(material.bank), 'instance')} trained at stage {now} and {len(earlier)} kept from "
                      f"before ({len(entries)} distinct); {len(scored)} have learning potential by the evidence, the "
                      f"best {len(kept)} are kept")
         count = min(int(math.floor(self.share * config.samples + 0.5)), len(kept), config.samples - 1)
@@ -175,7 +176,7 @@ class ReplayEngineer:
                      f"(temperature {self.temperature:g}) and staleness (weight {self.staleness:g}): learning "
                      f"potential {min(scores):.3f}..{max(scores):.3f}, "
                      f"{sum(now - kept[index][1] > 0 for index in chosen)} from earlier stages")
-        return decide(f"replay: {count} instances replayed")
+        return decide(f"replay: {counted(count, 'instance')} replayed")
 
 
 __all__ = ["ReplayEngineer", "learning_potential", "replay_probabilities"]

@@ -31,6 +31,7 @@ from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
 from simulator.config import MAX_HOLE_RATIO, SizeSpec, StageConfig
 from simulator.errors import ConfigError
+from simulator.text import counted
 
 RULE_METRICS = ("valid_rate", "optimal_rate")
 _DIGITS = 4  # ratios written by the rule engineer: readable, and far finer than any sampling noise
@@ -106,7 +107,7 @@ def size_rates(by_size: dict, config: StageConfig, min_episodes: int, metric: st
         group = by_size.get(str(side))
         episodes = group.get("episodes", 0) if group else 0
         if episodes < min_episodes:
-            notes.append(f"size {side}: {episodes} episodes (< {min_episodes}), {left}")
+            notes.append(f"size {side}: {counted(episodes, 'episode')} (< {min_episodes}), {left}")
             continue
         rates[side] = float(group[metric])
     return rates
@@ -171,7 +172,7 @@ class RuleEngineer:
             group = by_size.get(str(side))
             if not group or group.get("episodes", 0) < self.min_episodes:
                 episodes = group.get("episodes", 0) if group else 0
-                notes.append(f"size {side}: {episodes} episodes (< {self.min_episodes}), left alone")
+                notes.append(f"size {side}: {counted(episodes, 'episode')} (< {self.min_episodes}), left alone")
                 continue
             rates[side] = float(group[self.metric])
             classes[side] = self.classify(rates[side])

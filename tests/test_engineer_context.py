@@ -257,3 +257,12 @@ def test_context__a_side_without_instances_is_n_a_not_zero(episodes, stage_confi
     text = build_context(summarize_episodes(valid), stage_config, [], sections=("env_stats",)).text
     line = next(line for line in text.splitlines() if line.startswith("failed vs succeeded"))
     assert line.count("n/a vs ") == 4 and "0.000 vs" not in line
+
+
+def test_group_line__counted_nouns_agree_with_their_number():
+    from engineer.context import _group_line
+
+    one = _group_line("1 agent", {"episodes": 1, "valid_rate": 1.0, "optimal_rate": 0.0})
+    two = _group_line("2 agents", {"episodes": 2, "valid_rate": 0.5, "optimal_rate": 0.5})
+    assert "1 episode," in one and "1 episodes" not in one
+    assert "2 episodes," in two
