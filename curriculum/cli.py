@@ -1,8 +1,9 @@
 """The ``mapf-lake`` command: one door, subcommands registered by each package.
 
-Each package owns a ``cli`` module with ``register(commands, bench)``: it adds its subcommands to ``commands``
-and its benchmark targets to ``bench`` (``mapf-lake bench NAME``). Registration must stay cheap: heavy imports
-happen inside the handlers, so ``mapf-lake --help`` is fast.
+Each package owns a ``cli`` module with ``register(commands)``: it adds its subcommands to ``commands``. The
+benchmark targets (``mapf-lake bench NAME``) live in ``curriculum/benches/`` and register from its table
+(``curriculum.benches.cli.BENCHES``). Registration must stay cheap: heavy imports happen inside the handlers, so
+``mapf-lake --help`` is fast.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import importlib
 import sys
 
+from curriculum.benches.cli import register as register_benches
 from policy.backend_base import BackendError
 from replays.errors import ReplayError
 from simulator.errors import ConfigError
@@ -82,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench = bench_parser.add_subparsers(dest="bench_target", required=True, metavar="TARGET")
     for package in COMMAND_PACKAGES:
-        importlib.import_module(f"{package}.cli").register(commands, bench)
+        importlib.import_module(f"{package}.cli").register(commands)
+    register_benches(bench)
     for sub in walk_parsers(parser):  # parsers left on the plain formatter keep their epilogs' example lines whole
         if sub.formatter_class is argparse.HelpFormatter:
             sub.formatter_class = ExampleHelpFormatter
@@ -99,11 +102,11 @@ def _innermost_parser(parser: argparse.ArgumentParser, args: argparse.Namespace)
         parser = actions[0].choices[chosen]
 
 
-def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction) -> None:
     """The curriculum's own subcommands (this module is also the command's entry point)."""
     from curriculum.commands import register as register_curriculum
 
-    register_curriculum(commands, bench)
+    register_curriculum(commands)
 
 
 def main(argv: list[str] | None = None) -> int:

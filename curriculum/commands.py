@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from engineer.engineers import compare_specs
-from policy.prompts import PROMPT_STYLES
 
 # The comparison set of ``train --compare``: same budget and seeds, only the engineer differs.
 COMPARE_ENGINEERS = compare_specs()  # one per registered engineer (engineer.engineers.ENGINEERS)
@@ -264,19 +263,7 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_grpo(args: argparse.Namespace) -> int:
-    from curriculum.bench_grpo import main_args
-
-    return main_args(args)
-
-
-def _bench_lift(args: argparse.Namespace) -> int:
-    from curriculum.bench_lift import main_args
-
-    return main_args(args)
-
-
-def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction) -> None:
     train = commands.add_parser(
         "train",
         help="a curriculum run: warm start, then GRPO stages with the environment engineer in the loop",
@@ -353,51 +340,3 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     compare.add_argument("--json", action="store_true", help="print the seed comparison as JSON (p, p_holm, "
                          "per-seed figures, primary, mixed installations)")
     compare.set_defaults(handler=_compare)
-
-    grpo = bench.add_parser(
-        "grpo", help="seconds per GRPO step and peak memory (the tiny preset's batch on CPU by default)",
-        description="A few real GRPO steps (TRL GRPOTrainer, reward = the plan judge) on certified 2-agent "
-                    "instances; prints seconds per step after the first and the peak memory (GPU: allocated; CPU: "
-                    "process peak RSS). For the paper's model size on a GPU see the recipe in curriculum.bench_grpo.",
-    )
-    grpo.add_argument("--model", default=None, help="a model folder (default: a fresh embedded tiny model)")
-    grpo.add_argument("--style", default="compact-nb", choices=sorted(PROMPT_STYLES),
-                      help="prompt style (default compact-nb, the tiny preset's)")
-    grpo.add_argument("--steps", type=int, default=4, help="optimizer steps, >= 2 (default 4)")
-    grpo.add_argument("--prompts-per-step", type=int, default=8, help="GRPO groups per step (default 8)")
-    grpo.add_argument("--generations", type=int, default=8, help="completions per prompt (default 8)")
-    grpo.add_argument("--max-completion-length", type=int, default=40, help="tokens per completion (default 40)")
-    grpo.add_argument("--lora", action="store_true", help="train LoRA adapters instead of all weights")
-    grpo.add_argument("--lora-rank", type=int, default=16, help="LoRA rank (default 16)")
-    grpo.add_argument("--cpu-threads", type=int, default=2, help="torch threads on a CPU (default 2, as the tiny preset)")
-    grpo.add_argument("--json", action="store_true", help="print the figures as JSON")
-    grpo.set_defaults(handler=_bench_grpo)
-    from curriculum.bench_gpu import add_parser as add_gpu_bench  # bench gpu: the paper's setting on one GPU
-    add_gpu_bench(bench)
-
-    lift = bench.add_parser(
-        "lift", help="valid-rate lift of RL over a checkpoint, against more supervised steps (held-out, greedy)",
-        description="Train two copies of a checkpoint on the same instances of the preset's training "
-                    "distribution: the preset's stage trainer (GRPO or rejection-sampling fine-tuning) with its "
-                    "knobs, and supervised fine-tuning on the instances' optimal plans for the same number of "
-                    "steps. Validate all three greedily on the same held-out instances and print the valid rate per "
-                    "map side, the lift over the checkpoint and the training seconds. Without --model the preset's "
-                    "warm start is trained first. Example: mapf-lake bench lift --preset small",
-    )
-    lift.add_argument("--model", help="checkpoint folder, e.g. RUN/warm_start/model (default: train the "
-                      "preset's own warm start first)")
-    lift.add_argument("--preset", default="tiny", help="preset whose training and validation distributions and "
-                      "stage trainer are used (default tiny)")
-    lift.add_argument("--set", nargs="*", action="extend", metavar="KEY=VALUE", help="run-config overrides of the preset, e.g. "
-                      "training.trainer=rft training.learning_rate=5e-4")
-    lift.add_argument("--seed", type=int, default=1, help="seed of the training instances and trainers (default 1)")
-    lift.add_argument("--style", default=None, choices=sorted(PROMPT_STYLES),
-                      help="prompt style (default: the one the checkpoint was trained with)")
-    lift.add_argument("--steps", type=int, default=None, help="steps of each training (default: the preset's "
-                      "training.steps)")
-    lift.add_argument("--validation", type=int, default=1200, help="held-out instances (default 1200)")
-    lift.add_argument("--sft-learning-rate", type=float, default=2e-4, help="peak SFT learning rate (default 2e-4)")
-    lift.add_argument("--no-sft", action="store_true", help="GRPO only, no supervised peer")
-    lift.add_argument("--cpu-threads", type=int, default=2, help="torch threads on a CPU (default 2, as the tiny preset)")
-    lift.add_argument("--json", action="store_true", help="print the figures as JSON")
-    lift.set_defaults(handler=_bench_lift)

@@ -94,7 +94,7 @@ def _engineer(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "engineer",
         help="read a stage's replays and write the next stage's config",

@@ -180,33 +180,14 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction) -> None:
     from policy.export import FORMATS, LAYOUTS
     from policy.model_cli import register_model_commands
     from simulator.suites import SUITES
-    from simulator.cli import add_bench_target, add_stage_flags
+    from simulator.cli import add_stage_flags
     from policy.scripted import SCRIPTED_POLICIES
 
-    register_model_commands(commands, bench)
-    add_bench_target(
-        bench, "tokens", "Qwen3 token counts of the qwen3-4b preset's policy and engineer prompts vs its limits",
-        "Counts, with the real Qwen3 tokenizer built offline and its chat template, the natural-style policy prompt "
-        "per agents x side (3x3..10x10, 2..5 agents) and the llm:self engineer's prompt after three stages, and "
-        "checks each plus its answer budget against the model's 40,960-token window.",
-        "policy.bench_tokens", "run_token_bench", "format_token_bench",
-    )
-    add_bench_target(
-        bench, "export", "export speed per format for the paper suite, and the standalone scorer vs the reward",
-        "Generates the paper suite (--quick: paper-quick) once and times building and writing it in the verl layout "
-        "as JSON lines, Parquet and a datasets folder (instances/s, MB); then times policy.score.score_batch against "
-        "the GRPO reward on the same 512 completions.",
-        "policy.bench_export", "run_export_bench", "format_export_bench",
-    )
-    add_bench_target(
-        bench, "reward", "the default GRPO reward on 512 completions (parsing + batched judge)",
-        "Times the default reward on a GRPO batch of 512 completions (64 instances x 8, 2 agents, 8x8).",
-        "policy.bench_reward", "run_reward_bench", "format_reward_bench",
-    )
+    register_model_commands(commands)
 
     export = commands.add_parser(
         "export",

@@ -1,13 +1,12 @@
-"""``mapf-lake model init KIND --out DIR`` (and the ``bench generation`` target), for policy/cli.py to register.
+"""``mapf-lake model init KIND --out DIR``, for policy/cli.py to register.
 
-``policy.cli.register`` calls :func:`register_model_commands` with its subcommand table (and the bench table).
+``policy.cli.register`` calls :func:`register_model_commands` with its subcommand table.
 Kinds live in :data:`MODEL_INITS`, a registry: each builds a folder that ``hf:DIR`` loads offline.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,28 +98,8 @@ def _model_init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_generation(args: argparse.Namespace) -> int:
-    from policy.bench_generation import bench_hf_generation, bench_tiny_generation
-
-    if args.model:
-        figures = bench_hf_generation(args.model, batch=args.batch, max_new_tokens=args.max_new_tokens)
-    else:
-        figures = bench_tiny_generation(batch=args.batch, max_new_tokens=args.max_new_tokens)
-    if args.json:
-        print(json.dumps(figures, indent=2))
-    else:
-        print(
-            f"{figures['spec']} on {figures['device']} ({figures['dtype']}, {figures['torch_threads']} threads): "
-            f"batch {figures['batch']} x {figures['max_new_tokens']} new tokens in {figures['seconds']:.2f} s = "
-            f"{figures['tokens_per_s']:.0f} tokens/s, {figures['sequences_per_s']:.1f} sequences/s"
-        )
-    return 0
-
-
-def register_model_commands(
-    commands: argparse._SubParsersAction, bench: argparse._SubParsersAction | None = None
-) -> None:
-    """Add ``model init KIND --out DIR`` to ``commands`` and, when given, ``generation`` to ``bench``."""
+def register_model_commands(commands: argparse._SubParsersAction) -> None:
+    """Add ``model init KIND --out DIR`` to ``commands``."""
     model = commands.add_parser(
         "model", help="create the embedded models and tokenizers locally (no download)",
         description="Create model and tokenizer folders offline: eval --policy hf:DIR, train --set model=hf:DIR and "
@@ -137,14 +116,3 @@ def register_model_commands(
     init.add_argument("--tokenizer", default=None, help="a qwen3-tokenizer folder (tiny-qwen3, qwen3-4b-random)")
     init.add_argument("--seed", type=int, default=0, help="weight seed (default 0)")
     init.set_defaults(handler=_model_init)
-    if bench is None:
-        return
-    generation = bench.add_parser(
-        "generation", help="tokens/s of hf generation (the tiny model by default)",
-        description="Time one batched hf generate call of fixed length, after a warm-up.",
-    )
-    generation.add_argument("--model", default=None, help="a model folder (default: a fresh tiny model)")
-    generation.add_argument("--batch", type=int, default=32, help="prompts per call (default 32)")
-    generation.add_argument("--max-new-tokens", type=int, default=64, help="tokens per completion (default 64)")
-    generation.add_argument("--json", action="store_true", help="print the figures as JSON")
-    generation.set_defaults(handler=_bench_generation)

@@ -1,4 +1,4 @@
-"""Subcommands owned by the render package: ``watch``, ``play`` and ``bench render``.
+"""Subcommands owned by the render package: ``watch`` and ``play``.
 
 Registration imports nothing heavy (no pygame, no Textual): the handlers import what they use. Every handler
 opens and checks its input (replay files, instance files, ranges) before any window or terminal app starts, so
@@ -10,8 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-
-from simulator.cli import add_bench_target
 
 
 def _resolution(text: str) -> tuple[int, int]:
@@ -143,7 +141,7 @@ def play_start(args: argparse.Namespace) -> tuple:
 
 
 
-def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction) -> None:
     watch = commands.add_parser(
         "watch",
         help="watch replays: a pygame window, the terminal (--terminal), or files (--png/--gif/--svg/--mp4)",
@@ -225,13 +223,3 @@ def register(commands: argparse._SubParsersAction, bench: argparse._SubParsersAc
     play.add_argument("--save", metavar="OUT", default=None,
                       help="replay file that ctrl+s writes (default play-<date>-<time>.mlr here)")
     play.set_defaults(handler=_play)
-
-    add_bench_target(
-        bench, "render", "viewer drawing speed and time to the first frame of a 10,000-episode replay",
-        "Measures pygame frame drawing (10x10 with 5 agents, target 120 frames/s; 32x32 with 32 agents, target "
-        "60 frames/s; 10x10 with 5 agents and path trails on, target 120 frames/s, with its ratio to the figure "
-        "without trails; drawing time only, dummy video driver) and the time from opening a replay of 10,000 "
-        "episodes to its first frame (target under 1 s).",
-        "render.bench", "run_render_bench", "format_render_bench",
-        quick_help="fewer frames and 1,000 episodes, for smoke tests",
-    )

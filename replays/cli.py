@@ -1,4 +1,4 @@
-"""Subcommands owned by the replays package: ``summarize`` and ``bench replay``."""
+"""Subcommands owned by the replays package: ``summarize``."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import argparse
 import json
 import math
 from typing import TYPE_CHECKING, Any
-
-from simulator.cli import add_bench_target
 
 if TYPE_CHECKING:
     from simulator.cli import Subcommands
@@ -36,7 +34,7 @@ def _summarize(args: argparse.Namespace) -> int:
 
 
 
-def register(commands: Subcommands, bench: Subcommands) -> None:
+def register(commands: Subcommands) -> None:
     summarize = commands.add_parser(
         "summarize",
         help="failure summary of replay files (what the environment engineer reads)",
@@ -55,10 +53,3 @@ def register(commands: Subcommands, bench: Subcommands) -> None:
     summarize.add_argument("--json", action="store_true", help="print the summary's JSON structure")
     summarize.add_argument("--exemplars", type=int, default=2, help="failed examples per category (default 2)")
     summarize.set_defaults(handler=_summarize)
-
-    add_bench_target(
-        bench, "replay", "replay write/read throughput and bytes per episode, against JSON lines",
-        "Writes and reads 2-agent 8x8 episodes with plans of length 20 and compares with JSON lines; times the "
-        "failure summary of 100,000 episodes.",
-        "replays.bench", "run_replay_bench", "format_replay_bench",
-    )

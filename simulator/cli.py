@@ -1,4 +1,4 @@
-"""Subcommands owned by the simulator: ``gen``, ``solve``, ``demo``, ``bench sim`` and ``bench gen``."""
+"""Subcommands owned by the simulator: ``gen``, ``solve`` and ``demo``."""
 
 from __future__ import annotations
 
@@ -17,25 +17,6 @@ if TYPE_CHECKING:  # imported where used: the CLI starts without loading numba o
     # What argparse's add_subparsers() returns, which the packages' register() functions add their commands to
     # (a generic class for the type checker only: not subscriptable at run time).
     Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
-
-
-def add_bench_target(bench: Subcommands, name: str, help: str, description: str, module: str,
-                     run: str, render: str, quick_help: str = "small sizes, for smoke tests") -> None:
-    """A ``mapf-lake bench NAME`` target: ``module.run(quick=...)`` gives the figures, ``module.render(figures)``
-    the human table; ``--json`` prints the figures instead. The module is imported only when the target runs."""
-
-    def handler(args: argparse.Namespace) -> int:
-        import importlib
-
-        bench_module = importlib.import_module(module)
-        figures = getattr(bench_module, run)(quick=args.quick)
-        print(json.dumps(figures, indent=2) if args.json else getattr(bench_module, render)(figures))
-        return 0
-
-    parser = bench.add_parser(name, help=help, description=description)
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--quick", action="store_true", help=quick_help)
-    parser.set_defaults(handler=handler)
 
 
 # The flags that describe a stage's maps (``add_stage_flags``), their attribute names and defaults. They default to
@@ -316,7 +297,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 
-def register(commands: Subcommands, bench: Subcommands) -> None:
+def register(commands: Subcommands) -> None:
     from simulator.suites import SUITES
 
     gen = commands.add_parser(
@@ -377,18 +358,3 @@ def register(commands: Subcommands, bench: Subcommands) -> None:
     )
     demo.add_argument("--suite", choices=sorted(SUITES), default="paper-quick", help="suite (default paper-quick)")
     demo.set_defaults(handler=_demo)
-
-    add_bench_target(
-        bench, "sim", "batched step, plan judge and cold-start speed of the simulator",
-        "Measures, in one run: the batched step (4096 envs x 4 agents on 8x8, and x 16 agents on 32x32, one "
-        "thread), the plan judge (2-agent length-20 plans on 8x8), import + first call in a new process, and "
-        "Gymnasium's FrozenLake-v1 as a peer (when installed).",
-        "simulator.bench", "run_sim_bench", "format_sim_bench",
-        quick_help="small sizes, for smoke tests (figures not comparable)",
-    )
-    add_bench_target(
-        bench, "gen", "certified generation speed, and the solver against the pymapf peer",
-        "Measures certified generation (2 agents on 3x3..10x10 with 30% holes; 5 agents on 10x10 with 30% and "
-        "50% holes) and the solver's median time against pymapf's CBS on the same instances.",
-        "simulator.bench_gen", "run_gen_bench", "format_gen_bench",
-    )

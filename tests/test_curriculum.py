@@ -445,7 +445,7 @@ def test_progress_line__prints_each_tenth_with_time_left_and_latest_figure():
 
 
 def test_bench_grpo__times_real_steps_of_a_fresh_tiny_model():
-    from curriculum.bench_grpo import bench_grpo, render
+    from curriculum.benches.grpo import bench_grpo, render
 
     figures = bench_grpo(steps=2, prompts_per_step=2, generations=2, max_completion_length=12, cpu_threads=1, side=3)
     assert figures["model"] == "tiny" and figures["training"] == "full"
@@ -473,7 +473,7 @@ def test_grpo_stage__without_save_leaves_no_checkpoint(tmp_path, finished_run):
 
 
 def test_bench_lift__grpo_and_sft_peer_validated_on_the_same_held_out_instances(finished_run):
-    from curriculum.bench_lift import bench_lift, render
+    from curriculum.benches.lift import bench_lift, render
 
     model = str(finished_run.run_dir / "warm_start" / "model")
     figures = bench_lift(model, steps=2, validation=12, cpu_threads=None, log=lambda message: None)

@@ -207,7 +207,7 @@ def test_reasoning_gym__registered_dataset_scores_with_the_judge_and_its_curricu
 
 
 def test_bench_export__scorer_matches_the_reward_path_and_every_format_is_measured():
-    from policy.bench_export import format_export_bench, run_export_bench
+    from curriculum.benches.export import format_export_bench, run_export_bench
 
     figures = run_export_bench(quick=True)
     assert figures["scorer"]["same_rewards"] and figures["instances"] == 210

@@ -32,7 +32,7 @@ cli = partial(mapf_lake, check=False, timeout=120)
 
 def stand_in(**changes):
     """CPU-sized settings for the same parts: the embedded tiny model, transformers instead of vLLM."""
-    from curriculum.bench_gpu import GpuBenchSettings
+    from curriculum.benches.gpu import GpuBenchSettings
 
     options = dict(model=str(tiny_model_dir()), preset="tiny", style="compact-nb", steps=2, prompts_per_step=2,
                    generations=2, max_completion_length=8, generation_prompts=4, generation_tokens=8, backend="hf",
@@ -56,7 +56,7 @@ def test_bench_gpu__without_cuda_one_line_and_status_2():
 
 
 def test_bench_gpu__help_names_every_part_and_option():
-    from curriculum.bench_gpu import PARTS
+    from curriculum.benches.gpu import PARTS
 
     result = cli("bench", "gpu", "--help")
     assert result.returncode == 0
@@ -106,7 +106,7 @@ def test_bench_gpu__out_must_not_be_a_folder(tmp_path, capsys):
 
 
 def test_bench_gpu__settings_default_to_the_gpu_measurement():
-    from curriculum.bench_gpu import GpuBenchSettings
+    from curriculum.benches.gpu import GpuBenchSettings
 
     settings = GpuBenchSettings()
     assert settings.model is None and settings.use_vllm and settings.backend == "vllm" and settings.needs_vllm
@@ -117,7 +117,7 @@ def test_bench_gpu__settings_default_to_the_gpu_measurement():
 # --- bench gpu: the parts, on a CPU-sized stand-in ------------------------------------------------------------
 
 def test_bench_gpu__every_part_runs_on_the_cpu_stand_in_and_the_report_is_written(tmp_path):
-    from curriculum.bench_gpu import PARTS, run_parts
+    from curriculum.benches.gpu import PARTS, run_parts
 
     out = tmp_path / "report.json"
     lines: list[str] = []
@@ -145,7 +145,7 @@ def test_bench_gpu__every_part_runs_on_the_cpu_stand_in_and_the_report_is_writte
 
 
 def test_bench_gpu__a_failing_part_is_recorded_and_the_next_one_runs(tmp_path):
-    from curriculum.bench_gpu import PARTS, Part, run_parts
+    from curriculum.benches.gpu import PARTS, Part, run_parts
 
     def broken(bench):
         raise RuntimeError("CUDA out of memory (pretend)")
@@ -161,7 +161,7 @@ def test_bench_gpu__a_failing_part_is_recorded_and_the_next_one_runs(tmp_path):
 
 
 def test_bench_gpu__unknown_part_names_are_refused():
-    from curriculum.bench_gpu import run_parts
+    from curriculum.benches.gpu import run_parts
     from simulator.errors import ConfigError
 
     with pytest.raises(ConfigError, match="--parts"):
@@ -171,7 +171,7 @@ def test_bench_gpu__unknown_part_names_are_refused():
 def test_bench_gpu__random_qwen3_builder_writes_a_loadable_folder(tmp_path):
     from transformers import AutoConfig, AutoTokenizer
 
-    from curriculum.bench_gpu import build_random_qwen3
+    from curriculum.benches.gpu import build_random_qwen3
     from policy.models import QWEN3_VOCAB_ROWS, tiny_config
 
     config = tiny_config(QWEN3_VOCAB_ROWS, pad_id=151_643, eos_id=151_645, bos_id=151_643)
@@ -183,7 +183,7 @@ def test_bench_gpu__random_qwen3_builder_writes_a_loadable_folder(tmp_path):
 @pytest.mark.skipif(not HAS_VLLM or not _cuda(), reason="needs a CUDA GPU and vLLM (pip install "
                     "'mapf-frozenlake[vllm]' on a GPU machine); the same parts run on the CPU stand-in above")
 def test_bench_gpu__vllm_parts_on_a_gpu(tmp_path):
-    from curriculum.bench_gpu import GpuBenchSettings, run_parts
+    from curriculum.benches.gpu import GpuBenchSettings, run_parts
     from policy.models import init_tiny_qwen3
     from tests.model_fixtures import qwen3_tokenizer_dir
 
@@ -257,7 +257,7 @@ def test_grpo_config__has_the_vllm_fields_grpo_stage_sets():
 def test_stdout_to_stderr__moves_file_descriptor_1_and_restores_it(capfd):
     import os
 
-    from curriculum.bench_gpu import stdout_to_stderr
+    from curriculum.benches.gpu import stdout_to_stderr
 
     with stdout_to_stderr():
         os.write(1, b"library log line\n")

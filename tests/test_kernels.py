@@ -121,7 +121,7 @@ def test_step__agent_on_goal_ignores_its_action():
 
 def test_judge__large_random_batch_matches_reference():
     rng = np.random.default_rng(7)
-    from simulator.bench import random_packed
+    from curriculum.benches.sim import random_packed
 
     packed = random_packed(300, 6, 3, 0.2, 1)
     instances_ = [Instance(grid=packed.grids[b], starts=packed.starts[b], goals=packed.goals[b]) for b in range(300)]

@@ -654,7 +654,7 @@ def test_iter_replay_files__sorted_replay_files_only(tmp_path):
 
 
 def test_bench__quick_run_reports_every_figure():
-    from replays.bench import format_replay_bench, run_replay_bench
+    from curriculum.benches.replay import format_replay_bench, run_replay_bench
 
     result = run_replay_bench(quick=True)
     assert result["replay"]["bytes_per_episode"] < 220

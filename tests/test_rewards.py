@@ -131,7 +131,7 @@ def test_stage_reward__record_groups_tallies_what_trl_s_reward_call_tallies():
 @pytest.mark.parametrize("name", ["qwen3-4b", "qwen3-4b-nothink"])
 def test_bench_tokens__the_paper_preset_s_prompts_fit_its_budgets_with_the_real_qwen3_tokenizer(name):
     from curriculum.config import preset
-    from policy.bench_tokens import AGENTS, SIDES, format_token_bench, run_token_bench
+    from curriculum.benches.tokens import AGENTS, SIDES, format_token_bench, run_token_bench
 
     figures = run_token_bench(quick=True, preset_name=name)
     assert figures["thinking"] == preset(name).training.enable_thinking

@@ -8,7 +8,7 @@ import collections
 import sys
 from dataclasses import replace
 
-from curriculum.bench_lift import VALIDATION_SEED
+from curriculum.benches.lift import VALIDATION_SEED
 from curriculum.config import preset
 from policy.backend_base import Sampling
 from policy.backend_hf import HFBackend

@@ -20,6 +20,7 @@ and the peak memory: on a GPU ``torch.cuda.max_memory_allocated``, on a CPU the 
 
 from __future__ import annotations
 
+import argparse
 import resource
 import sys
 import tempfile
@@ -109,7 +110,33 @@ def render(figures: dict[str, Any]) -> str:
             f"{figures['trainable_parameters']:,} of {figures['parameters']:,} parameters trained")
 
 
-def main_args(args) -> int:
+def add_parser(bench: argparse._SubParsersAction) -> None:
+    """Register ``mapf-lake bench grpo`` on ``bench``."""
+    from policy.prompts import PROMPT_STYLES
+
+    parser = bench.add_parser(
+        "grpo", help="seconds per GRPO step and peak memory (the tiny preset's batch on CPU by default)",
+        description="A few real GRPO steps (TRL GRPOTrainer, reward = the plan judge) on certified 2-agent "
+                    "instances; prints seconds per step after the first and the peak memory (GPU: allocated; CPU: "
+                    "process peak RSS). For the paper's model size on a GPU see the recipe in "
+                    "curriculum.benches.grpo.",
+    )
+    parser.add_argument("--model", default=None, help="a model folder (default: a fresh embedded tiny model)")
+    parser.add_argument("--style", default="compact-nb", choices=sorted(PROMPT_STYLES),
+                        help="prompt style (default compact-nb, the tiny preset's)")
+    parser.add_argument("--steps", type=int, default=4, help="optimizer steps, >= 2 (default 4)")
+    parser.add_argument("--prompts-per-step", type=int, default=8, help="GRPO groups per step (default 8)")
+    parser.add_argument("--generations", type=int, default=8, help="completions per prompt (default 8)")
+    parser.add_argument("--max-completion-length", type=int, default=40, help="tokens per completion (default 40)")
+    parser.add_argument("--lora", action="store_true", help="train LoRA adapters instead of all weights")
+    parser.add_argument("--lora-rank", type=int, default=16, help="LoRA rank (default 16)")
+    parser.add_argument("--cpu-threads", type=int, default=2,
+                        help="torch threads on a CPU (default 2, as the tiny preset)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.set_defaults(handler=main_args)
+
+
+def main_args(args: argparse.Namespace) -> int:
     import json
 
     figures = bench_grpo(args.model, style=args.style, steps=args.steps, prompts_per_step=args.prompts_per_step,

@@ -7,7 +7,7 @@ rarely stops by itself, so its completions run to their token limit: the figures
 answers. The parts, in the order they run (``--parts`` picks some; :data:`PARTS`):
 
 ``grpo-full`` / ``grpo-lora``
-    ``--steps`` GRPO steps (``curriculum.bench_grpo.bench_grpo``, the trainer of a run), completions from vLLM
+    ``--steps`` GRPO steps (``curriculum.benches.grpo.bench_grpo``, the trainer of a run), completions from vLLM
     colocated in this process as a run with ``training.use_vllm`` makes them: all weights trained, then LoRA
     adapters (rank ``--lora-rank``). Seconds per step after the first (which builds the vLLM engine and warms
     everything) and the first apart; peak GPU memory (``torch.cuda.max_memory_allocated``: the trainer and the
@@ -274,7 +274,7 @@ def _free_memory() -> None:
 
 
 def _grpo(bench: BenchContext, lora: bool) -> dict[str, Any]:
-    from curriculum.bench_grpo import bench_grpo
+    from curriculum.benches.grpo import bench_grpo
 
     s = bench.settings
     return bench_grpo(bench.model_dir(), style=s.style, steps=s.steps, prompts_per_step=s.prompts_per_step,
@@ -376,7 +376,7 @@ def part_generation(bench: BenchContext) -> dict[str, Any]:
 def part_engineer(bench: BenchContext) -> dict[str, Any]:
     from curriculum.config import preset
     from engineer.llm import LLMEngineer
-    from policy.bench_tokens import engineer_inputs
+    from curriculum.benches.tokens import engineer_inputs
 
     s = bench.settings
     context, config = engineer_inputs(s.preset)

@@ -9,7 +9,7 @@ Two entry points, both returning a dict of figures (JSON-ready):
 
       mapf-lake model init qwen3-tokenizer --out /tmp/qwen3-tok
       mapf-lake model init qwen3-4b-random --tokenizer /tmp/qwen3-tok --out /tmp/qwen3-4b-random
-      python -c "from policy.bench_generation import bench_hf_generation as b; \\
+      python -c "from curriculum.benches.generation import bench_hf_generation as b; \\
                  print(b('/tmp/qwen3-4b-random', batch=64, max_new_tokens=256))"
 
 Timing decodes exactly ``max_new_tokens`` per prompt (the stop token is ignored), so a random model that happens
@@ -20,6 +20,8 @@ chat template), built here so the benchmark does not depend on the prompt module
 
 from __future__ import annotations
 
+import argparse
+import json
 import random
 import tempfile
 import time
@@ -92,3 +94,32 @@ def bench_tiny_generation(batch: int = 32, max_new_tokens: int = 64) -> dict[str
         figures = _time_backend(HFBackend(folder), batch, max_new_tokens)
     figures["spec"] = "hf:<tiny>"
     return figures
+
+
+def add_parser(bench: argparse._SubParsersAction) -> None:
+    """Register ``mapf-lake bench generation`` on ``bench``."""
+    parser = bench.add_parser(
+        "generation", help="tokens/s of hf generation (the tiny model by default)",
+        description="Time one batched hf generate call of fixed length, after a warm-up.",
+    )
+    parser.add_argument("--model", default=None, help="a model folder (default: a fresh tiny model)")
+    parser.add_argument("--batch", type=int, default=32, help="prompts per call (default 32)")
+    parser.add_argument("--max-new-tokens", type=int, default=64, help="tokens per completion (default 64)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.set_defaults(handler=main_args)
+
+
+def main_args(args: argparse.Namespace) -> int:
+    if args.model:
+        figures = bench_hf_generation(args.model, batch=args.batch, max_new_tokens=args.max_new_tokens)
+    else:
+        figures = bench_tiny_generation(batch=args.batch, max_new_tokens=args.max_new_tokens)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print(
+            f"{figures['spec']} on {figures['device']} ({figures['dtype']}, {figures['torch_threads']} threads): "
+            f"batch {figures['batch']} x {figures['max_new_tokens']} new tokens in {figures['seconds']:.2f} s = "
+            f"{figures['tokens_per_s']:.0f} tokens/s, {figures['sequences_per_s']:.1f} sequences/s"
+        )
+    return 0
