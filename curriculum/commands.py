@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from curriculum.config import parse_overrides
 from engineer.engineers import compare_specs
 
 # The comparison set of ``train --compare``: same budget and seeds, only the engineer differs.
@@ -26,48 +27,6 @@ def default_arms() -> dict[str, dict]:
     return {**arms, **COMPARE_EXTRA_ARMS}
 
 
-def _non_finite(value) -> float | None:
-    """The first NaN or infinite number in a YAML value (nested lists and mappings, keys too), else None."""
-    import math
-
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            return item
-        if isinstance(item, dict):
-            stack += [*item.keys(), *item.values()]
-        elif isinstance(item, list):
-            stack += item
-    return None
-
-
-def _parse_overrides(pairs: list[str], flag: str = "--set") -> dict:
-    """``KEY=VALUE`` pairs -> {dotted key: value}; each VALUE is read as YAML the way config files are
-    (``1e-3`` is a number, anchors and aliases are refused, NaN and infinities such as ``1e309`` are refused
-    wherever they sit). ``flag`` names the option in errors (``--set``, ``--arm NAME``)."""
-    import yaml
-
-    from simulator.config import load_yaml
-    from simulator.errors import ConfigError
-
-    out = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ConfigError(flag, pair, "KEY=VALUE with a dotted key, e.g. training.steps=10")
-        try:
-            out[key] = load_yaml(value)
-        except (yaml.YAMLError, RecursionError, ValueError) as exc:
-            reason = " ".join(str(exc).split())[:200] or type(exc).__name__
-            raise ConfigError(f"{flag} {key}", value, "a YAML value (a number, word, [list] or {mapping})",
-                              reason) from None
-        if _non_finite(out[key]) is not None:
-            raise ConfigError(f"{flag} {key}", value, "finite numbers only (not NaN, .inf or beyond 1.8e308 such "
-                              "as 1e309)")
-    return out
-
-
 def _train(args: argparse.Namespace) -> int:
     import yaml
 
@@ -87,7 +46,7 @@ def _train(args: argparse.Namespace) -> int:
                           "used with --compare (a single run has one seed: --set seed=N)")
 
     if args.resume:
-        overrides = _parse_overrides(args.set)
+        overrides = parse_overrides(args.set)
         if set(overrides) - {"stages"} or args.compare or args.name or args.output_dir:
             extra = sorted(set(overrides) - {"stages"})
             raise ConfigError("--resume", args.resume, "alone, or with --set stages=N to extend the run (its other "
@@ -96,7 +55,7 @@ def _train(args: argparse.Namespace) -> int:
         print(render_report(load_run(args.resume)))
         return 0
     config = load_run_config(args.config) if args.config else preset(args.preset)
-    overrides = _parse_overrides(args.set)
+    overrides = parse_overrides(args.set)
     if args.name:
         overrides["name"] = args.name
     if args.output_dir:
@@ -221,7 +180,7 @@ def _parse_arms(specs: list[str] | None) -> dict[str, dict]:
         repeated = sorted({key for key in keys if keys.count(key) > 1})
         if repeated:
             raise ConfigError(f"--arm {name}", repeated[0], "each key once within an arm")
-        overrides = _parse_overrides(pairs, flag=f"--arm {name}")
+        overrides = parse_overrides(pairs, flag=f"--arm {name}")
         reserved = [key for key in overrides if key in ARM_RESERVED_KEYS]
         if reserved:
             raise ConfigError(f"--arm {name}", reserved[0], f"keys other than {', '.join(ARM_RESERVED_KEYS)}: the "

@@ -458,6 +458,44 @@ def save_run_config(config: RunConfig, path: str | Path) -> None:
     atomic_write(path, yaml.safe_dump(config.to_dict(), sort_keys=False))
 
 
+def _non_finite(value) -> float | None:
+    """The first NaN or infinite number in a YAML value (nested lists and mappings, keys too), else None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return item
+        if isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+    return None
+
+
+def parse_overrides(pairs: list[str], flag: str = "--set") -> dict:
+    """Command-line ``KEY=VALUE`` pairs -> {dotted key: value}; each VALUE is read as YAML the way config files are
+    (``1e-3`` is a number, anchors and aliases are refused, NaN and infinities such as ``1e309`` are refused
+    wherever they sit). ``flag`` names the option in errors (``--set``, ``--arm NAME``); the result is what
+    :meth:`RunConfig.with_overrides` takes."""
+    from simulator.config import load_yaml
+
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(flag, pair, "KEY=VALUE with a dotted key, e.g. training.steps=10")
+        try:
+            out[key] = load_yaml(value)
+        except (yaml.YAMLError, RecursionError, ValueError) as exc:
+            reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+            raise ConfigError(f"{flag} {key}", value, "a YAML value (a number, word, [list] or {mapping})",
+                              reason) from None
+        if _non_finite(out[key]) is not None:
+            raise ConfigError(f"{flag} {key}", value, "finite numbers only (not NaN, .inf or beyond 1.8e308 such "
+                              "as 1e309)")
+    return out
+
+
 def _stage(sizes: dict, agents=2, samples=256, hole=0.2, wait=0.3, seed=0) -> dict:
     share = 1.0 / len(sizes)
     out = {"agents": agents, "samples": samples, "seed": seed, "sizes": {}}

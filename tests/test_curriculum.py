@@ -592,10 +592,10 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     ("training.learning_rate=1e309", "--set training.learning_rate"),  # infinite: refused as read, named as typed
 ])
 def test_set_overrides__bad_pairs_name_the_key_in_one_line(pair, field):
-    from curriculum.commands import _parse_overrides
+    from curriculum.config import parse_overrides
 
     with pytest.raises(ConfigError) as caught:
-        preset("tiny").with_overrides(**_parse_overrides([pair]))
+        preset("tiny").with_overrides(**parse_overrides([pair]))
     assert caught.value.field == field and len(str(caught.value)) < 400
 
 
@@ -641,9 +641,9 @@ def test_set_overrides__makespan_bounds_are_checked_and_only_under_a_stage_confi
 
 
 def test_set_overrides__exponent_numbers_are_numbers():
-    from curriculum.commands import _parse_overrides
+    from curriculum.config import parse_overrides
 
-    config = preset("tiny").with_overrides(**_parse_overrides(["training.learning_rate=5e-5", "name=ok-name"]))
+    config = preset("tiny").with_overrides(**parse_overrides(["training.learning_rate=5e-5", "name=ok-name"]))
     assert config.training.learning_rate == 5e-5 and config.name == "ok-name"
 
 

@@ -3,7 +3,7 @@ each call stays bounded in time and memory.
 
 Entry points: plan completions (``parse_plan``, the reward), engineer answers (``decide_from_answer``), stage
 configs (``parse_config_text``), run configs (``RunConfig.from_dict``, ``load_run_config``), ``--set`` values
-(``_parse_overrides`` + ``with_overrides``), instance text and JSON (``parse_instance``, ``Instance.from_dict``),
+(``parse_overrides`` + ``with_overrides``), instance text and JSON (``parse_instance``, ``Instance.from_dict``),
 scoring records (``policy.score``), replay files with flipped and cut bytes (``ReplayReader``) and the fields
 mining reads (``summarize``), and run folders as ``report`` and ``compare`` read them (``load_run``: each record
 file truncated, mistyped, huge, a link to /dev/zero, a FIFO; each field of the wrong type). Inputs are hypothesis strategies biased toward the shapes that broke things before:
@@ -117,7 +117,7 @@ def test_fuzz__stage_configs_load_or_raise_config_error(text, document, as_json)
                      "training.rewards.valid", "training.rewards.x", "engineer.options.low", "engineer.options.x"]),
     hostile_text), max_size=3))
 def test_fuzz__run_configs_and_set_values_load_or_raise_config_error(document, pairs):
-    from curriculum.commands import _parse_overrides
+    from curriculum.config import parse_overrides
     from curriculum.config import RunConfig, preset
 
     with bounded():
@@ -126,7 +126,7 @@ def test_fuzz__run_configs_and_set_values_load_or_raise_config_error(document, p
         except ConfigError:
             pass
         try:
-            preset("tiny").with_overrides(**_parse_overrides([f"{key}={value}" for key, value in pairs]))
+            preset("tiny").with_overrides(**parse_overrides([f"{key}={value}" for key, value in pairs]))
         except ConfigError:
             pass
 

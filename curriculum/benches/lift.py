@@ -176,11 +176,11 @@ def add_parser(bench: argparse._SubParsersAction) -> None:
 
 
 def main_args(args: argparse.Namespace) -> int:
-    from curriculum.commands import _parse_overrides
+    from curriculum.config import parse_overrides
 
     figures = bench_lift(args.model, preset_name=args.preset, style=args.style, steps=args.steps,
                          validation=args.validation, sft_learning_rate=args.sft_learning_rate,
                          cpu_threads=args.cpu_threads, peer=not args.no_sft, seed=args.seed,
-                         overrides=_parse_overrides(args.set))
+                         overrides=parse_overrides(args.set))
     print(json.dumps(figures, indent=2) if args.json else render(figures), file=sys.stdout)
     return 0
