@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from curriculum.config import RunConfig, load_run_config, save_run_config
+from curriculum.distributed import is_main_process, wait_for_file
 from policy.prompts import get_style, save_checkpoint_style
 from replays.format import ReplayHeader
 from engineer import HistoryEntry, StageEvidence, summarize_episodes
@@ -134,22 +135,6 @@ def _machine() -> dict:
             "cpus": os.cpu_count()}
 
 
-def process_rank() -> int:
-    """This process's rank among the processes ``accelerate launch`` / ``torchrun`` started (0 when alone)."""
-    try:
-        return int(os.environ.get("RANK") or 0)
-    except ValueError:
-        return 0
-
-
-def wait_for_file(path: Path, poll_s: float = 2.0) -> Path:
-    """Block until the main process has written ``path`` (files are written atomically, so existing = complete).
-    A failed main process ends the launch (the launcher stops the others), so no timeout is needed here."""
-    while not path.exists():
-        time.sleep(poll_s)
-    return path
-
-
 def stage_folder(run_dir: Path, stage: int) -> Path:
     """A run's folder of stage ``stage`` (1-based)."""
     return run_dir / f"stage-{stage:02d}"
@@ -215,7 +200,7 @@ class Run:
         """Under several processes (``accelerate launch``), only the main one generates validation answers, runs
         the engineer, evaluates and writes the run's records; the others take part in training only and read
         the records back (``wait_for_file``)."""
-        return process_rank() == 0
+        return is_main_process()
 
     def _start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)

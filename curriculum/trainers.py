@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from curriculum.distributed import is_main_process
 from policy.backend_hf import set_cpu_threads as _cpu_threads
 from policy.prompts import PromptStyle, save_checkpoint_style
 from policy.rewards import StageReward, group_key, reward_columns
@@ -66,13 +67,6 @@ def _cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
-
-
-def _main_process() -> bool:
-    """Whether this process writes the checkpoint's own files (one process, or rank 0 of ``accelerate launch``)."""
-    from curriculum.run import process_rank
-
-    return process_rank() == 0
 
 
 def _checkpoint_done(path: Path) -> bool:
@@ -308,13 +302,13 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
     trainer.train(resume_from_checkpoint=_latest_trainer_checkpoint(out_dir / "trainer"))
     seconds = time.perf_counter() - start
     trainer.save_model(str(final))  # TRL writes on the main process only
-    if _main_process():
+    if is_main_process():
         tokenizer.save_pretrained(str(final))  # a checkpoint without its tokenizer.json fails to load later
         save_checkpoint_style(final, style.name)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     info = {"steps": steps, "seconds": seconds, "step_seconds": (sum(timer.times) / len(timer.times)) if timer.times else None,
             "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None}
-    if _main_process():
+    if is_main_process():
         _mark_checkpoint(final, info)
     return info
 
@@ -505,11 +499,11 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     if lora:
         trainer.model = trainer.model.merge_and_unload()  # a merged model loads like any other checkpoint
-    if save and lora and _main_process():
+    if save and lora and is_main_process():
         trainer.model.save_pretrained(str(final))
     elif save and not lora:
         trainer.save_model(str(final))  # TRL writes on the main process only
-    if save and _main_process():
+    if save and is_main_process():
         tokenizer.save_pretrained(str(final))
         save_checkpoint_style(final, style.name)
     logs = [entry for entry in trainer.state.log_history if "reward" in entry]
@@ -536,7 +530,7 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
     }
     if tr.failure_credit:
         info["failure_credit_localized"] = mean_of("failure_credit/localized")
-    if save and _main_process():
+    if save and is_main_process():
         _mark_checkpoint(final, info)
     _release(trainer)
     return info

@@ -671,7 +671,7 @@ def test_config_error__never_expands_a_huge_value_to_print_it():
 
 def test_run__a_second_process_trains_only_and_reads_the_main_process_records(finished_run, monkeypatch):
     """Under ``accelerate launch`` every process runs the loop; only rank 0 writes the run's records."""
-    from curriculum.run import process_rank, wait_for_file
+    from curriculum.distributed import process_rank, wait_for_file
 
     files = {path: path.stat().st_mtime_ns for path in finished_run.run_dir.rglob("*") if path.is_file()}
     monkeypatch.setenv("RANK", "1")
