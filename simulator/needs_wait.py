@@ -27,6 +27,7 @@ from simulator import constants as C
 from simulator import needs_wait_kernels as K
 from simulator.grid_kernels import deadline_of, interruptible
 from simulator.errors import ConfigError
+from simulator.solver import solve
 from simulator.types import Instance
 
 __all__ = ["needs_wait", "needs_wait_search", "needs_wait_reference", "NeedsWaitLimit", "MAX_STATES_LIMIT",
@@ -124,8 +125,6 @@ def needs_wait(
     verdict, reason, bare_sum = _search(instance, max_states, max_steps, time_limit)
     if verdict is not None:
         return verdict
-    from simulator.solver import solve  # late import: solver re-exports this module's function
-
     left = None
     if time_limit is not None:
         left = float(time_limit) - (time.perf_counter() - started)

@@ -23,8 +23,8 @@ start alone on shortest paths; conflicting groups first try to re-plan around th
 merge when they cannot. A merged group is searched by A* with operator decomposition (one agent's move per node,
 intermediate nodes deduplicated on exactly what their future depends on), with a consistent heuristic from
 single-agent distances and, for larger groups, exact two-agent cost-to-go tables combined over disjoint pairs.
-``brute_force_optimum`` is the plain-Python reference the tests compare with; ``python -m simulator.solver``
-times the solver on random instances.
+``brute_force_optimum`` is the plain-Python reference the tests compare with; ``random_instance`` draws the random
+instances the tests and ``mapf-lake bench solver`` (``curriculum.benches.solver``) run it on.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -45,10 +44,9 @@ from simulator import constants as C
 from simulator import independence_kernels as K
 from simulator.errors import ConfigError
 from simulator.grid_kernels import INF, bare_neighbor_table, deadline_of, distances_from, interruptible
-from simulator.needs_wait import needs_wait
 from simulator.types import Instance, JointPlan
 
-__all__ = ["Solution", "solve", "needs_wait", "brute_force_optimum", "MAX_NODES_LIMIT"]
+__all__ = ["Solution", "solve", "brute_force_optimum", "MAX_NODES_LIMIT"]
 
 SOLVED = "solved"
 UNSOLVABLE = "unsolvable"
@@ -259,7 +257,7 @@ def brute_force_optimum(instance: Instance, max_horizon: int = 10_000) -> tuple[
     raise AssertionError("the goal was reached by breadth-first search but not by Dijkstra")  # pragma: no cover
 
 
-# ------------------------------------------------------------------------------------------------- benchmark
+# ------------------------------------------------------------------------------------------ random instances
 def random_instance(rng: np.random.Generator, side: int, n_agents: int, hole_ratio: float) -> Instance:
     """A benchmark instance: each cell a hole with probability ``hole_ratio``, distinct starts and distinct goals
     on ice, each goal reachable from its agent's start (drawn from the start's connected region)."""
@@ -291,47 +289,3 @@ def random_instance(rng: np.random.Generator, side: int, n_agents: int, hole_rat
             goals.append(options[int(rng.integers(len(options)))])
         if len(goals) == n_agents:
             return Instance(grid=grid, starts=starts, goals=goals)
-
-
-def _benchmark(argv: list[str] | None = None) -> None:
-    """``python -m simulator.solver [--agents 5] [--hole-ratio 0.3] [--sides 10] [-n 2000]``: time solve and
-    needs_wait on random instances, one core."""
-    import argparse
-
-    parser = argparse.ArgumentParser(description=_benchmark.__doc__)
-    parser.add_argument("--agents", type=int, default=5)
-    parser.add_argument("--hole-ratio", type=float, default=0.3)
-    parser.add_argument("--sides", type=int, nargs="+", default=[10], help="map sides to draw from")
-    parser.add_argument("-n", type=int, default=2000, help="instances")
-    parser.add_argument("--max-nodes", type=int, default=200_000)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    rng = np.random.default_rng(args.seed)
-    instances = [
-        random_instance(rng, int(rng.choice(args.sides)), args.agents, args.hole_ratio) for _ in range(args.n)
-    ]
-    solve(instances[0])  # compile or load the kernels outside the timing
-    needs_wait(instances[0])
-    solve_ms: list[float] = []
-    wait_ms: list[float] = []
-    statuses: dict[str, int] = {}
-    for instance in instances:
-        start = time.perf_counter()
-        solution = solve(instance, max_nodes=args.max_nodes)
-        middle = time.perf_counter()
-        needs_wait(instance)
-        solve_ms.append((middle - start) * 1e3)
-        wait_ms.append((time.perf_counter() - middle) * 1e3)
-        statuses[solution.status] = statuses.get(solution.status, 0) + 1
-    solve_times, wait_times = np.array(solve_ms), np.array(wait_ms)
-    print(
-        f"{args.agents} agents, sides {args.sides}, hole ratio {args.hole_ratio}, {args.n} instances: "
-        f"solve median {np.median(solve_times):.3f} ms, mean {solve_times.mean():.3f} ms, p99 "
-        f"{np.percentile(solve_times, 99):.2f} ms, max {solve_times.max():.1f} ms "
-        f"({1e3 / solve_times.mean():.0f}/s); "
-        f"needs_wait median {np.median(wait_times):.3f} ms, mean {wait_times.mean():.3f} ms; {statuses}"
-    )
-
-
-if __name__ == "__main__":
-    _benchmark()

@@ -63,6 +63,7 @@ BENCHES: dict[str, FiguresTarget | OwnFlagsTarget] = {
         "50% holes) and the solver's median time against pymapf's CBS on the same instances.",
         "run_gen_bench", "format_gen_bench",
     ),
+    "solver": OwnFlagsTarget(),
     "replay": FiguresTarget(
         "replay write/read throughput and bytes per episode, against JSON lines",
         "Writes and reads 2-agent 8x8 episodes with plans of length 20 and compares with JSON lines; times the "
