@@ -62,6 +62,7 @@ from simulator.atomic import atomic_folder, atomic_write
 from simulator.config import StageConfig, format_config_text, save_config
 from simulator.errors import ConfigError, short_repr
 from simulator.generator import GeneratedStage, LabelledInstance, to_jsonl
+from simulator.text import counted
 
 Log = Callable[[str], None]
 
@@ -249,7 +250,7 @@ class Run:
         done = len(self.completed_stages())
         if self.config.stages < max(done, recorded_stages):
             raise ConfigError("stages", self.config.stages, f"at least {max(done, recorded_stages)}: the run folder "
-                              f"{self.dir} was made with {recorded_stages} stages and {done} are finished "
+                              f"{self.dir} was made with {counted(recorded_stages, 'stage')} and {done} are finished "
                               "(a run can be extended, not cut)")
         final, kept = self.dir / "final", self.dir / f"final-stage-{recorded_stages:02d}"
         if final.exists():
@@ -264,7 +265,7 @@ class Run:
                                                 "git_commit": _git_commit(), "versions": _versions(),
                                                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         _write_json(manifest, data)
-        self.log(f"{self.config.name}: extended from {recorded_stages} to {self.config.stages} stages"
+        self.log(f"{self.config.name}: extended from {recorded_stages} to {counted(self.config.stages, 'stage')}"
                  + (f" (the {recorded_stages}-stage final evaluation kept in {kept.name}/)" if kept.exists() else ""))
 
     # --- the model -----------------------------------------------------------------------------------------
@@ -455,7 +456,7 @@ class Run:
         trained = replace(ws.config or self.config.initial_config, samples=ws.samples,
                           seed=training_seed(self.config.seed, 0))
         items = self.sets.training(trained).instances
-        self.log(f"warm start: supervised fine-tuning on {len(items)} optimal plans, {ws.steps} steps")
+        self.log(f"warm start: supervised fine-tuning on {counted(len(items), 'optimal plan')}, {counted(ws.steps, 'step')}")
         info = warm_start(model, items, self.style, folder, steps=ws.steps, batch_size=ws.batch_size,
                           learning_rate=ws.learning_rate, max_length=ws.max_length, seed=self.config.seed,
                           cpu_threads=self.config.cpu_threads)
@@ -491,7 +492,8 @@ class Run:
         clock.lap("instances")
         if shared is None:
             handed = f" ({len(given)} of them handed over by the engineer)" if given else ""
-            self.log(f"stage {stage}: {tr.trainer.upper()} on {len(items)} instances{handed}, {tr.steps} steps")
+            self.log(f"stage {stage}: {tr.trainer.upper()} on {counted(len(items), 'instance')}{handed}, "
+                     f"{counted(tr.steps, 'step')}")
         self.release_eval_backend()  # a colocated trainer engine needs the GPU memory
         train_info = train_stage(tr, model, items, self.style, folder, seed=stage_seed(cfg.seed, stage),
                                  cpu_threads=cfg.cpu_threads)
@@ -530,7 +532,7 @@ class Run:
         handed = len(decision.get("instances") or [])
         self.log(f"stage {stage}: engineer {outcome.engineer} {_OUTCOME_WORDS[outcome.outcome]}"
                  f" ({outcome.reason}); changes: {', '.join(outcome.diff) or 'none'}"
-                 + (f"; {handed} instances for stage {stage + 1}" if handed else ""))
+                 + (f"; {counted(handed, 'instance')} for stage {stage + 1}" if handed else ""))
         self._log_rationale(outcome, decision)
         record = StageRecord(
             stage=stage, config=config, next_config=StageConfig.from_dict(decision["config"]), model=checkpoint,
