@@ -253,22 +253,26 @@ def _headline(runs: list[dict]) -> tuple[str, str]:
     ([0.9, 0.2, 0.7, 0.4, 0.8, 0.6, 0.5, 1.0, 0.3, 0.95], 0.2),  # 10 cells: the worst one
     ([0.9, 0.2, 0.7, 0.4, 0.8, 0.6, 0.5, 1.0, 0.3, 0.95, 0.1], 0.15),  # 11 cells: ceil(1.1) = the worst two
 ])
-def test_run_figures__test_cvar_is_the_eval_tables_worst_tenth_of_the_test_cells(valid_rates, cvar):
+def test_run_figures__test_cvar_is_the_eval_tables_worst_tenth_of_the_trained_agent_counts_test_cells(valid_rates, cvar):
     from curriculum.report import cells_cvar10, compare_table, render_seed_comparison, run_figures, seed_comparison
     from policy.evaluation import EvalTable
 
     run = _fake_run("fixed", 0, 0.5)
-    # cells of both agent counts count: the rule is over every cell of the test set, as eval's table has it
-    cells = {f"{2 + index % 2}x{3 + index // 2}": {"valid_rate": rate, "optimal_rate": rate / 2, "episodes": 10}
+    # the trained agent count's cells (2 agents) are the test CVaR's, as they are test %'s; the transfer cells
+    # (3 agents, all failed here) have their own column and must not drown the tail
+    cells = {f"2x{3 + index}": {"valid_rate": rate, "optimal_rate": rate / 2, "episodes": 10}
              for index, rate in enumerate(valid_rates)}
-    run["final"] = {"suite": "s", "cells": cells}
+    transfer = {f"3x{3 + index}": {"valid_rate": 0.0, "optimal_rate": 0.0, "episodes": 10}
+                for index in range(len(valid_rates))}
+    run["final"] = {"suite": "s", "cells": {**cells, **transfer}}
     table = EvalTable("s", {}, {tuple(int(part) for part in key.split("x")): (cell["valid_rate"],
                                                                              cell["optimal_rate"], 10)
                                 for key, cell in cells.items()})
     assert run_figures(run)["test_cvar"] == pytest.approx(cvar) == table.cvar10_valid() == cells_cvar10(cells)
     text = compare_table([run])
-    header, first = text.splitlines()[1], text.splitlines()[2]
+    header, first, second = text.splitlines()[1:4]
     assert header.split()[-1] == "cvar10" and first.split()[-1] == f"{100 * cvar:.1f}"
+    assert second.split()[1] == "3a" and second.split()[-1] == "0.0"  # each agent count's row its own tail
     assert "worst 10% of cells" in text.splitlines()[0]
     rendered = render_seed_comparison(seed_comparison([run]))
     assert "test CVaR %" in rendered and all(len(line) <= 80 for line in rendered.splitlines())
