@@ -17,6 +17,8 @@ Turn styles (``TURN_STYLES``), one per prompt style of ``policy.prompts``:
                                   =1,2 1,0    <- the env: positions after 0 steps
                                   LW          <- the model: agent 0 left, agent 1 waits
                                   =1,1 1,0
+``compact-xy``                the same with cells written as the style writes them (``0102``: row 1, column 2, digits
+                              enough for the map's side): ``=0102 0100``.
 ``natural``                   chat: the natural style's rules and map, then one user message per turn with the
                               positions; the model answers ``<answer>L W</answer>``.
 
@@ -54,7 +56,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from policy.parsing import _answer_region, _tokens, parse_plan
-from policy.prompts import ANSWER_CLOSE, ANSWER_OPEN, RULES, compact_nb_prompt, compact_prompt, start_neighbours
+from policy.prompts import (ANSWER_CLOSE, ANSWER_OPEN, RULES, cell_digits, compact_nb_prompt, compact_prompt,
+                            compact_xy_prompt, start_neighbours, xy_cell)
 from policy.rewards import DEFAULT_WEIGHTS, reward_columns
 from simulator import constants as C
 from simulator.config import MAX_SEED
@@ -74,6 +77,11 @@ def _compact_observation(instance: Instance, positions: np.ndarray, t: int, neig
     for r, c in positions.tolist():
         cells.append(f"{r},{c}" + (f" {start_neighbours(instance, r, c)}" if neighbours else ""))
     return "=" + " ".join(cells) + "\n"
+
+
+def _xy_observation(instance: Instance, positions: np.ndarray, t: int) -> str:
+    digits = cell_digits(instance)
+    return "=" + " ".join(xy_cell(r, c, digits) for r, c in positions.tolist()) + "\n"
 
 
 def _natural_observation(instance: Instance, positions: np.ndarray, t: int) -> str:
@@ -114,8 +122,12 @@ TURN_STYLES: dict[str, TurnStyle] = {
     "compact-nb": TurnStyle("compact-nb", False,
                             lambda inst: compact_nb_prompt(inst) + _compact_observation(inst, inst.starts, 0, True),
                             lambda inst, pos, t: _compact_observation(inst, pos, t, True)),
+    "compact-xy": TurnStyle("compact-xy", False,
+                            lambda inst: compact_xy_prompt(inst) + _xy_observation(inst, inst.starts, 0),
+                            _xy_observation),
     "natural": TurnStyle("natural", True, _natural_prompt, _natural_observation),
 }
+# One turn style per prompt style of policy.prompts.PROMPT_STYLES (a test holds the two tables to the same names).
 
 
 def get_turn_style(name: str) -> TurnStyle:

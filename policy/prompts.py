@@ -135,16 +135,17 @@ def cell_digits(instance: Instance) -> int:
     return len(str(max(instance.height, instance.width) - 1))
 
 
-def _cell(row: int, col: int, digits: int) -> str:
+def xy_cell(row: int, col: int, digits: int) -> str:
+    """A cell as the ``compact-xy`` style writes it: row then column, each ``digits`` wide (``0102``)."""
     return f"{row:0{digits}d}{col:0{digits}d}"
 
 
 def compact_xy_prompt(instance: Instance) -> str:
     """The ``compact-xy`` prompt: the holes as cells, then each agent's start and goal cells (module docstring)."""
     digits = cell_digits(instance)
-    holes = [_cell(r, c, digits) for r, row in enumerate(instance.grid) for c, tile in enumerate(row) if tile == C.HOLE]
+    holes = [xy_cell(r, c, digits) for r, row in enumerate(instance.grid) for c, tile in enumerate(row) if tile == C.HOLE]
     agents = [
-        f"A{k} {_cell(s[0], s[1], digits)}>{_cell(g[0], g[1], digits)}"
+        f"A{k} {xy_cell(s[0], s[1], digits)}>{xy_cell(g[0], g[1], digits)}"
         for k, (s, g) in enumerate(zip(instance.starts.tolist(), instance.goals.tolist()))
     ]
     return f"{_side_header(instance)}\n{C.SYMBOL_HOLE}" + " ".join(holes) + "\n" + "\n".join(agents) + "\n?\n"
@@ -163,7 +164,7 @@ def xy_answer_for(instance: Instance, plan: JointPlan) -> str:
             dr, dc = C.ACTION_DELTAS[action]
             row, col = row + dr, col + dc
             on_map = 0 <= row < instance.height and 0 <= col < instance.width
-            steps.append(C.ACTION_LETTERS[action] + (_cell(row, col, digits) if on_map else ""))
+            steps.append(C.ACTION_LETTERS[action] + (xy_cell(row, col, digits) if on_map else ""))
         lines.append(f"A{k} " + "".join(steps))
     return "\n".join(lines) + "\n"
 

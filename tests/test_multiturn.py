@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from policy.multiturn import EPISODE_REWARDS, MultiTurnRollout, TextGame, get_turn_style, parse_joint_action
+from policy.multiturn import EPISODE_REWARDS, TURN_STYLES, MultiTurnRollout, TextGame, get_turn_style, parse_joint_action
 from policy.rewards import reward_breakdown, reward_columns
 from policy.scripted import make_scripted
 from simulator import constants as C
@@ -217,3 +217,19 @@ def test_rollout_play__chat_turns_are_user_messages_between_the_models_answers()
         env_text = tokenizer.decode([t for t, m in zip(ids, mask) if not m])
         assert env_text.startswith("<|im_end|>\n<|im_start|>user\nAfter 1 step:") or outcome["turns"] == 1
     assert any(outcome["turns"] > 1 for outcome in out["episode"])
+
+
+def test_turn_styles__one_per_prompt_style_and_compact_xy_writes_cells_as_its_prompt_does(items):
+    from policy.prompts import PROMPT_STYLES
+
+    assert set(TURN_STYLES) == set(PROMPT_STYLES)  # a new prompt style needs its turn style
+    item = next(i for i in items if i.optimal_makespan >= 2)
+    game = TextGame(item.instance, "compact-xy", optimal_makespan=item.optimal_makespan)
+    first = game.reset()
+    (r0, c0), (r1, c1) = item.instance.starts.tolist()[:2]
+    assert first.startswith("n=") and f"A0 {r0}{c0}>" in first  # sides 3-9: one digit per coordinate
+    assert first.split("?\n")[-1].startswith(f"={r0}{c0} {r1}{c1}")
+    result = game.step(_letters(item.plan, 0))
+    assert not result.done and result.info["parse_error"] is None
+    moved = game.env.state.pos.tolist()
+    assert result.observation == "=" + " ".join(f"{r}{c}" for r, c in moved) + "\n"
