@@ -406,14 +406,15 @@ def run_figures(run: dict) -> dict[str, float]:
     if "final" in run:
         trained = _training_agents(run)
         cells = run["final"]["cells"]
-        own = [cell for key, cell in cells.items() if int(key.split("x")[0]) in trained]
-        other = [cell for key, cell in cells.items() if int(key.split("x")[0]) not in trained]
+        own_cells = {key: cell for key, cell in cells.items() if int(key.split("x")[0]) in trained}
+        own = list(own_cells.values())
+        other = [cell for key, cell in cells.items() if key not in own_cells]
         if own:
             out["test"] = sum(c["valid_rate"] for c in own) / len(own)
             out["test_opt"] = sum(c["optimal_rate"] for c in own) / len(own)
         if other:
             out["transfer"] = sum(c["valid_rate"] for c in other) / len(other)
-        tail = cells_cvar10({key: cell for key, cell in cells.items() if int(key.split("x")[0]) in trained})
+        tail = cells_cvar10(own_cells)
         if tail is not None:
             out["test_cvar"] = tail
         sampled = [cell for key, cell in (run.get("final_sampled") or {}).get("cells", {}).items()
