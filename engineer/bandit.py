@@ -70,15 +70,13 @@ class BanditEngineer:
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Update the values from the stage's training signal, then the softmax weights; ``seed`` is unused."""
         started = time.perf_counter()
-        env_stats = context.section("env_stats") or {}
-        signal = env_stats.get("training_signal") or {}
+        signal = context.signal.by_size if context.signal is not None else {}
         notes: list[str] = []
         for side in sorted(config.sizes):
             figures = signal.get(str(side))
-            groups = int(figures.get("groups") or 0) if figures else 0
-            advantage = figures.get("abs_advantage_mean") if figures else None
-            if groups <= 0 or not isinstance(advantage, (int, float)) or not math.isfinite(advantage):
+            if figures is None or figures.groups <= 0 or not math.isfinite(figures.abs_advantage_mean):
                 continue
+            groups, advantage = figures.groups, figures.abs_advantage_mean
             old = self.values.get(side)
             self.values[side] = advantage if old is None else old + self.step_size * (advantage - old)
             self.counts[side] = self.counts.get(side, 0) + groups

@@ -12,8 +12,10 @@ deterministic) and widens the band upward one makespan at a time until the candi
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 
+from replays.mining import GroupStats
 from simulator.config import SizeSpec, StageConfig
 from simulator.errors import ConfigError
 from simulator.generator import generate
@@ -26,20 +28,18 @@ PROBE_CANDIDATES = 100
 PROBE_SEED = 0x0BAD  # the probes' own seed: the same band always gets the same verdict
 
 
-def makespan_levels(by_size_makespan: dict, side: int, metric: str) -> dict[int, tuple[int, float]]:
-    """``{makespan: (episodes, rate)}`` of ``side`` from the behavior section's ``by_size_makespan`` (keys
-    ``"S:M"``, values with ``episodes`` and ``metric``), ascending; malformed entries are skipped."""
+def makespan_levels(by_size_makespan: Mapping[str, GroupStats], side: int,
+                    metric: str) -> dict[int, tuple[int, float]]:
+    """``{makespan: (episodes, rate)}`` of ``side`` from the evidence's ``by_size_makespan`` (keys ``"S:M"``),
+    ascending; keys of other sides, keys that are not ``"S:M"``, empty groups and non-finite rates are skipped."""
     levels: dict[int, tuple[int, float]] = {}
-    for key, group in (by_size_makespan or {}).items():
+    for key, group in by_size_makespan.items():
         size, _, makespan = str(key).partition(":")
-        if size != str(side) or not makespan.isdigit() or not isinstance(group, dict):
+        if size != str(side) or not makespan.isdigit() or group.episodes < 1:
             continue
-        episodes, rate = group.get("episodes"), group.get(metric)
-        if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
-            continue
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate):
-            continue
-        levels[int(makespan)] = (episodes, float(rate))
+        rate = float(getattr(group, metric))
+        if math.isfinite(rate):
+            levels[int(makespan)] = (group.episodes, rate)
     return dict(sorted(levels.items()))
 
 

@@ -25,10 +25,10 @@ Sections (:data:`CONTEXT_SECTIONS`, always rendered in this order, whatever orde
     the last ``history_limit`` previous stages: their configs and the scores they led to.
 
 :func:`build_context` reads a :class:`~engineer.evidence.StageEvidence` and a list of :class:`HistoryEntry` and
-returns an :class:`EngineerContext`: ``text`` for an LLM (markdown-ish, one ``## name`` heading per section) and
-``data`` for rule-based engineers: ``{"sections": [...], "<name>": {...}}`` with one JSON-able dict per selected
-section (structures in each builder's docstring). A switched-off section is absent from both, so an ablation
-really hides it.
+returns an :class:`EngineerContext`: ``text`` for an LLM (markdown-ish, one ``## name`` heading per section),
+``data``, the same as JSON (``{"sections": [...], "<name>": {...}}`` with one dict per selected section, structures
+in each builder's docstring), and the typed evidence that rule-based engineers read (``context.behavior``,
+``context.signal``). A switched-off section is absent from all three, so an ablation really hides it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engineer.evidence import SIGNAL_TRAINERS, StageEvidence
+from engineer.evidence import SIGNAL_TRAINERS, StageEvidence, TrainingSignal
 from replays.mining import CATEGORIES, Exemplar, FailureSummary, GroupStats, read_key
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -126,7 +126,9 @@ class ContextOptions:
 
 @dataclass
 class EngineerContext:
-    """What an engineer reads: the same evidence as text (for an LLM) and as data (for rules)."""
+    """What an engineer reads: the evidence as text (for an LLM), as JSON-able data (the LLM's JSON, the
+    decision file) and typed (for rules: :attr:`behavior`, :attr:`signal`), each holding only the sections
+    switched on."""
 
     sections: tuple[str, ...]
     """The sections it holds, in :data:`CONTEXT_SECTIONS` order."""
@@ -134,10 +136,24 @@ class EngineerContext:
     """``{"sections": [...], "<section>": {...}}``, JSON-able."""
     text: str = ""
     """The rendering for an LLM prompt."""
+    evidence: StageEvidence | None = None
+    """The typed evidence the sections were built from (None: a context without evidence)."""
 
     def section(self, name: str) -> dict | None:
         """The data of section ``name``, or None when it was switched off."""
         return self.data.get(name) if name in self.sections else None
+
+    @property
+    def behavior(self) -> FailureSummary | None:
+        """The evidence's summary (rates overall, per size, per size and wait, per size and optimal makespan:
+        typed :class:`~replays.mining.GroupStats`), or None when the behavior section is off."""
+        return self.evidence.failures if self.evidence is not None and "behavior" in self.sections else None
+
+    @property
+    def signal(self) -> TrainingSignal | None:
+        """The stage's training signal (per size, and per sampling round), or None when the env_stats section is
+        off or the evidence has none."""
+        return self.evidence.training_signal if self.evidence is not None and "env_stats" in self.sections else None
 
 
 def parse_sections(sections: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -536,7 +552,7 @@ def build_context(
         data[name] = section.data(evidence, config, history_list, options)
         blocks.append("\n".join(section.text(data[name])))
     text = "\n\n".join(blocks) if blocks else "(no evidence: every context section is switched off)"
-    return EngineerContext(sections=chosen, data=data, text=text + "\n")
+    return EngineerContext(sections=chosen, data=data, text=text + "\n", evidence=evidence)
 
 
 __all__ = [

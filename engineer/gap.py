@@ -67,12 +67,15 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from engineer.bands import makespan_levels
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
 from engineer.progress import rate_series
 from engineer.rule import RULE_METRICS, check_number_options, floored_shares, hole_ratio_cap, reweighted
+from replays.mining import GroupStats
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
@@ -81,18 +84,14 @@ GAP_WEIGHS = ("keep", "yield")
 GAP_LENGTHS = ("keep", "frontier")
 
 
-def length_band(by_size_makespan: dict, side: int, min_episodes: int, reach: float, solved: float,
-                metric: str = "valid_rate") -> tuple[int, int] | None:
-    """``(min_makespan, max_makespan)`` of ``side`` from the behavior section's ``by_size_makespan``: over the
-    makespans with at least ``min_episodes`` (at least 1) episodes, the longest whose rate reaches ``reach`` and
-    the shortest up to it whose rate is below ``solved`` (the longest itself when all are at least ``solved``);
-    None when no makespan reaches ``reach``."""
-    rates = {}
-    for key, group in by_size_makespan.items():
-        head, _, tail = str(key).partition(":")
-        if head == str(side) and tail.isdigit() and isinstance(group, dict) and \
-                group.get("episodes", 0) >= max(min_episodes, 1):
-            rates[int(tail)] = float(group[metric])
+def length_band(by_size_makespan: Mapping[str, GroupStats], side: int, min_episodes: int, reach: float,
+                solved: float, metric: str = "valid_rate") -> tuple[int, int] | None:
+    """``(min_makespan, max_makespan)`` of ``side`` from the evidence's ``by_size_makespan`` (keys ``"S:M"``):
+    over the makespans with at least ``min_episodes`` (at least 1) episodes, the longest whose rate reaches
+    ``reach`` and the shortest up to it whose rate is below ``solved`` (the longest itself when all are at least
+    ``solved``); None when no makespan reaches ``reach``."""
+    rates = {makespan: rate for makespan, (episodes, rate) in makespan_levels(by_size_makespan, side, metric).items()
+             if episodes >= max(min_episodes, 1)}
     reaching = [makespan for makespan, rate in rates.items() if rate >= reach]
     if not reaching:
         return None
@@ -101,13 +100,14 @@ def length_band(by_size_makespan: dict, side: int, min_episodes: int, reach: flo
     return (min(open_) if open_ else top), top
 
 
-def wait_rates(by_size_wait: dict, side: int, min_episodes: int, metric: str) -> tuple[float, float] | None:
-    """``(rate on instances that need a wait, rate on the others)`` of ``side`` from the behavior section's
+def wait_rates(by_size_wait: Mapping[str, GroupStats], side: int, min_episodes: int,
+               metric: str) -> tuple[float, float] | None:
+    """``(rate on instances that need a wait, rate on the others)`` of ``side`` from the evidence's
     ``by_size_wait``; None when either kind has fewer than ``min_episodes`` (at least 1) episodes."""
-    groups = [by_size_wait.get(f"{side}:{kind}") for kind in ("needs_wait", "no_wait")]
-    if any(not isinstance(group, dict) or group.get("episodes", 0) < max(min_episodes, 1) for group in groups):
+    waits, others = by_size_wait.get(f"{side}:needs_wait"), by_size_wait.get(f"{side}:no_wait")
+    if waits is None or others is None or min(waits.episodes, others.episodes) < max(min_episodes, 1):
         return None
-    return float(groups[0][metric]), float(groups[1][metric])
+    return float(getattr(waits, metric)), float(getattr(others, metric))
 
 
 @dataclass
@@ -193,7 +193,7 @@ class GapEngineer:
             return min(self.lesson_holes, cap)
         if self.hole_step <= 0.0:
             return self.lesson
-        rates = rate_series(context.section("env_stats") or {}, side)
+        rates = rate_series(context.signal, side)
         if not rates:
             notes.append(f"no sampling round recorded on {side}x{side}: the lesson stays at holes {self.lesson:g}")
             return self.lesson
@@ -221,15 +221,14 @@ class GapEngineer:
                                 else "its gap has closed: the start wait ratio comes back)"))
         return replace(config, sizes=sizes)
 
-    def _yields(self, context: EngineerContext, proposal: StageConfig, by_size_wait: dict, sides: list[int],
+    def _yields(self, context: EngineerContext, proposal: StageConfig, by_size_wait: Mapping[str, GroupStats], sides: list[int],
                 notes: list[str]) -> dict[int, float]:
         """The yield of each of ``sides`` that has one: its last training round's sampled valid rate, else its
         validation rate on the instances it will train on (the no-wait rate when ``proposal`` trains it without
         waits; none with fewer than ``min_episodes`` validation episodes of a kind)."""
-        env_stats = context.section("env_stats") or {}
         yields = {}
         for side in sides:
-            rates = rate_series(env_stats, side)
+            rates = rate_series(context.signal, side)
             if rates:
                 yields[side] = rates[-1]
                 notes.append(f"size {side}: the last round's samples solved {100 * rates[-1]:.1f}%")
@@ -243,7 +242,7 @@ class GapEngineer:
             notes.append(f"size {side}: no round yet, validation {100 * yields[side]:.1f}% at wait ratio {share:g}")
         return yields
 
-    def _weigh(self, context: EngineerContext, proposal: StageConfig, by_size_wait: dict,
+    def _weigh(self, context: EngineerContext, proposal: StageConfig, by_size_wait: Mapping[str, GroupStats],
                notes: list[str]) -> StageConfig:
         """``proposal`` with the data ratios of the used sizes that have a yield shared by ``1 / yield`` above
         ``reach`` (``floor`` each); unchanged when no size reaches ``reach``."""
@@ -262,7 +261,7 @@ class GapEngineer:
     def _lengths(self, context: EngineerContext, proposal: StageConfig, notes: list[str]) -> StageConfig:
         """``proposal`` with each used size's makespan bounds set to its :func:`length_band` when it trains without
         waits and has one, cleared otherwise."""
-        by_length = (context.section("behavior") or {}).get("by_size_makespan") or {}
+        by_length = context.behavior.by_size_makespan if context.behavior is not None else {}
         if not by_length:
             notes.append("no validation split by optimal makespan (behavior.by_size_makespan): lengths stay")
             return proposal
@@ -297,7 +296,7 @@ class GapEngineer:
                                  rationale="\n".join(notes), context_text=context.text,
                                  seconds=time.perf_counter() - started, details={"state": self.state()})
 
-        by_size_wait = (context.section("behavior") or {}).get("by_size_wait") or {}
+        by_size_wait = context.behavior.by_size_wait if context.behavior is not None else {}
         if config.agents_max < 2:
             notes.append("one agent: nothing ever waits")
             return decide(config, "gap: nothing to change")

@@ -81,12 +81,12 @@ class LearnabilityEngineer:
                                  rationale="\n".join(notes), context_text=context.text,
                                  seconds=time.perf_counter() - started)
 
-        behavior = context.section("behavior")
+        behavior = context.behavior
         if behavior is None:
             return decide(config, "learnability: no behavior section in the context, nothing to act on",
                           ["kept the config: no evidence of behavior"])
         notes: list[str] = []
-        rates = size_rates(behavior.get("by_size", {}), config, self.min_episodes, self.metric, notes,
+        rates = size_rates(behavior.by_size, config, self.min_episodes, self.metric, notes,
                            "keeps its weight")
         previous = {side: spec.data_ratio for side, spec in config.sizes.items()}
         weights = learnability_weights(rates, previous, self.floor, self.smoothing) if rates else None

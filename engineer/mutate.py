@@ -83,11 +83,11 @@ class MutateEngineer:
                                  rationale="\n".join(notes), context_text=context.text,
                                  seconds=time.perf_counter() - started)
 
-        behavior = context.section("behavior")
+        behavior = context.behavior
         if behavior is None:
             return decide(config, "mutate: no behavior section in the context, nothing to act on",
                           ["kept the config: no evidence of behavior"])
-        by_size = behavior.get("by_size", {})
+        by_size = behavior.by_size
         rng = np.random.default_rng([seed % (2**63), 0xACCE1])
         agents = config.agents_max
         specs = {side: spec for side, spec in config.sizes.items()}

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
+from engineer.evidence import TrainingSignal
 from engineer.rule import check_number_options, filled_values, floored_shares, reweighted, side_table
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -46,15 +47,17 @@ def _rate(value) -> float | None:
     return float(value) if 0.0 <= value <= 1.0 else None
 
 
-def rate_series(env_stats: dict, side: int) -> list[float]:
-    """The sampled valid rates of ``side`` in the stage just trained, in order: one per sampling round when the
-    trainer recorded rounds, else the stage's one rate; [] when the size was not trained on."""
-    rounds = env_stats.get("training_signal_rounds") or []
-    if isinstance(rounds, list) and rounds:
-        return [rate for by_size in rounds if isinstance(by_size, dict)
-                for rate in [_rate(by_size.get(str(side)))] if rate is not None]
-    figures = (env_stats.get("training_signal") or {}).get(str(side))
-    rate = _rate(figures.get("valid_rate")) if isinstance(figures, dict) and (figures.get("groups") or 0) > 0 else None
+def rate_series(signal: TrainingSignal | None, side: int) -> list[float]:
+    """The sampled valid rates of ``side`` in the stage just trained (``signal``: the context's
+    :attr:`~engineer.context.EngineerContext.signal`), in order: one per sampling round when the trainer recorded
+    rounds, else the stage's one rate; [] when the size was not trained on."""
+    if signal is None:
+        return []
+    if signal.rounds:
+        return [rate for by_size in signal.rounds for figures in [by_size.get(str(side))] if figures is not None
+                for rate in [_rate(figures.valid_rate)] if rate is not None]
+    figures = signal.by_size.get(str(side))
+    rate = _rate(figures.valid_rate) if figures is not None and figures.groups > 0 else None
     return [rate] if rate is not None else []
 
 
@@ -113,10 +116,9 @@ class ProgressEngineer:
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Update each size's progress from the stage's sampled rates, then the weights; ``seed`` is unused."""
         started = time.perf_counter()
-        env_stats = context.section("env_stats") or {}
         notes: list[str] = []
         for side in sorted(config.sizes):
-            series = rate_series(env_stats, side)
+            series = rate_series(context.signal, side)
             if not series:
                 continue
             previous = self.rates.get(side)

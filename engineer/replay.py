@@ -43,6 +43,7 @@ from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
 from engineer.material import StageMaterial
 from engineer.rule import RULE_METRICS, check_number_options
+from replays.mining import FailureSummary
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 from simulator.generator import LabelledInstance
@@ -51,18 +52,16 @@ from simulator.text import counted
 MAX_BUFFER = 5000  # instances a buffer may hold: every decision record (at most 64 MiB) keeps them, ~2 kB each on 10x10
 
 
-def learning_potential(behavior: dict, side: int, makespan: int, metric: str, min_episodes: int) -> float | None:
+def learning_potential(behavior: FailureSummary, side: int, makespan: int, metric: str,
+                       min_episodes: int) -> float | None:
     """``p(1 - p)`` of the evidence on ``side``'s instances of optimal makespan ``makespan`` (with at least
     ``min_episodes`` episodes), else on ``side``; None without such evidence."""
-    for group in ((behavior.get("by_size_makespan") or {}).get(f"{side}:{makespan}"),
-                  (behavior.get("by_size") or {}).get(str(side))):
-        if not isinstance(group, dict) or not isinstance(group.get("episodes"), int) \
-                or group["episodes"] < min_episodes:
+    for group in (behavior.by_size_makespan.get(f"{side}:{makespan}"), behavior.by_size.get(str(side))):
+        if group is None or group.episodes < min_episodes:
             continue
-        rate = group.get(metric)
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
-            continue
-        return float(rate) * (1.0 - float(rate))
+        rate = float(getattr(group, metric))
+        if 0.0 <= rate <= 1.0:
+            return rate * (1.0 - rate)
     return None
 
 
@@ -138,7 +137,7 @@ class ReplayEngineer:
                                  seconds=time.perf_counter() - started, details={"state": self.state()},
                                  instances=replayed)
 
-        material, behavior = self.material, context.section("behavior")
+        material, behavior = self.material, context.behavior
         if material is None:
             notes.append("no stage material (the stage loop hands over the instances trained on): nothing to replay")
             return decide("replay: nothing to replay")

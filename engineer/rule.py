@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
+from replays.mining import GroupStats
 from simulator.config import MAX_HOLE_RATIO, SizeSpec, StageConfig
 from simulator.errors import ConfigError
 from simulator.text import counted
@@ -98,18 +100,18 @@ def hole_ratio_cap(side: int, agents: int, digits: int = _DIGITS) -> float:
     return max(ratio, 0.0)
 
 
-def size_rates(by_size: dict, config: StageConfig, min_episodes: int, metric: str,
+def size_rates(by_size: Mapping[str, GroupStats], config: StageConfig, min_episodes: int, metric: str,
                notes: list[str], left: str = "left alone") -> dict[int, float]:
-    """Each used size's ``metric`` from the behavior section's ``by_size``, for sizes with at least
-    ``min_episodes`` episodes; the others get a note ending in ``left`` (what the engineer does with them)."""
+    """Each used size's ``metric`` from the evidence's ``by_size``, for sizes with at least ``min_episodes``
+    episodes; the others get a note ending in ``left`` (what the engineer does with them)."""
     rates: dict[int, float] = {}
     for side in config.used_sizes():
         group = by_size.get(str(side))
-        episodes = group.get("episodes", 0) if group else 0
-        if episodes < min_episodes:
+        episodes = group.episodes if group is not None else 0
+        if group is None or episodes < min_episodes:
             notes.append(f"size {side}: {counted(episodes, 'episode')} (< {min_episodes}), {left}")
             continue
-        rates[side] = float(group[metric])
+        rates[side] = float(getattr(group, metric))
     return rates
 
 
@@ -157,25 +159,16 @@ class RuleEngineer:
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """The next config by the rules above; ``seed`` is unused (the rules are deterministic)."""
         started = time.perf_counter()
-        behavior = context.section("behavior")
+        behavior = context.behavior
         if behavior is None:
             return make_decision(
                 self.name, config, config, "rule: no behavior section in the context, nothing to act on",
                 proposal=config.to_dict(), rationale="kept the config: no evidence of behavior",
                 context_text=context.text, seconds=time.perf_counter() - started,
             )
-        by_size = behavior.get("by_size", {})
         notes: list[str] = []
-        classes: dict[int, str] = {}
-        rates: dict[int, float] = {}
-        for side in config.used_sizes():
-            group = by_size.get(str(side))
-            if not group or group.get("episodes", 0) < self.min_episodes:
-                episodes = group.get("episodes", 0) if group else 0
-                notes.append(f"size {side}: {counted(episodes, 'episode')} (< {self.min_episodes}), left alone")
-                continue
-            rates[side] = float(group[self.metric])
-            classes[side] = self.classify(rates[side])
+        rates = size_rates(behavior.by_size, config, self.min_episodes, self.metric, notes)
+        classes = {side: self.classify(rate) for side, rate in rates.items()}
 
         weights = {side: spec.data_ratio for side, spec in config.sizes.items()}
         mid = [side for side, kind in classes.items() if kind == "mid"]

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from engineer.bands import fillable_band, makespan_levels
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
+from engineer.evidence import SignalFigures
 from engineer.rule import check_number_options, side_table
 from simulator.config import MAX_HORIZON, StageConfig
 from simulator.errors import ConfigError
@@ -99,11 +100,11 @@ class TargetEngineer:
                                  rationale="\n".join(notes), context_text=context.text,
                                  seconds=time.perf_counter() - started, details={"state": self.state()})
 
-        by_length = ((context.section("behavior") or {}).get("by_size_makespan")) or {}
+        by_length = context.behavior.by_size_makespan if context.behavior is not None else {}
         if not by_length:
             notes.append("no evidence split by optimal makespan (behavior.by_size_makespan): the targets stay")
             return decide(config, "target: nothing to change")
-        signal = (context.section("env_stats") or {}).get("training_signal") or {}
+        signal = context.signal.by_size if context.signal is not None else {}
         sizes = dict(config.sizes)
         for side in config.used_sizes():
             levels = makespan_levels(by_length, side, "valid_rate")
@@ -135,14 +136,11 @@ class TargetEngineer:
         return replace(spec, min_makespan=band[0], max_makespan=band[1])
 
 
-def _reward(figures) -> float | None:
+def _reward(figures: SignalFigures | None) -> float | None:
     """The sampled valid rate of a size's training signal, or None when it was not trained on."""
-    if not isinstance(figures, dict) or not (figures.get("groups") or 0) > 0:
+    if figures is None or figures.groups <= 0 or not 0.0 <= figures.valid_rate <= 1.0:
         return None
-    rate = figures.get("valid_rate")
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
-        return None
-    return float(rate)
+    return float(figures.valid_rate)
 
 
 __all__ = ["TargetEngineer", "next_target"]

@@ -86,8 +86,7 @@ class WindowEngineer:
                                  rationale="\n".join(notes), context_text=context.text,
                                  seconds=time.perf_counter() - started)
 
-        behavior = context.section("behavior")
-        by_length = (behavior or {}).get("by_size_makespan") or {}
+        by_length = context.behavior.by_size_makespan if context.behavior is not None else {}
         if not by_length:
             notes.append("no evidence split by optimal makespan (behavior.by_size_makespan): the windows stay")
             return decide(config, "window: nothing to change")

@@ -124,6 +124,9 @@ def test_context__switched_off_sections_are_absent_from_text_and_data(episodes, 
         assert (f"## {name}" in context.text) == (name in chosen)
     if not chosen:
         assert "no evidence" in context.text
+    # the typed evidence rule-based engineers read is hidden with its section
+    assert (context.behavior is not None) == ("behavior" in chosen)
+    assert context.signal is None  # env_stats is off in every choice (and there is no signal)
 
 
 def test_context__plain_failure_summary_without_size_stats_still_builds(episodes, stage_config):
@@ -221,6 +224,8 @@ def test_context__env_stats_shows_the_generator_s_report_and_the_training_signal
     assert "what the generator made of the current config" in context.text
     assert "3x3: 4 groups, reward 0.50, sampled valid 40.0%, zero-variance 25.0%, mean |advantage| 0.61" in context.text
     assert "(its GRPO groups)" in context.text and data["training_signal_trainer"] == "grpo"
+    assert context.signal is not None and context.signal.by_size["3"].abs_advantage_mean == 0.61
+    assert context.behavior is None  # behavior is off: its typed summary too
     json.dumps(context.data, allow_nan=False)
     plain = build_context(summarize_episodes(episodes), stage_config, [], sections=("env_stats",))
     assert plain.section("env_stats")["generated"] == {} and "made of the current config (the stage" not in plain.text

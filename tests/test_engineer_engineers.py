@@ -19,6 +19,7 @@ from engineer.evidence import StageEvidence
 from engineer.gap import length_band
 from engineer.llm import LLMEngineer
 from engineer.rule import hole_ratio_cap
+from replays.mining import GroupStats
 from policy.backend_base import Generation
 from simulator.config import SizeSpec, StageConfig, load_config
 from simulator.errors import ConfigError
@@ -492,8 +493,11 @@ def test_gap__without_the_split_or_with_one_agent_nothing_moves_and_bad_options_
 
 
 def test_length_band__from_the_shortest_unsolved_to_the_longest_reached_makespan_with_enough_episodes():
+    def group(rate: float, n: int) -> GroupStats:
+        return GroupStats(n, round(rate * n), round(rate * n), rate, rate, {})
+
     def table(cells: dict[int, tuple[float, int]]) -> dict:
-        return {f"4:{m}": {"episodes": n, "valid_rate": rate} for m, (rate, n) in cells.items()}
+        return {f"4:{m}": group(rate, n) for m, (rate, n) in cells.items()}
 
     rows = [  # (cells {makespan: (rate, episodes)}, band)
         ({1: (1.0, 10), 2: (0.9, 10), 3: (0.5, 10), 4: (0.1, 10), 5: (0.0, 10)}, (3, 4)),
@@ -505,7 +509,7 @@ def test_length_band__from_the_shortest_unsolved_to_the_longest_reached_makespan
     ]
     for cells, band in rows:
         assert length_band(table(cells), 4, min_episodes=5, reach=0.05, solved=0.8) == band, cells
-    junk = {"4:x": {"episodes": 9, "valid_rate": 0.5}, "5:3": {"episodes": 9, "valid_rate": 0.5}, "4:2": "bad"}
+    junk = {"4:x": group(0.5, 9), "5:3": group(0.5, 9), "4:2": group(0.5, 0)}
     assert length_band(junk, 4, min_episodes=5, reach=0.05, solved=0.8) is None
 
 
@@ -547,9 +551,9 @@ def _one_size(side: int, wait: float = 0.0, **bounds) -> StageConfig:
 
 
 def _length_context(config: StageConfig, cells: dict[int, dict[int, tuple[float, int]]], signal=None,
-                    sections=None):
+                    sections=None, rates=None):
     """A context whose evidence has, per size, ``{makespan: (valid rate, episodes)}`` (``signal``: the stage's
-    sampled valid rate per size, as its training signal)."""
+    sampled valid rate per size, as its training signal; ``rates``: each size's own rate, 0.5 by default)."""
     def group(rate: float, n: int) -> dict:
         valid = round(rate * n)
         return {"episodes": n, "valid": valid, "optimal": valid, "valid_rate": rate, "optimal_rate": rate,
@@ -561,7 +565,8 @@ def _length_context(config: StageConfig, cells: dict[int, dict[int, tuple[float,
         extra["training_signal"] = {"by_size": {str(side): {
             "groups": 8, "reward_mean": rate, "valid_rate": rate, "zero_variance_share": 0.0,
             "abs_advantage_mean": 0.5} for side, rate in signal.items()}}
-    return build_context(summary_with({side: 0.5 for side in config.sizes}, **extra), config, [], sections=sections)
+    rates = rates or {side: 0.5 for side in config.sizes}
+    return build_context(summary_with(rates, **extra), config, [], sections=sections)
 
 
 @pytest.mark.parametrize("levels, bounds, window", [
@@ -706,9 +711,8 @@ def test_learning_potential__p_times_one_minus_p_of_the_evidence_on_instances_li
                                                                                      expected):
     from engineer.replay import learning_potential
 
-    behavior = {"by_size": {"4": {"episodes": 20, "valid_rate": 0.5}},
-                "by_size_makespan": {"4:2": {"episodes": 10, "valid_rate": 0.3},
-                                     "4:3": {"episodes": 3, "valid_rate": 1.0}}}
+    behavior = _length_context(StageConfig.from_dict({"agents": 2, "samples": 40, "sizes": {4: {
+        "data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}}), {4: {2: (0.3, 10), 3: (1.0, 3)}}).behavior
     got = learning_potential(behavior, side, makespan, "valid_rate", min_episodes)
     assert got == (None if expected is None else pytest.approx(expected))
 
@@ -730,8 +734,7 @@ def test_replay__replays_the_bank_s_instances_with_learning_potential_by_rank_an
         4: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.0}}})
     # the evidence: 3x3 solved (no potential), 4x4 plans of 1 step solved, longer ones half the time
     cells = {3: {m: (1.0, 10) for m in range(1, 6)}, 4: {1: (1.0, 10), **{m: (0.5, 10) for m in range(2, 8)}}}
-    context = _length_context(config, cells)
-    context.data["behavior"]["by_size"]["3"]["valid_rate"] = 1.0  # the size's own rate agrees: solved
+    context = _length_context(config, cells, rates={3: 1.0, 4: 0.5})  # 3x3's own rate agrees: solved
     promising = {item.instance.content_key() for item in bank if item.size == 4 and item.optimal_makespan >= 2}
     assert len(promising) >= 5, "the seed's bank has 4x4 instances of 2+ steps"
     replay = make_engineer("replay", share=0.1, buffer_size=30)
@@ -779,9 +782,7 @@ def test_replay__without_material_evidence_or_potential_nothing_is_replayed_and_
     assert hidden.propose(_length_context(config, cells, sections=("failures",)), config).instances == ()
     solved = make_engineer("replay")
     solved.load_material(StageMaterial(stage=1, bank=tuple(bank)))
-    context = _length_context(config, {4: {m: (1.0, 10) for m in range(1, 8)}})
-    for side in ("3", "4"):
-        context.data["behavior"]["by_size"].setdefault(side, {"episodes": 20})["valid_rate"] = 1.0
+    context = _length_context(config, {4: {m: (1.0, 10) for m in range(1, 8)}}, rates={3: 1.0, 4: 1.0})
     decision = solved.propose(context, config)
     assert decision.instances == () and "no instance has learning potential" in decision.rationale
     for option, value in (("share", 0.95), ("buffer_size", 0), ("temperature", 0.0), ("staleness", 1.5),
