@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engineer.context import HistoryEntry
-from engineer.decision import DECISION_OUTCOMES, decision_outcome
+from engineer.decision import DECISION_OUTCOMES, EngineerDecision, decision_outcome
 from simulator.config import StageConfig, _checked_int, _checked_real
 from simulator.errors import ConfigError
 
@@ -110,6 +110,12 @@ class StageDecision:
     def to_dict(self) -> dict[str, Any]:
         return {"outcome": self.outcome, "engineer": self.engineer, "accepted": self.accepted, "reason": self.reason,
                 "diff": list(self.diff), "repairs": list(self.repairs)}
+
+    @classmethod
+    def of(cls, decision: EngineerDecision) -> "StageDecision":
+        """The stage record's part of an engineer's decision."""
+        return cls(outcome=decision.outcome, engineer=decision.engineer, accepted=decision.accepted,
+                   reason=decision.reason, diff=tuple(decision.diff), repairs=tuple(decision.repairs))
 
     @classmethod
     def from_decision(cls, decision: dict, where: str = "decision") -> "StageDecision":

@@ -53,7 +53,7 @@ from curriculum.distributed import is_main_process, wait_for_file
 from policy.prompts import get_style, save_checkpoint_style
 from replays.format import ReplayHeader
 from engineer import HistoryEntry, StageEvidence, summarize_episodes
-from engineer.decision import decision_instances
+from engineer.decision import EngineerDecision
 from engineer.evidence import SampledPass, TrainingSignal, read_size_report
 from curriculum.records import StageDecision, StageRecord, StageScores
 from curriculum.sets import RunSets, training_seed
@@ -528,14 +528,14 @@ class Run:
             zero_variance_share=train_info.get("zero_variance_share"))], folder / "decision.json", bank=items)
         self.release_eval_backend()
         clock.lap("engineer")
-        outcome = StageDecision.from_decision(decision)
-        handed = len(decision.get("instances") or [])
+        outcome = StageDecision.of(decision)
+        handed = len(decision.instances)
         self.log(f"stage {stage}: engineer {outcome.engineer} {_OUTCOME_WORDS[outcome.outcome]}"
                  f" ({outcome.reason}); changes: {', '.join(outcome.diff) or 'none'}"
                  + (f"; {counted(handed, 'instance')} for stage {stage + 1}" if handed else ""))
-        self._log_rationale(outcome, decision)
+        self._log_rationale(outcome, decision.rationale)
         record = StageRecord(
-            stage=stage, config=config, next_config=StageConfig.from_dict(decision["config"]), model=checkpoint,
+            stage=stage, config=config, next_config=decision.config, model=checkpoint,
             scores=StageScores(**self._scores(summary), zero_variance_share=train_info.get("zero_variance_share")),
             decision=outcome, train=train_info, generation=generation, churn=churn, timings=clock.laps,
             shared_from=(folder / _SHARED_FROM).read_text() if (folder / _SHARED_FROM).exists() else None)
@@ -543,14 +543,15 @@ class Run:
         return record
 
     def _decide(self, stage: int, checkpoint: str, base_model: str, config: StageConfig, evidence: StageEvidence,
-                history: list[HistoryEntry], decision_path: Path, bank: Sequence[LabelledInstance] = ()) -> dict:
-        """The engineer's decision after ``stage`` (0: before stage 1, from the warm start) as its record's dict:
-        read back from ``decision_path`` when a resumed run made it already, else asked for and written there.
+                history: list[HistoryEntry], decision_path: Path,
+                bank: Sequence[LabelledInstance] = ()) -> EngineerDecision:
+        """The engineer's decision after ``stage`` (0: before stage 1, from the warm start): read back from
+        ``decision_path`` when a resumed run made it already, else asked for and written there.
         ``bank``: the instances the stage trained on, for an engineer that reads them (``load_material``)."""
         from engineer import build_context, make_engineer
 
         if decision_path.exists():
-            return read_record(decision_path, "engineer's decision", ("config",))
+            return _read_decision(decision_path)
         cfg = self.config
         spec = cfg.engineer.spec
         options = dict(cfg.engineer.options)
@@ -565,13 +566,13 @@ class Run:
         if hasattr(engineer, "load_state"):  # a stateful engineer continues from its previous decision
             previous = (self.stage_dir(stage - 1) / "decision.json" if stage > 1
                         else self._plan_path() if stage == 1 and cfg.engineer.plan_first else None)
-            engineer.load_state((read_record(previous, "engineer's decision").get("details") or {}).get("state")
+            engineer.load_state(_read_decision(previous).details.get("state")
                                 if previous is not None and previous.exists() else None)
         if hasattr(engineer, "load_material"):  # an engineer that writes instances reads the instances themselves
             engineer.load_material(self._material(stage, bank, decision_path.parent / "validation.mlr"))
         context = build_context(evidence, config, history, sections=tuple(cfg.engineer.context))
-        decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage)).to_dict()
-        _write_json(decision_path, decision)
+        decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage))
+        _write_json(decision_path, decision.to_dict())
         return decision
 
     def _given_instances(self, stage: int) -> tuple[list[LabelledInstance], str]:
@@ -582,8 +583,7 @@ class Run:
                     else self._plan_path() if cfg.engineer.plan_first else None)
         if previous is None or not previous.exists():
             return [], ""
-        record = read_record(previous, "engineer's decision", ("config",))
-        return decision_instances(record, str(previous)), str(previous)
+        return list(_read_decision(previous).instances), str(previous)
 
     def _plan_path(self) -> Path:
         """Where the decision made before stage 1 (``engineer.plan_first``) is kept."""
@@ -606,17 +606,16 @@ class Run:
         path = self._plan_path()
         evidence = _read_summary(path.parent / "summary.json")
         decision = self._decide(0, model, base_model, self.config.initial_config, evidence, history, path)
-        outcome = StageDecision.from_decision(decision)
+        outcome = StageDecision.of(decision)
         self.log(f"before stage 1: engineer {outcome.engineer} {_OUTCOME_WORDS[outcome.outcome]}"
                  f" ({outcome.reason}); changes: {', '.join(outcome.diff) or 'none'}")
-        self._log_rationale(outcome, decision)
-        return StageConfig.from_dict(decision["config"])
+        self._log_rationale(outcome, decision.rationale)
+        return decision.config
 
-    def _log_rationale(self, outcome: StageDecision, decision: dict, limit: int = 10) -> None:
+    def _log_rationale(self, outcome: StageDecision, rationale: str, limit: int = 10) -> None:
         """Why the engineer changed the config: its own rationale, a line each (at most ``limit``, each cut to
         one terminal line), so a reader of the log sees the reasons beside the changes."""
-        rationale = decision.get("rationale")
-        if outcome.outcome != "changed" or not isinstance(rationale, str) or not rationale.strip():
+        if outcome.outcome != "changed" or not rationale.strip():
             return
         lines = [" ".join(line.split()) for line in rationale.splitlines() if line.strip()]
         for line in lines[:limit]:
@@ -688,6 +687,12 @@ class Run:
                                   "samples": int((keys == key).sum())} for key in dict.fromkeys(keys.tolist())}}
         _write_json(path, result)
         return result
+
+
+def _read_decision(path: Path) -> EngineerDecision:
+    """A ``decision.json`` the stage loop wrote, read back (a bad one raises ConfigError naming the file and
+    field)."""
+    return EngineerDecision.from_dict(read_record(path, "engineer's decision", ("config",)), str(path))
 
 
 def _read_summary(path: Path) -> StageEvidence:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from replays.mining import check_value, read_key
 from simulator.config import StageConfig, diff_configs
 from simulator.errors import ConfigError
 from simulator.generator import LabelledInstance
@@ -123,6 +124,39 @@ class EngineerDecision:
             **({"instances": [item.to_dict() for item in self.instances]} if self.instances else {}),
         }
 
+    @classmethod
+    def from_dict(cls, document: Any, where: str = "decision") -> "EngineerDecision":
+        """Read :meth:`to_dict`'s record back (``to_dict(from_dict(d)) == d`` for a record it wrote). Only
+        ``config`` is required: a record written before a field existed reads it as empty (``previous``: the
+        config itself, ``diff``: recomputed, ``accepted``: from ``outcome``). A field of the wrong type raises
+        ConfigError naming ``where.<field>``."""
+        config = _read_config(document, "config", where)
+        previous = _read_config(document, "previous", where, optional=True) or config
+        accepted = read_key(document, "accepted", where, "bool", optional=True)
+        if accepted is None:
+            accepted = read_key(document, "outcome", where, "str", optional=True) != "rejected"
+        diff = read_key(document, "diff", where, "list", optional=True)
+        repairs = read_key(document, "repairs", where, "list", optional=True) or []
+        for name, lines in (("diff", diff or []), ("repairs", repairs)):
+            for index, line in enumerate(lines):
+                check_value(line, f"{where}.{name}[{index}]", "str")
+        return cls(
+            engineer=read_key(document, "engineer", where, "str", optional=True) or "",
+            accepted=accepted,
+            reason=read_key(document, "reason", where, "str", optional=True) or "",
+            raw_answer=read_key(document, "raw_answer", where, "str", optional=True),
+            proposal=document.get("proposal"),
+            repairs=list(repairs),
+            config=config,
+            previous=previous,
+            diff=list(diff) if diff is not None else diff_configs(previous, config),
+            rationale=read_key(document, "rationale", where, "str", optional=True) or "",
+            context_text=read_key(document, "context_text", where, "str", optional=True) or "",
+            seconds=float(read_key(document, "seconds", where, "number", optional=True) or 0.0),
+            details=dict(read_key(document, "details", where, "mapping", optional=True) or {}),
+            instances=tuple(decision_instances(document, where)),
+        )
+
     def render(self, show_context: bool = False) -> str:
         """Plain text for people: the proposal, the repairs, the diff and the decision."""
         lines = [f"engineer: {self.engineer}"]
@@ -193,6 +227,18 @@ def make_decision(
         details=dict(details or {}),
         instances=tuple(instances) if accepted else (),
     )
+
+
+def _read_config(document: Any, key: str, where: str, optional: bool = False) -> StageConfig | None:
+    """``document[key]``, a stage config document, as a StageConfig (None when ``optional`` and absent); its
+    errors name their field under ``where.key``."""
+    value = read_key(document, key, where, "mapping", optional=optional)
+    if value is None:
+        return None
+    try:
+        return StageConfig.from_dict(value)
+    except ConfigError as error:
+        raise ConfigError(f"{where}.{key}.{error.field}", error.value, error.allowed) from None
 
 
 def decision_instances(document: Any, where: str = "decision") -> list[LabelledInstance]:

@@ -144,6 +144,7 @@ def render_episode(episode: Episode, source: str = "") -> str:
 _KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "int": (lambda value: isinstance(value, int) and not isinstance(value, bool), "an integer"),
     "number": (lambda value: isinstance(value, (int, float)) and not isinstance(value, bool), "a number"),
+    "bool": (lambda value: isinstance(value, bool), "true or false"),
     "str": (lambda value: isinstance(value, str), "a string"),
     "mapping": (lambda value: isinstance(value, Mapping), "a mapping"),
     "list": (lambda value: isinstance(value, list), "a list"),
@@ -151,7 +152,7 @@ _KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 
 
 def check_value(value: Any, where: str, kind: str) -> Any:
-    """``value`` when it is of ``kind`` (``int``, ``number``, ``str``, ``mapping``, ``list``), else ConfigError
+    """``value`` when it is of ``kind`` (``int``, ``number``, ``bool``, ``str``, ``mapping``, ``list``), else ConfigError
     naming ``where``. Numbers are kept as they are (an integer stays an integer), so a document reads back equal."""
     test, words = _KINDS[kind]
     if not test(value):

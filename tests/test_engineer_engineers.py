@@ -899,6 +899,31 @@ def test_decision_instances__round_trip_and_a_bad_entry_names_its_index():
         decision_instances(document, "stage-01/decision.json")
 
 
+def test_decision_from_dict__reads_its_record_back_old_records_fill_in_and_bad_fields_are_named():
+    from engineer.decision import EngineerDecision, make_decision
+
+    other = StageConfig.from_dict({**CONFIG.to_dict(), "samples": CONFIG.samples + 10})
+    made = [make_decision("replay", CONFIG, other, "replay: 2", instances=_bank(samples=4)[:2], raw_answer="yes",
+                          proposal={"samples": 1, "odd": float("nan")}, repairs=["summed to 2"], rationale="why",
+                          context_text="## behavior", seconds=0.25, details={"state": {"buffer": []}, "n": 3}),
+            make_decision("llm", CONFIG, None, "rejected: no YAML block")]
+    for decision in made:
+        document = json.loads(json.dumps(decision.to_dict()))
+        back = EngineerDecision.from_dict(document)
+        assert back.to_dict() == document and back.outcome == decision.outcome
+    # a record written before most fields existed: only the config
+    old = EngineerDecision.from_dict({"config": other.to_dict(), "previous": CONFIG.to_dict()})
+    assert old.accepted and old.outcome == "changed" and old.diff == made[0].diff and old.instances == ()
+    assert not EngineerDecision.from_dict({"config": CONFIG.to_dict(), "outcome": "rejected"}).accepted
+    for document, field in (({"config": CONFIG.to_dict(), "accepted": "yes"}, "accepted"),
+                            ({"config": CONFIG.to_dict(), "diff": [1]}, r"diff\[0\]"),
+                            ({"config": {**CONFIG.to_dict(), "samples": -1}}, "config.samples"),
+                            ({"previous": CONFIG.to_dict()}, "config"),
+                            ({"config": CONFIG.to_dict(), "details": []}, "details")):
+        with pytest.raises(ConfigError, match=f"stage-02/decision.json.{field}"):
+            EngineerDecision.from_dict(document, "stage-02/decision.json")
+
+
 # --- rule ----------------------------------------------------------------------------------------------------
 def test_rule__weight_moves_from_solved_and_hopeless_sizes_to_mid_range_ones():
     decision = _propose("rule", {3: 0.95, 4: 0.5, 5: 0.4, 6: 0.05})
