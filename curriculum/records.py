@@ -9,12 +9,17 @@ report or ``compare``). Records written before a field existed read back with th
 
 from __future__ import annotations
 
+import json
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engineer.context import HistoryEntry
 from engineer.decision import DECISION_OUTCOMES, EngineerDecision, decision_outcome
+from engineer.evidence import TrainingSignal
 from simulator.config import StageConfig, _checked_int, _checked_real
 from simulator.errors import ConfigError
 
@@ -22,6 +27,40 @@ MAX_STAGE = 1000  # a run has at most 1,000 stages (RunConfig.stages)
 MAX_FIGURE = 1e12  # bound of a trainer's figure or a phase's seconds: finite and printable as a float
 # The trainer's figures the report prints (each a number when present; the trainer may add others).
 TRAIN_FIGURES = ("step_seconds", "reward_mean", "zero_variance_share", "completion_tokens_mean")
+
+
+MAX_RECORD_BYTES = 64 * 2**20  # a run record (manifest, stage record, summary, decision) is kilobytes; a decision
+# keeps the engineer's raw answer, so the bound is generous, but a file of gigabytes is not read into memory
+
+
+def read_record(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict:
+    """The JSON object in the run record ``path`` (``what``: its name in words), with ``keys`` present; anything
+    else (missing, not a regular file, over ``MAX_RECORD_BYTES``, truncated, empty, not a JSON object) raises
+    ConfigError naming the file, so a damaged folder stops a resume with one line, not a traceback."""
+    allowed = f"the {what} mapf-lake train writes, a JSON object (restore it, or start a new run)"
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # checked before opening: a FIFO would block the open
+            raise ConfigError(str(path), "not a regular file", allowed)
+        with open(path, "rb") as handle:
+            # bounded even if the file grew since; sized by the file, since read(n) sets aside n bytes up front
+            raw = handle.read(min(os.fstat(handle.fileno()).st_size, MAX_RECORD_BYTES) + 1)
+    except OSError as exc:
+        raise ConfigError(str(path), "unreadable", allowed, exc.strerror or type(exc).__name__) from None
+    if len(raw) > MAX_RECORD_BYTES:
+        raise ConfigError(str(path), f"over {MAX_RECORD_BYTES} bytes", allowed)
+    if not raw.strip():
+        raise ConfigError(str(path), "empty", allowed)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        reason = " ".join(str(exc).split())[:200] if not isinstance(exc, RecursionError) else "nested too deeply"
+        raise ConfigError(str(path), "truncated or not JSON", allowed, reason) from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), f"a JSON {type(data).__name__}", allowed)
+    missing = [key for key in keys if key not in data]
+    if missing:
+        raise ConfigError(str(path), "incomplete", allowed, f"no {missing[0]!r}")
+    return data
 
 
 def _at(where: str, key: str) -> str:
@@ -53,6 +92,52 @@ def _mapping(data: Mapping, key: str, where: str) -> dict:
     if not isinstance(value, Mapping):
         raise ConfigError(_at(where, key), value, "a mapping")
     return dict(value)
+
+
+@dataclass(frozen=True)
+class TrainingReport:
+    """What a trainer reports of one training run (a warm start, a stage, a sampling round's fine-tuning): typed
+    in memory, a dict only in ``stage.json``'s ``train`` and the checkpoint's ``checkpoint_done.json``."""
+
+    steps: int | None = None
+    """Optimizer steps the run took (the stage's configured steps for GRPO)."""
+    seconds: float | None = None
+    """Wall time of the training."""
+    step_seconds: float | None = None
+    """Mean seconds per optimizer step."""
+    reward_mean: float | None = None
+    """Mean training reward (GRPO), or the sampled valid rate (rejection sampling)."""
+    zero_variance_share: float | None = None
+    """Share of groups whose rewards were all equal: no learning signal."""
+    completion_tokens_mean: float | None = None
+    """Mean completion length in tokens (GRPO)."""
+    signal: TrainingSignal | None = None
+    """The stage's own training signal per map side, for the engineer (None: the trainer samples none)."""
+    figures: Mapping[str, Any] = field(default_factory=dict)
+    """The trainer's other figures as it wrote them (losses, parameter counts, sampling rounds, ...)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document (a figure that is None is left out, as a trainer that does not measure it writes it)."""
+        named = {name: getattr(self, name) for name in ("steps", "seconds", *TRAIN_FIGURES)
+                 if getattr(self, name) is not None}
+        return {**named, **self.figures, **({"signal": self.signal.to_dict()} if self.signal is not None else {})}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "train") -> "TrainingReport":
+        """Read :meth:`to_dict`'s document (an absent or null figure reads as None); a figure that is not a finite
+        number in range, or a malformed ``signal``, raises ConfigError naming ``where.<figure>``."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(where, data, "a mapping (the trainer's figures)")
+        named: dict[str, Any] = {}
+        for name in ("seconds", *TRAIN_FIGURES):
+            if data.get(name) is not None:
+                named[name] = _checked_real(data[name], _at(where, name), -MAX_FIGURE, MAX_FIGURE)
+        steps = _checked_int(data["steps"], _at(where, "steps"), 0, 10**9) if data.get("steps") is not None else None
+        signal = data.get("signal")
+        figures = {key: value for key, value in data.items()
+                   if key not in ("steps", "signal", "seconds", *TRAIN_FIGURES)}
+        return cls(steps=steps, **named, figures=figures,
+                    signal=TrainingSignal.from_dict(signal, _at(where, "signal")) if signal else None)
 
 
 @dataclass(frozen=True)
@@ -149,7 +234,7 @@ class StageRecord:
     """Folder of the stage's checkpoint."""
     scores: StageScores
     decision: StageDecision
-    train: dict = field(default_factory=dict)
+    train: TrainingReport = field(default_factory=TrainingReport)
     """The trainer's own figures (``step_seconds``, ``reward_mean``, ``zero_variance_share``,
     ``completion_tokens_mean``, the per-size training ``signal``, ...), as the trainer reported them."""
     generation: dict = field(default_factory=dict)
@@ -167,7 +252,7 @@ class StageRecord:
     def to_dict(self) -> dict[str, Any]:
         out = {"stage": self.stage, "config": self.config.to_dict(), "next_config": self.next_config.to_dict(),
                "model": self.model, "generation": self.generation, "churn": self.churn, "timings": self.timings,
-               "train": self.train, "scores": self.scores.to_dict(), "decision": self.decision.to_dict()}
+               "train": self.train.to_dict(), "scores": self.scores.to_dict(), "decision": self.decision.to_dict()}
         if self.shared_from is not None:
             out["shared_from"] = self.shared_from
         return out
@@ -189,17 +274,14 @@ class StageRecord:
             raise ConfigError(_at(where, "scores"), scores, "a mapping with valid_rate and optimal_rate")
         config = _config(data["config"], _at(where, "config"))
         next_config = _config(data["next_config"], _at(where, "next_config")) if data.get("next_config") else config
-        train = _mapping(data, "train", where)
-        for name in TRAIN_FIGURES:
-            if train.get(name) is not None:
-                _checked_real(train[name], _at(where, f"train.{name}"), -MAX_FIGURE, MAX_FIGURE)
+        train = TrainingReport.from_dict(_mapping(data, "train", where), _at(where, "train"))
         timings = _mapping(data, "timings", where)
         for name, seconds in timings.items():
             _checked_real(seconds, _at(where, f"timings.{name}"), 0.0, MAX_FIGURE)
         try:
             stage_scores = StageScores(
                 **{key: scores.get(key) for key in ("valid_rate", "optimal_rate", "reward_mean", "sampled_valid_rate")},
-                zero_variance_share=scores.get("zero_variance_share", train.get("zero_variance_share")))
+                zero_variance_share=scores.get("zero_variance_share", train.zero_variance_share))
         except ConfigError as error:
             raise ConfigError(_at(where, error.field), error.value, error.allowed) from None
         return cls(
@@ -228,4 +310,4 @@ def _config(document: Any, where: str) -> StageConfig:
         raise ConfigError(f"{where}.{error.field}", error.value, error.allowed) from None
 
 
-__all__ = ["StageDecision", "StageRecord", "StageScores"]
+__all__ = ["MAX_RECORD_BYTES", "StageDecision", "StageRecord", "StageScores", "TrainingReport", "read_record"]

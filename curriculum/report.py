@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from curriculum.records import StageRecord
-from curriculum.run import read_record
+from curriculum.records import read_record
 from engineer.evidence import StageEvidence
 from replays.mining import check_value
 from simulator.config import MAX_STAGE_AGENTS, _checked_int, _checked_real
@@ -100,7 +100,7 @@ def _check_sampled(sampled: dict) -> None:
 
 
 def _record(path: Path, what: str, keys: tuple[str, ...], check) -> dict:
-    """The record at ``path`` read by :func:`curriculum.run.read_record` (a regular file, bounded, a JSON object
+    """The record at ``path`` read by :func:`curriculum.records.read_record` (a regular file, bounded, a JSON object
     with ``keys``), then ``check(data)``: a ConfigError of ``check`` is re-raised naming the file."""
     data = read_record(path, what, keys)
     try:
@@ -139,7 +139,7 @@ def _validation_summary(path: Path) -> StageEvidence:
 
 def load_run(run_dir: str | Path) -> dict:
     """Everything a report needs from a run folder: stages, untrained/warm-start scores, final table. Each record
-    is read by :func:`curriculum.run.read_record` (a regular file of at most ``MAX_RECORD_BYTES``: a FIFO or a
+    is read by :func:`curriculum.records.read_record` (a regular file of at most ``MAX_RECORD_BYTES``: a FIFO or a
     link to /dev/zero is refused before it is opened) and checked for the types and ranges the report and the
     comparison read; a missing, corrupt or ill-typed record raises ConfigError naming the file and the key."""
     run_dir = Path(run_dir)
@@ -198,8 +198,8 @@ def render_report(run: dict) -> str:
 
         lines.append(
             f"{record.stage:>10} {100 * scores.valid_rate:>7.1f} {100 * scores.optimal_rate:>9.1f} "
-            f"{fmt(train.get('reward_mean'), '>13.3f')} {fmt(train.get('zero_variance_share'), '>16.2f')} "
-            f"{fmt(train.get('step_seconds'), '>7.2f')} {fmt(train.get('completion_tokens_mean'), '>7.1f')}  "
+            f"{fmt(train.reward_mean, '>13.3f')} {fmt(train.zero_variance_share, '>16.2f')} "
+            f"{fmt(train.step_seconds, '>7.2f')} {fmt(train.completion_tokens_mean, '>7.1f')}  "
             f"{decision.outcome}: {'; '.join(decision.diff) or 'no change'}"
         )
     timed = [record for record in run["stages"] if record.timings]

@@ -40,7 +40,6 @@ import os
 import platform
 import re
 import shutil
-import stat
 import subprocess
 import sys
 import time
@@ -54,8 +53,8 @@ from policy.prompts import get_style, save_checkpoint_style
 from replays.format import ReplayHeader
 from engineer import HistoryEntry, StageEvidence, summarize_episodes
 from engineer.decision import EngineerDecision
-from engineer.evidence import SampledPass, TrainingSignal, read_size_report
-from curriculum.records import StageDecision, StageRecord, StageScores
+from engineer.evidence import SampledPass
+from curriculum.records import StageDecision, StageRecord, StageScores, read_record
 from curriculum.sets import RunSets, training_seed
 from replays.writer import ReplayWriter
 from simulator.atomic import atomic_folder, atomic_write
@@ -73,40 +72,6 @@ def _log_to_stderr(message: str) -> None:
 
 def _write_json(path: Path, data) -> None:
     atomic_write(path, json.dumps(data, indent=2, sort_keys=True, default=str))
-
-
-MAX_RECORD_BYTES = 64 * 2**20  # a run record (manifest, stage record, summary, decision) is kilobytes; a decision
-# keeps the engineer's raw answer, so the bound is generous, but a file of gigabytes is not read into memory
-
-
-def read_record(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict:
-    """The JSON object in the run record ``path`` (``what``: its name in words), with ``keys`` present; anything
-    else (missing, not a regular file, over ``MAX_RECORD_BYTES``, truncated, empty, not a JSON object) raises
-    ConfigError naming the file, so a damaged folder stops a resume with one line, not a traceback."""
-    allowed = f"the {what} mapf-lake train writes, a JSON object (restore it, or start a new run)"
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # checked before opening: a FIFO would block the open
-            raise ConfigError(str(path), "not a regular file", allowed)
-        with open(path, "rb") as handle:
-            # bounded even if the file grew since; sized by the file, since read(n) sets aside n bytes up front
-            raw = handle.read(min(os.fstat(handle.fileno()).st_size, MAX_RECORD_BYTES) + 1)
-    except OSError as exc:
-        raise ConfigError(str(path), "unreadable", allowed, exc.strerror or type(exc).__name__) from None
-    if len(raw) > MAX_RECORD_BYTES:
-        raise ConfigError(str(path), f"over {MAX_RECORD_BYTES} bytes", allowed)
-    if not raw.strip():
-        raise ConfigError(str(path), "empty", allowed)
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-        reason = " ".join(str(exc).split())[:200] if not isinstance(exc, RecursionError) else "nested too deeply"
-        raise ConfigError(str(path), "truncated or not JSON", allowed, reason) from None
-    if not isinstance(data, dict):
-        raise ConfigError(str(path), f"a JSON {type(data).__name__}", allowed)
-    missing = [key for key in keys if key not in data]
-    if missing:
-        raise ConfigError(str(path), "incomplete", allowed, f"no {missing[0]!r}")
-    return data
 
 
 def _git_commit() -> str | None:
@@ -462,7 +427,7 @@ class Run:
                           cpu_threads=self.config.cpu_threads)
         summary = self.validate(str(folder / "model"), folder, 0, validation_items,
                                 trained_config=trained.to_dict())
-        self.log(f"warm start: {info.get('seconds', 0):.0f} s, validation valid "
+        self.log(f"warm start: {info.seconds or 0:.0f} s, validation valid "
                  f"{100 * summary.failures.valid_rate:.1f}% optimal {100 * summary.failures.optimal_rate:.1f}%")
         return str(folder / "model")
 
@@ -510,7 +475,7 @@ class Run:
             clock.laps["judging"] = split["judging_and_records"]
         self.log(f"stage {stage}: valid {100 * summary.failures.valid_rate:.1f}%, "
                  f"optimal {100 * summary.failures.optimal_rate:.1f}%,"
-                 f" zero-variance groups {train_info.get('zero_variance_share')}")
+                 f" zero-variance groups {train_info.zero_variance_share}")
         before = self.stage_dir(stage - 1) if stage > 1 else self.dir / ("warm_start" if cfg.warm_start.enabled
                                                                           else "untrained")
         churn = answer_churn(before / "validation.mlr", folder / "validation.mlr")
@@ -518,14 +483,12 @@ class Run:
             self.log(f"stage {stage}: greedy answers changed on {100 * churn['changed']:.1f}% of the validation "
                      f"set (valid gained {churn['gained']}, lost {churn['lost']})")
         clock.lap("records")
-        signal = train_info.get("signal")
         evidence = replace(  # the generator's own report and the trainer's own groups: what the stage trained on
-            summary,
-            generation={side: read_size_report(report, f"generation.{side}") for side, report in generation.items()},
-            training_signal=TrainingSignal.from_dict(signal, "train.signal") if signal else None)
+            summary, generation={str(side): report for side, report in sorted(generated.reports.items())},
+            training_signal=train_info.signal)
         decision = self._decide(stage, checkpoint, base_model, config, evidence, history + [HistoryEntry(
             stage=stage, config=config, **self._scores(summary),
-            zero_variance_share=train_info.get("zero_variance_share"))], folder / "decision.json", bank=items)
+            zero_variance_share=train_info.zero_variance_share)], folder / "decision.json", bank=items)
         self.release_eval_backend()
         clock.lap("engineer")
         outcome = StageDecision.of(decision)
@@ -536,7 +499,7 @@ class Run:
         self._log_rationale(outcome, decision.rationale)
         record = StageRecord(
             stage=stage, config=config, next_config=decision.config, model=checkpoint,
-            scores=StageScores(**self._scores(summary), zero_variance_share=train_info.get("zero_variance_share")),
+            scores=StageScores(**self._scores(summary), zero_variance_share=train_info.zero_variance_share),
             decision=outcome, train=train_info, generation=generation, churn=churn, timings=clock.laps,
             shared_from=(folder / _SHARED_FROM).read_text() if (folder / _SHARED_FROM).exists() else None)
         _write_json(folder / "stage.json", record.to_dict())
@@ -627,9 +590,9 @@ class Run:
         lines = []
         for record in self.completed_stages():
             lines.append(json.dumps({"stage": record.stage, **record.scores.to_dict(),
-                                     "step_seconds": record.train.get("step_seconds"),
-                                     "reward_mean_train": record.train.get("reward_mean"),
-                                     "completion_tokens_mean": record.train.get("completion_tokens_mean")}))
+                                     "step_seconds": record.train.step_seconds,
+                                     "reward_mean_train": record.train.reward_mean,
+                                     "completion_tokens_mean": record.train.completion_tokens_mean}))
         atomic_write(self.dir / "metrics.jsonl", "\n".join(lines) + "\n")
 
     def _final_evaluation(self, model: str) -> dict:

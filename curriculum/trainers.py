@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Sequence
 
 from curriculum.distributed import is_main_process
+from curriculum.records import TrainingReport, read_record
+from engineer.evidence import TrainingSignal
 from policy.backend_hf import set_cpu_threads as _cpu_threads
 from policy.prompts import PromptStyle, save_checkpoint_style
 from policy.rewards import StageReward, group_key, reward_columns
@@ -71,6 +73,12 @@ def _cuda() -> bool:
 
 def _checkpoint_done(path: Path) -> bool:
     return (path / "checkpoint_done.json").exists()
+
+
+def _read_report(path: Path) -> TrainingReport:
+    """The report a finished checkpoint's ``checkpoint_done.json`` keeps (a bad one: ConfigError naming it)."""
+    return TrainingReport.from_dict(read_record(path / "checkpoint_done.json", "checkpoint mark"),
+                                    str(path / "checkpoint_done.json"))
 
 
 def _mark_checkpoint(path: Path, info: dict) -> None:
@@ -273,7 +281,7 @@ class _Progress:
 
 def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *, steps: int,
                batch_size: int, learning_rate: float, max_length: int, seed: int, cpu_threads: int | None = None,
-               warmup_steps: int = 0, label: str = "warm start") -> dict:
+               warmup_steps: int = 0, label: str = "warm start") -> TrainingReport:
     """Supervised fine-tuning on the items' plans (the solver's optimal ones, or a policy's own kept ones); saves
     model + tokenizer to ``out_dir/model``. Resumable. ``label`` names the progress lines."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -281,7 +289,7 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
 
     final = out_dir / "model"
     if _checkpoint_done(final):
-        return json.loads((final / "checkpoint_done.json").read_text())
+        return _read_report(final)
     quiet_libraries()
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
@@ -306,10 +314,12 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         tokenizer.save_pretrained(str(final))  # a checkpoint without its tokenizer.json fails to load later
         save_checkpoint_style(final, style.name)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
-    info = {"steps": steps, "seconds": seconds, "step_seconds": (sum(timer.times) / len(timer.times)) if timer.times else None,
-            "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None}
+    info = TrainingReport(steps=steps, seconds=seconds,
+                          step_seconds=(sum(timer.times) / len(timer.times)) if timer.times else None,
+                          figures={"first_loss": losses[0] if losses else None,
+                                   "last_loss": losses[-1] if losses else None})
     if is_main_process():
-        _mark_checkpoint(final, info)
+        _mark_checkpoint(final, info.to_dict())
     return info
 
 
@@ -422,7 +432,7 @@ def failure_credit_trainer(base=None):
 
 
 def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *,
-               seed: int, cpu_threads: int | None = None, save: bool = True) -> dict:
+               seed: int, cpu_threads: int | None = None, save: bool = True) -> TrainingReport:
     """One GRPO stage from ``model_dir`` on ``items``; saves model + tokenizer to ``out_dir/model``. Resumable
     from the last TRL checkpoint of a killed stage. With ``use_vllm`` and ``vllm_mode="server"`` completions come
     from the ``trl vllm-serve`` server at ``vllm_server_host:vllm_server_port``. Returns metrics: reward
@@ -443,7 +453,7 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
 
     final = out_dir / "model"
     if _checkpoint_done(final):
-        return json.loads((final / "checkpoint_done.json").read_text())
+        return _read_report(final)
     quiet_libraries()
     rewards = rewards or {"default": 1.0}
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -512,26 +522,24 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
         values = [entry[key] for entry in logs if key in entry]
         return sum(values) / len(values) if values else None
 
-    info = {
-        "steps": steps,
-        "seconds": seconds,
-        "step_seconds": (sum(timer.times) / len(timer.times)) if timer.times else None,
+    figures = {
         "first_step_seconds": timer.times[0] if timer.times else None,
         "later_step_seconds": (sum(timer.times[1:]) / len(timer.times[1:])) if len(timer.times) > 1 else None,
         "parameters": sum(p.numel() for p in trainer.model.parameters()),
         "trainable_parameters": trainable,
-        "reward_mean": mean_of("reward"),
         "reward_std": mean_of("reward_std"),
-        "zero_variance_share": mean_of("frac_reward_zero_std"),
-        "completion_tokens_mean": mean_of("completions/mean_length"),
         "reward_first": logs[0]["reward"] if logs else None,
         "reward_last": logs[-1]["reward"] if logs else None,
-        "signal": reward.signal(),
     }
     if tr.failure_credit:
-        info["failure_credit_localized"] = mean_of("failure_credit/localized")
+        figures["failure_credit_localized"] = mean_of("failure_credit/localized")
+    info = TrainingReport(
+        steps=steps, seconds=seconds, step_seconds=(sum(timer.times) / len(timer.times)) if timer.times else None,
+        reward_mean=mean_of("reward"), zero_variance_share=mean_of("frac_reward_zero_std"),
+        completion_tokens_mean=mean_of("completions/mean_length"),
+        signal=TrainingSignal.from_dict(reward.signal(), "train.signal"), figures=figures)
     if save and is_main_process():
-        _mark_checkpoint(final, info)
+        _mark_checkpoint(final, info.to_dict())
     _release(trainer)
     return info
 
@@ -601,7 +609,7 @@ def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, genera
 
 
 def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *,
-              seed: int, cpu_threads: int | None = None, save: bool = True) -> dict:
+              seed: int, cpu_threads: int | None = None, save: bool = True) -> TrainingReport:
     """One rejection-sampling fine-tuning stage (expert iteration): RL with a filtered positive signal.
 
     The generation budget is GRPO's at equal ``steps``: ``steps x prompts_per_step`` prompts, ``generations``
@@ -629,7 +637,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
     rounds, epochs, batch_size = tr.rft_rounds, tr.rft_epochs, tr.rft_batch_size
     final = out_dir / "model"
     if _checkpoint_done(final):
-        return json.loads((final / "checkpoint_done.json").read_text())
+        return _read_report(final)
     quiet_libraries()
     total_prompts = steps * prompts_per_step
     order = list(range(len(items)))
@@ -675,7 +683,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
                               learning_rate=learning_rate, max_length=512, seed=seed + round_index,
                               cpu_threads=cpu_threads, warmup_steps=sft_steps // 10,
                               label=f"RFT {out_dir.name} round {round_index + 1}/{rounds}")
-            round_figures.update(sft_steps=sft_steps, last_loss=info.get("last_loss"))
+            round_figures.update(sft_steps=sft_steps, last_loss=info.figures.get("last_loss"))
             shutil.rmtree(folder / "trainer", ignore_errors=True)
         else:  # nothing (or too little) valid to learn from: the checkpoint stays as it was
             if pairs:
@@ -693,24 +701,24 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
         values = [f[key] for f in figures if f.get(key) is not None]
         return sum(values) / len(values) if values else None
 
-    info = {"trainer": "rft", "steps": steps, "seconds": seconds, "step_seconds": seconds / max(steps, 1),
-            "reward_mean": mean_of("sampled_valid_rate"), "zero_variance_share": mean_of("zero_variance_share"),
-            "solved_share": mean_of("solved_share"), "rounds": figures,
-            "reward_first": figures[0]["sampled_valid_rate"] if figures else None,
-            "reward_last": figures[-1]["sampled_valid_rate"] if figures else None,
-            "completion_tokens_mean": None,
-            "signal": ({**signal.signal(), "trainer": "rft",
-                        "rounds": [f["signal_by_size"] for f in figures if f.get("signal_by_size")]}
-                       if signal.state() else None)}
+    info = TrainingReport(
+        steps=steps, seconds=seconds, step_seconds=seconds / max(steps, 1), reward_mean=mean_of("sampled_valid_rate"),
+        zero_variance_share=mean_of("zero_variance_share"),
+        signal=(TrainingSignal.from_dict({**signal.signal(), "trainer": "rft", "rounds": [
+            f["signal_by_size"] for f in figures if f.get("signal_by_size")]}, "train.signal")
+            if signal.state() else None),
+        figures={"trainer": "rft", "solved_share": mean_of("solved_share"), "rounds": figures,
+                 "reward_first": figures[0]["sampled_valid_rate"] if figures else None,
+                 "reward_last": figures[-1]["sampled_valid_rate"] if figures else None})
     if save:
         final.mkdir(parents=True, exist_ok=True)
         shutil.copytree(current, final, dirs_exist_ok=True, ignore=shutil.ignore_patterns("checkpoint_done.json"))
-        _mark_checkpoint(final, info)
+        _mark_checkpoint(final, info.to_dict())
     return info
 
 
 def train_stage(training, model_dir: str, items: Sequence[LabelledInstance], style: PromptStyle, out_dir: Path, *,
-                seed: int, cpu_threads: int | None = None, save: bool = True) -> dict:
+                seed: int, cpu_threads: int | None = None, save: bool = True) -> TrainingReport:
     """One stage with the trainer ``training.trainer`` names (a ``curriculum.config.Training``)."""
     return STAGE_TRAINERS[training.trainer](training, model_dir, items, style, out_dir, seed=seed,
                                             cpu_threads=cpu_threads, save=save)

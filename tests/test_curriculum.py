@@ -14,6 +14,7 @@ import pytest
 
 from curriculum.config import RunConfig, Training, preset
 from curriculum.report import compare_table, load_run, render_report, write_plots
+from curriculum.records import TrainingReport
 from curriculum.run import Run
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -420,7 +421,9 @@ def test_grpo_stage__lora_trains_merges_and_saves_a_loadable_checkpoint(tmp_path
                         temperature=1.0, beta=0.0, lora=True, lora_rank=4)
     info = grpo_stage(training, str(finished_run.run_dir / "warm_start" / "model"), items,
                       get_style(finished_run.prompt_style), tmp_path, seed=0)
-    assert info["steps"] == 1 and 0.0 <= info["zero_variance_share"] <= 1.0
+    assert info.steps == 1 and 0.0 <= info.zero_variance_share <= 1.0
+    assert info.signal is not None and info.signal.by_size  # the engineer's training signal, typed
+    assert TrainingReport.from_dict(json.loads(json.dumps(info.to_dict()))) == info  # stage.json's train
     backend = make_backend(f"hf:{tmp_path / 'model'}")
     out = backend.generate(["n=3\n...\n...\n...\nA0 0,0>0,2\nA1 2,2>2,0\n?\n"], Sampling(max_new_tokens=8, temperature=0.0))
     assert isinstance(out[0].text, str)
@@ -468,7 +471,7 @@ def test_grpo_stage__without_save_leaves_no_checkpoint(tmp_path, finished_run):
                         temperature=1.0, beta=0.0, lora=False, lora_rank=4)
     info = grpo_stage(training, str(finished_run.run_dir / "warm_start" / "model"), items,
                       get_style(finished_run.prompt_style), tmp_path, seed=0, save=False)
-    assert info["first_step_seconds"] > 0 and info["later_step_seconds"] > 0
+    assert info.figures["first_step_seconds"] > 0 and info.figures["later_step_seconds"] > 0
     assert not (tmp_path / "model").exists() and not any((tmp_path / "trainer").glob("checkpoint-*"))
 
 
@@ -549,7 +552,7 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
                         learning_rate=1e-4, temperature=1.0, rft_rounds=2, rft_epochs=1, rft_batch_size=8,
                         rft_min_kept=1)
     kwargs = dict(seed=0, cpu_threads=1)
-    info = rft_stage(training, model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs)
+    info = rft_stage(training, model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs).to_dict()
     assert info["trainer"] == "rft" and [r["prompts"] for r in info["rounds"]] == [3, 3]
     assert all(r["kept"] <= r["prompts"] for r in info["rounds"]) and (tmp_path / "a" / "model" / "config.json").exists()
     # every sampled instance is one group of the stage's signal (what the bandit engineer reads), 4 samples each
@@ -564,14 +567,14 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     # a stage killed after its first round: the round is read back, the second is done again, same figures
     (tmp_path / "a" / "round-02" / "model" / "checkpoint_done.json").unlink()
     (tmp_path / "a" / "model" / "checkpoint_done.json").unlink()
-    again = rft_stage(training, model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs)
+    again = rft_stage(training, model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs).to_dict()
     assert [r["kept"] for r in again["rounds"]] == [r["kept"] for r in info["rounds"]]
     assert again["signal"] == info["signal"]  # the first round's groups were read back with it, not lost
     # rounds that keep fewer plans than rft_min_kept do not fine-tune: the stage's model is its starting one
     from dataclasses import replace
 
     guarded = rft_stage(replace(training, rft_min_kept=4), model, items, get_style(finished_run.prompt_style),
-                        tmp_path / "b", **kwargs)
+                        tmp_path / "b", **kwargs).to_dict()
     assert [r["sft_steps"] for r in guarded["rounds"]] == [0, 0] and [r["kept"] for r in guarded["rounds"]] == \
         [r["kept"] for r in info["rounds"]]
     assert (tmp_path / "b" / "model" / "model.safetensors").read_bytes() == \
@@ -800,7 +803,7 @@ def test_greedy_member__each_group_starts_with_the_greedy_answer_and_a_stage_tra
 
     training = Training(steps=2, prompts_per_step=2, generations=4, max_completion_length=24, greedy_member=True)
     info = grpo_stage(training, model_dir, items, style, tmp_path / "stage", seed=0)
-    assert info["steps"] == 2 and (tmp_path / "stage" / "model" / "config.json").exists()
+    assert info.steps == 2 and (tmp_path / "stage" / "model" / "config.json").exists()
     with pytest.raises(ConfigError, match="training.greedy_member"):
         Training(greedy_member=True, use_vllm=True).validate()
 
@@ -866,8 +869,8 @@ def test_failure_credit__a_stage_trains_with_it(tmp_path, finished_run):
                         greedy_member=True)
     info = grpo_stage(training, str(finished_run.run_dir / "warm_start" / "model"), items,
                       get_style(finished_run.prompt_style), tmp_path / "stage", seed=0)
-    assert info["steps"] == 2 and (tmp_path / "stage" / "model" / "config.json").exists()
-    assert 0.0 <= info["failure_credit_localized"] <= 1.0
+    assert info.steps == 2 and (tmp_path / "stage" / "model" / "config.json").exists()
+    assert 0.0 <= info.figures["failure_credit_localized"] <= 1.0
     with pytest.raises(ConfigError, match="training.failure_credit"):
         Training(failure_credit="yes").validate()
 

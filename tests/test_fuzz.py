@@ -277,10 +277,10 @@ def test_fuzz__run_folder_records_damaged_whole_are_refused_naming_the_file(tmp_
     never opened, /dev/zero never read past the bound)."""
     import os
 
-    import curriculum.run as run_module
+    import curriculum.records as records_module
     from run_folder_fixture import RECORD_FILES, run_documents, write_run_folder
 
-    monkeypatch.setattr(run_module, "MAX_RECORD_BYTES", 4096)  # "huge" without writing 64 MiB
+    monkeypatch.setattr(records_module, "MAX_RECORD_BYTES", 4096)  # "huge" without writing 64 MiB
     for name in RECORD_FILES:
         folder = write_run_folder(tmp_path / name.replace("/", "-"))
         path = folder / name

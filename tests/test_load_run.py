@@ -119,7 +119,7 @@ def test_load_run__a_wrong_typed_or_out_of_range_field_names_file_and_key(tmp_pa
 @pytest.mark.parametrize("name", RECORD_FILES)
 @pytest.mark.parametrize("how", ["dev-zero", "fifo", "huge", "folder"])
 def test_load_run__a_record_that_is_not_a_small_regular_file_is_refused_at_once(tmp_path, monkeypatch, name, how):
-    import curriculum.run as run_module
+    import curriculum.records as records_module
 
     folder = write_run_folder(tmp_path / "run")
     path = folder / name
@@ -129,7 +129,7 @@ def test_load_run__a_record_that_is_not_a_small_regular_file_is_refused_at_once(
     elif how == "fifo":
         os.mkfifo(path)  # opening it for reading would block until a writer comes
     elif how == "huge":
-        monkeypatch.setattr(run_module, "MAX_RECORD_BYTES", 1000)
+        monkeypatch.setattr(records_module, "MAX_RECORD_BYTES", 1000)
         path.write_text(json.dumps(run_documents()[name]) + " " * 1000)
     else:
         path.mkdir()

@@ -176,11 +176,11 @@ def test_run__a_manifest_that_is_not_a_run_manifest_is_named(tmp_path, content, 
 
 
 def test_run__a_record_that_is_a_folder_or_too_large_is_named(tmp_path, monkeypatch):
-    import curriculum.run as run_module
+    import curriculum.records as records_module
 
     config = make_run_folder(tmp_path)
     path = config.run_dir / "stage-01" / "stage.json"
-    monkeypatch.setattr(run_module, "MAX_RECORD_BYTES", 100)
+    monkeypatch.setattr(records_module, "MAX_RECORD_BYTES", 100)
     with pytest.raises(ConfigError, match="100 bytes"):
         Run(config).completed_stages()
     path.unlink()

@@ -324,7 +324,7 @@ def part_stage(bench: BenchContext) -> dict[str, Any]:
                            "free (set TMPDIR to a larger disk)")
     try:
         info = train_stage(training, model, items, get_style(s.style), folder, seed=s.seed, cpu_threads=s.cpu_threads,
-                           save=True)
+                           save=True).to_dict()
         final_gib = _folder_gib(folder / "model")
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # a 4B checkpoint is 8 GB of disk

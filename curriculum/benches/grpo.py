@@ -78,7 +78,7 @@ def bench_grpo(model: str | None = None, *, style: str = "compact-nb", steps: in
                             max_completion_length=max_completion_length, learning_rate=1e-6, temperature=1.0,
                             beta=0.0, lora=lora, lora_rank=lora_rank, use_vllm=use_vllm, vllm_mode=vllm_mode)
         info = grpo_stage(training, model, items, get_style(style), Path(tmp) / "run", seed=seed,
-                          cpu_threads=None if cuda else cpu_threads, save=False)
+                          cpu_threads=None if cuda else cpu_threads, save=False).to_dict()
         total = time.perf_counter() - start
     return {
         "model": name,

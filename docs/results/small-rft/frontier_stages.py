@@ -47,7 +47,7 @@ def frontier_figures(run_dir: Path) -> dict:
                "rounds": [{"kept": r["kept"], "sampled_valid_rate": round(r["sampled_valid_rate"], 4),
                            "sampled_by_size": {side: round(figures["valid_rate"], 4)
                                                for side, figures in r.get("signal_by_size", {}).items()}}
-                          for r in record.train.get("rounds", [])]}
+                          for r in record.train.figures.get("rounds", [])]}
               for record in run["stages"]]
     last = run_dir / f"stage-{run['stages'][-1].stage:02d}" if run["stages"] else run_dir / "warm_start"
     return {"arm": run_arm(run), "seed": run_seed(run),
