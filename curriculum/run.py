@@ -56,7 +56,6 @@ from engineer.decision import EngineerDecision
 from engineer.evidence import SampledPass
 from curriculum.records import StageDecision, StageRecord, StageScores, read_record
 from curriculum.sets import RunSets, training_seed
-from replays.writer import ReplayWriter
 from simulator.atomic import atomic_folder, atomic_write
 from simulator.config import StageConfig, format_config_text, save_config
 from simulator.errors import ConfigError, short_repr
@@ -277,8 +276,7 @@ class Run:
         The replay header's ``stage_config`` is the validation config (it produced these instances); the config
         the checkpoint was trained on goes in ``extra["trained_config"]`` (None: untrained), so a reader of the
         replays alone (``mapf-lake engineer --replays STAGE``) edits the stage's training config."""
-        from policy.evaluation import attach_rewards
-        from policy.rollout import judge_episodes
+        from policy.evaluation import answer_and_record
 
         replay = folder / "validation.mlr"
         summary_path = folder / "summary.json"
@@ -287,23 +285,19 @@ class Run:
         if not self.main or (replay.exists() and summary_path.exists()):
             return _read_summary(summary_path)
         policy = self._eval_policy(model_dir)
-        started = time.perf_counter()
-        answers = policy.answer(items, seed=self.config.seed)
-        generated = time.perf_counter()
-        episodes = judge_episodes(items, answers.plans, answers.parse_errors, answers.completions, answers.prompts)
-        attach_rewards(episodes, items, answers)
         header = ReplayHeader.new(run_id=self.config.name, stage=stage, split="validation", policy=policy.descriptor,
                                   stage_config=self.config.validation.config.to_dict(),
                                   extra={"trained_config": trained_config})
-        with ReplayWriter(replay, header) as writer:
-            writer.write_all(episodes)
-        summary = summarize_episodes(episodes)  # the failure summary plus per-size figures for the engineer
+        recorded = answer_and_record(policy, items, replay, header, self.config.seed)
+        started = time.perf_counter()
+        summary = summarize_episodes(recorded.episodes)  # the failure summary plus per-size figures for the engineer
         judged = time.perf_counter()
         if self.config.validation.sampled_k:
             summary = replace(summary, sampled=self._sampled_pass1(model_dir, items))
         # the model's generation apart from the loop's own work on its answers (parse, judge, rewards, replays)
-        summary = replace(summary, seconds={"generation": generated - started + time.perf_counter() - judged,
-                                            "judging_and_records": judged - generated})
+        summary = replace(summary, seconds={
+            "generation": recorded.answer_seconds + time.perf_counter() - judged,
+            "judging_and_records": recorded.record_seconds + judged - started})
         _write_json(summary_path, summary.to_dict())
         return summary
 
@@ -319,7 +313,7 @@ class Run:
         policy = self._policy(model_dir, temperature=temperature, top_p=1.0, top_k=0, seed=self.config.seed + 1)
         repeated = [item for item in items for _ in range(k)]
         verdicts = judge_answers(repeated, policy.answer(repeated, seed=self.config.seed).plans)
-        valid, optimal = verdicts["valid"], verdicts["optimal"]
+        valid, optimal = verdicts.valid, verdicts.optimal
         sides = np.array([item.size for item in repeated])
         return SampledPass(k=k, temperature=temperature, valid_rate=float(valid.mean()),
                            optimal_rate=float(optimal.mean()),
@@ -642,7 +636,7 @@ class Run:
             verdicts = judge_answers(repeated, policy.answer(repeated, seed=self.config.seed).plans)
         finally:
             self.release_eval_backend()
-        valid, optimal, keys = verdicts["valid"], verdicts["optimal"], np.array(keys)
+        valid, optimal, keys = verdicts.valid, verdicts.optimal, np.array(keys)
         result = {"suite": self.config.evaluation_suite, "k": k, "temperature": temperature,
                   "valid_rate": float(valid.mean()), "optimal_rate": float(optimal.mean()),
                   "cells": {key: {"valid_rate": float(valid[keys == key].mean()),

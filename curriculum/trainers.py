@@ -580,7 +580,7 @@ def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, genera
     from policy.rollout import judge_answers
 
     verdicts = judge_answers([item for item in items for _ in range(generations)], plans)
-    valid, makespan, cost = verdicts["valid"], verdicts["makespan"], verdicts["sum_of_costs"]
+    valid, makespan, cost = verdicts.valid, verdicts.makespan, verdicts.sum_of_costs
     if generations >= 2 and len(items):
         keys = [group_key(item.instance) for item in items]
         for signal in signals:

@@ -17,6 +17,8 @@ sha256 only, so a moved file is the same set) or ``config`` (the stage config do
 from __future__ import annotations
 
 import hashlib
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -28,7 +30,7 @@ from policy.rollout import judge_episodes
 from replays.errors import ReplayError
 from replays.mining import summarize
 from replays.reader import ReplayReader
-from replays.types import ReplayHeader
+from replays.types import Episode, ReplayHeader
 from replays.writer import ReplayWriter
 from simulator import constants as C
 from simulator.errors import ConfigError
@@ -284,16 +286,11 @@ def evaluate(policy, suite: str | EvalSet, out_dir: str | Path, seed: int = 0, r
         if episodes is not None and len(episodes) == cell.count:
             table.reused_cells += 1
         else:
-            items = cell.load()
-            answers = policy.answer(items, seed=seed)
-            episodes = judge_episodes(items, answers.plans, answers.parse_errors, answers.completions, answers.prompts)
-            attach_rewards(episodes, items, answers)
             header = ReplayHeader.new(run_id=run_id, stage=0, split="eval", policy=policy.descriptor,
                                       stage_config=cell.stage_config,
                                       extra={**eval_set.record, "agents": cell.agents, "size": cell.size,
                                              "seed": seed})
-            with ReplayWriter(path, header) as writer:
-                writer.write_all(episodes)
+            episodes = answer_and_record(policy, cell.load(), path, header, seed).episodes
         summary = summarize(episodes, exemplars_per_category=0)
         table.rates[(cell.agents, cell.size)] = (summary.valid_rate, summary.optimal_rate, summary.episodes)
         for name, count in summary.failures.items():
@@ -304,6 +301,32 @@ def evaluate(policy, suite: str | EvalSet, out_dir: str | Path, seed: int = 0, r
             progress(done, total)
     table.failures = failures
     return table
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What :func:`answer_and_record` did: the episodes it wrote and where the time went."""
+
+    episodes: list[Episode]
+    answer_seconds: float
+    """The policy answering (the model generating)."""
+    record_seconds: float
+    """Parsing was the policy's; this is judging, rewards and writing the replay file."""
+
+
+def answer_and_record(policy, items: Sequence[LabelledInstance], path: Path, header: ReplayHeader,
+                      seed: int) -> Recorded:
+    """The one routine from answers to a replay file, for evaluation cells and the stage loop's validation alike:
+    ``policy`` answers ``items`` (``seed``), every plan is judged in one batch, each episode gets its reward and
+    token counts, and the episodes are written to ``path`` under ``header``."""
+    started = time.perf_counter()
+    answers = policy.answer(items, seed=seed)
+    answered = time.perf_counter()
+    episodes = judge_episodes(items, answers.plans, answers.parse_errors, answers.completions, answers.prompts)
+    attach_rewards(episodes, items, answers)
+    with ReplayWriter(path, header) as writer:
+        writer.write_all(episodes)
+    return Recorded(episodes, answered - started, time.perf_counter() - answered)
 
 
 def attach_rewards(episodes, items, answers) -> None:

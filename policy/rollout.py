@@ -1,12 +1,14 @@
 """Rollouts: run a policy over labelled instances, judge every plan in one batch, and record episodes.
 
-This is the one place that turns plans (or parse failures) plus the judge's verdicts into replay episodes; the
-evaluation and the curriculum's validation call it too.
+This is the one place that turns plans (or parse failures) plus the judge's verdicts into replay episodes
+(:func:`judge_episodes`; ``policy.evaluation.answer_and_record`` calls it for evaluation cells and the curriculum's
+validation alike), and answers into verdicts alone (:func:`judge_answers`).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -18,24 +20,34 @@ from simulator.judge import is_optimal, judge_plans
 from simulator.types import JointPlan
 
 
-def judge_answers(items: Sequence[LabelledInstance], plans: Sequence[JointPlan | None]) -> dict[str, np.ndarray]:
-    """Verdicts on parsed answers without building episodes (rates, sampled pass@1, rejection sampling): all parsed
-    plans in one kernel call; a None plan (a parse failure) is invalid.
+@dataclass(frozen=True)
+class Verdicts:
+    """The judge's verdicts on a batch of answers, one entry per answer."""
 
-    Returns ``valid``, ``optimal`` (valid with the instance's optimal makespan): ``(B,) bool``; ``makespan``,
-    ``sum_of_costs``: ``(B,) int64`` (0 where the plan did not parse)."""
+    valid: np.ndarray
+    """``(B,) bool``: the plan parsed and is valid."""
+    optimal: np.ndarray
+    """``(B,) bool``: valid with the instance's optimal makespan."""
+    makespan: np.ndarray
+    """``(B,) int64``: 0 where the plan did not parse."""
+    sum_of_costs: np.ndarray
+    """``(B,) int64``: 0 where the plan did not parse."""
+
+
+def judge_answers(items: Sequence[LabelledInstance], plans: Sequence[JointPlan | None]) -> Verdicts:
+    """Verdicts on parsed answers without building episodes (rates, sampled pass@1, rejection sampling): all parsed
+    plans in one kernel call; a None plan (a parse failure) is invalid."""
     n = len(plans)
-    out = {"valid": np.zeros(n, bool), "optimal": np.zeros(n, bool), "makespan": np.zeros(n, np.int64),
-           "sum_of_costs": np.zeros(n, np.int64)}
+    verdicts = Verdicts(np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, np.int64), np.zeros(n, np.int64))
     parsed = [i for i, plan in enumerate(plans) if plan is not None]
     if parsed:
         result = judge_plans([items[i].instance for i in parsed], [plans[i] for i in parsed])
         labels = np.array([items[i].optimal_makespan for i in parsed])
-        out["valid"][parsed] = result.valid
-        out["optimal"][parsed] = is_optimal(result.valid, result.makespan, labels)
-        out["makespan"][parsed] = result.makespan
-        out["sum_of_costs"][parsed] = result.sum_of_costs
-    return out
+        verdicts.valid[parsed] = result.valid
+        verdicts.optimal[parsed] = is_optimal(result.valid, result.makespan, labels)
+        verdicts.makespan[parsed] = result.makespan
+        verdicts.sum_of_costs[parsed] = result.sum_of_costs
+    return verdicts
 
 
 def judge_episodes(

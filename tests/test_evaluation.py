@@ -60,9 +60,9 @@ def test_judge_answers__parse_failures_are_invalid_and_optimal_needs_the_optimal
         4: {"data_ratio": 1.0, "hole_ratio": 0.0, "wait_ratio": 0.0}}})).instances
     longer = JointPlan.from_sequences([list(seq[: n]) + [0] for seq, n in zip(items[1].plan.actions, items[1].plan.lengths)])
     verdicts = judge_answers(items, [items[0].plan, longer, None])
-    assert verdicts["valid"].tolist() == [True, True, False]
-    assert verdicts["optimal"].tolist()[0] is True and verdicts["optimal"].tolist()[2] is False
-    assert verdicts["makespan"][0] == items[0].optimal_makespan and verdicts["makespan"][2] == 0
+    assert verdicts.valid.tolist() == [True, True, False]
+    assert verdicts.optimal.tolist()[0] is True and verdicts.optimal.tolist()[2] is False
+    assert verdicts.makespan[0] == items[0].optimal_makespan and verdicts.makespan[2] == 0
 
 
 @pytest.mark.parametrize("first, second, differs", [

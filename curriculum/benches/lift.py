@@ -44,7 +44,7 @@ def _valid_by_side(model_dir: str, items, style, cpu_threads: int | None, max_ne
 
     sampling = Sampling(max_new_tokens=max_new_tokens, temperature=0.0, seed=0, batch_size=64)
     policy = ModelPolicy(f"hf:{model_dir}", style, sampling, backend=HFBackend(model_dir, cpu_threads=cpu_threads))
-    valid = judge_answers(items, policy.answer(items, seed=0).plans)["valid"]  # answers parsed once, by the policy
+    valid = judge_answers(items, policy.answer(items, seed=0).plans).valid  # answers parsed once, by the policy
     sides = np.array([max(it.instance.height, it.instance.width) for it in items])
     return {"valid": 100.0 * float(valid.mean()),
             "by_side": {int(s): 100.0 * float(valid[sides == s].mean()) for s in sorted(set(sides.tolist()))}}

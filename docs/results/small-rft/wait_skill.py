@@ -34,7 +34,7 @@ def measure(model: str, holes: float, k: int, per_side: int = 100, seed: int = 7
     policy = ModelPolicy(f"hf:{model}", style, Sampling(max_new_tokens=40, temperature=1.0, seed=1, batch_size=64),
                          backend=HFBackend(model, cpu_threads=2))
     repeated = [item for item in items for _ in range(k)]
-    valid = judge_answers(repeated, policy.answer(repeated, seed=1).plans)["valid"].reshape(len(items), k)
+    valid = judge_answers(repeated, policy.answer(repeated, seed=1).plans).valid.reshape(len(items), k)
     sides = np.array([item.size for item in items])
     assert all(item.needs_wait for item in items)
     return {str(side): {"instances": int((sides == side).sum()),
