@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engineer.evidence import SIGNAL_TRAINERS, StageEvidence, TrainingSignal
+from engineer.evidence import SIGNAL_FIGURES, SIGNAL_TRAINERS, StageEvidence, TrainingSignal
 from replays.mining import CATEGORIES, Exemplar, FailureSummary, GroupStats, read_key
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -59,7 +59,6 @@ _ACHIEVED_KEYS = (
 _GENERATED_KEYS = ("count", "requested_hole_ratio", "achieved_hole_ratio", "requested_wait_ratio",
                    "achieved_wait_ratio", "candidates", "rejected_unsolvable", "rejected_solver_limit",
                    "rejected_wait_label", "rejected_makespan")
-_SIGNAL_KEYS = ("groups", "reward_mean", "valid_rate", "zero_variance_share", "abs_advantage_mean")
 _HISTORY_SCORES = ("valid_rate", "optimal_rate", "zero_variance_share")
 
 
@@ -320,7 +319,7 @@ def _env_stats_data(evidence: StageEvidence, config: StageConfig, history: list[
         },
         "instance_stats": {name: stats.to_dict() for name, stats in evidence.failures.instance_stats.items()},
         "training_signal": {
-            side: {key: _score(getattr(signal[side], key)) for key in _SIGNAL_KEYS} for side in _side_order(signal)
+            side: {key: _score(getattr(signal[side], key)) for key in SIGNAL_FIGURES} for side in _side_order(signal)
         },
         "training_signal_trainer": evidence.training_signal.trainer if evidence.training_signal is not None else None,
         "training_signal_rounds": [

@@ -37,7 +37,8 @@ from simulator.generator import SizeReport
 _SIZE_STATS_KEYS = ("episodes", "reward_mean", "reward_std", "completion_tokens_mean", "hole_ratio_mean",
                     "needs_wait_share", "optimal_makespan_mean", "optimal_makespan_min", "optimal_makespan_max")
 _SIZE_STATS_COUNTS = ("episodes", "optimal_makespan_min", "optimal_makespan_max")
-_SIGNAL_KEYS = ("groups", "reward_mean", "valid_rate", "zero_variance_share", "abs_advantage_mean")
+SIGNAL_FIGURES = ("groups", "reward_mean", "valid_rate", "zero_variance_share", "abs_advantage_mean")
+"""A training signal's figures per group of sizes (:class:`SignalFigures`' fields; the context shows them in this order)."""
 
 
 def _number(value: Any, where: str) -> float:
@@ -99,12 +100,12 @@ class SignalFigures:
     """Mean over the groups of their completions' mean absolute advantage."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _SIGNAL_KEYS}
+        return {name: getattr(self, name) for name in SIGNAL_FIGURES}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "training_signal") -> "SignalFigures":
         return cls(**{name: read_key(data, name, where, "int" if name == "groups" else "number")
-                      for name in _SIGNAL_KEYS})
+                      for name in SIGNAL_FIGURES})
 
 
 # What a stage's groups were, by the trainer that sampled them (the engineer's context says it in these words).
@@ -365,5 +366,5 @@ def collect_evidence(
                     files=[str(file) for file in chosen], notes=notes)
 
 
-__all__ = ["Evidence", "SampledPass", "SignalFigures", "SizeStats", "StageEvidence", "TrainingSignal",
+__all__ = ["SIGNAL_FIGURES", "Evidence", "SampledPass", "SignalFigures", "SizeStats", "StageEvidence", "TrainingSignal",
            "collect_evidence", "size_stats", "summarize_episodes", "read_size_report"]

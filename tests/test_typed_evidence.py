@@ -214,3 +214,18 @@ def test_history__a_stage_record_lists_itself_as_a_history_entry():
     assert entry == HistoryEntry(stage=2, config=config, valid_rate=0.3, optimal_rate=0.25, reward_mean=0.4)
     assert entry.to_dict() == {"stage": 2, "config": config.to_dict(), **document["scores"]}
     assert HistoryEntry.from_dict(json.loads(json.dumps(entry.to_dict()))) == entry
+
+
+def test_signal_figures__one_spelling_for_the_trainer_s_tallies_the_record_and_the_context():
+    import numpy as np
+
+    from engineer.evidence import SIGNAL_FIGURES
+    from policy.rewards import StageReward
+
+    assert SIGNAL_FIGURES == tuple(field.name for field in dataclasses.fields(SignalFigures))
+    reward = StageReward({"valid": 1.0}, 2)
+    reward.record_groups([(2, 3), (2, 4)], np.array([1.0, 0.0, 1.0, 1.0]), np.array([True, False, True, True]))
+    signal = reward.signal()
+    for figures in (*signal["by_size"].values(), *signal["by_agents_size"].values()):
+        assert tuple(figures) == SIGNAL_FIGURES
+    assert TrainingSignal.from_dict(signal).to_dict() == signal
