@@ -7,6 +7,7 @@ Presets ship in ``PRESETS`` (``tiny``: CPU, the embedded tiny model; ``qwen3-4b`
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import math
@@ -505,7 +506,7 @@ def _stage(sizes: dict, agents=2, samples=256, hole=0.2, wait=0.3, seed=0) -> di
     return StageConfig.from_dict(out).to_dict()
 
 
-PRESETS: dict[str, dict] = {
+_PRESET_DOCUMENTS: dict[str, dict] = {
     # CPU, 2 cores, under 15 minutes: the embedded ~0.8 M-parameter model, warm-started on solver plans of the
     # validation sizes, then three engineered GRPO stages on 2-agent boards of sides 3..6. Compact prompts with
     # each agent's start neighbours spelled out. Both choices together: the warm start validates ~40% instead of
@@ -578,8 +579,8 @@ def _derived(base: dict, **changes) -> dict:
 # ``tiny``, but a warm start of half the steps (400), which leaves the policy part of the skill (~24-29% valid on
 # 3x3-6x6 instead of ~40%); three GRPO stages of 100 steps at 5e-5 on 800 instances each, where no recipe lifted the
 # greedy rate beyond seed noise; validation with sampled pass@1 beside the greedy rates.
-PRESETS["small-grpo"] = _derived(
-    PRESETS["tiny"],
+_PRESET_DOCUMENTS["small-grpo"] = _derived(
+    _PRESET_DOCUMENTS["tiny"],
     name="small-grpo",
     initial_config=_stage([3, 4, 5, 6], samples=800, hole=0.2, wait=0.3),
     warm_start={"steps": 400},
@@ -591,8 +592,8 @@ PRESETS["small-grpo"] = _derived(
 # stages of rejection-sampling fine-tuning: per stage 2,400 instances x 8 samples in 2 rounds, each instance's
 # best valid own plan kept, 8 supervised passes over them at 5e-4 (docs/results/small.md, "The small preset, measured").
 # One comparison arm takes 10-18 minutes on 2 cores, by the day (the warm start ~7 more, once per seed).
-PRESETS["small"] = _derived(
-    PRESETS["small-grpo"],
+_PRESET_DOCUMENTS["small"] = _derived(
+    _PRESET_DOCUMENTS["small-grpo"],
     name="small",
     initial_config=_stage([3, 4, 5, 6], samples=2400, hole=0.2, wait=0.3),
     training={"trainer": "rft", "steps": 300, "learning_rate": 5e-4, "rft_rounds": 2, "rft_epochs": 8},
@@ -603,8 +604,8 @@ PRESETS["small"] = _derived(
 # start that sees only part of the skill: sides 3 and 4, no instance that needs a wait (~23% on the held-out set:
 # 5x5 ~7%, 6x6 ~0%). The stages then have a frontier to move: larger boards and waiting, which the engineer's
 # choice of sizes and waits decides how to spend the sampling budget on (docs/results/small.md, "Headroom by design").
-PRESETS["small-frontier"] = _derived(
-    PRESETS["small"],
+_PRESET_DOCUMENTS["small-frontier"] = _derived(
+    _PRESET_DOCUMENTS["small"],
     name="small-frontier",
     warm_start={"config": _stage([3, 4], samples=8000, hole=0.2, wait=0.0)},
 )
@@ -615,8 +616,8 @@ PRESETS["small-frontier"] = _derived(
 # as trained, 3 agents for transfer). Run as ``--compare --arm fixed --arm gap-band --primary gap-band``: both arms
 # share the warm start, the engineered one plans stage 1 and each next stage, and the run ends with both on the test
 # set and a verdict line.
-PRESETS["demo"] = _derived(
-    PRESETS["small-frontier"],
+_PRESET_DOCUMENTS["demo"] = _derived(
+    _PRESET_DOCUMENTS["small-frontier"],
     name="demo",
     stages=2,
     initial_config=_stage([3, 4, 5, 6], samples=1200, hole=0.2, wait=0.3),
@@ -626,8 +627,8 @@ PRESETS["demo"] = _derived(
 
 # The same without thinking: answers of at most 2,048 tokens, greedy validation and evaluation, an engineer that
 # answers at once. Several times cheaper per step; not the decoding the paper's figures were measured with.
-PRESETS["qwen3-4b-nothink"] = _derived(
-    PRESETS["qwen3-4b"],
+_PRESET_DOCUMENTS["qwen3-4b-nothink"] = _derived(
+    _PRESET_DOCUMENTS["qwen3-4b"],
     name="qwen3-4b-nothink",
     training={"max_completion_length": 2048, "enable_thinking": False},
     validation={"max_new_tokens": 2048, "temperature": 0.0, "top_p": 1.0, "top_k": 0},
@@ -635,7 +636,12 @@ PRESETS["qwen3-4b-nothink"] = _derived(
 )
 
 
+PRESETS: dict[str, RunConfig] = {name: RunConfig.from_dict(document) for name, document in _PRESET_DOCUMENTS.items()}
+"""The presets as validated run configs (a preset with a bad value fails here, at import, naming the field)."""
+
+
 def preset(name: str) -> RunConfig:
+    """The preset ``name``'s run config (a copy: a caller may change it without changing the preset)."""
     if name not in PRESETS:
         raise ConfigError("preset", name, f"one of {sorted(PRESETS)}")
-    return RunConfig.from_dict(PRESETS[name])
+    return copy.deepcopy(PRESETS[name])
