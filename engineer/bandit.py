@@ -19,11 +19,10 @@ change. Ratios are rounded to 4 decimals.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 from engineer.context import EngineerContext
-from engineer.decision import EngineerDecision, make_decision
+from engineer.decision import Decider, EngineerDecision
 from engineer.rule import check_number_options, filled_values, floored_shares, reweighted, side_table
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -69,9 +68,9 @@ class BanditEngineer:
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Update the values from the stage's training signal, then the softmax weights; ``seed`` is unused."""
-        started = time.perf_counter()
+        decider = Decider(self, context.text, config)
         signal = context.signal.by_size if context.signal is not None else {}
-        notes: list[str] = []
+        notes = decider.notes
         for side in sorted(config.sizes):
             figures = signal.get(str(side))
             if figures is None or figures.groups <= 0 or not math.isfinite(figures.abs_advantage_mean):
@@ -83,10 +82,7 @@ class BanditEngineer:
             notes.append(f"size {side}: {groups} groups, mean |advantage| {advantage:.3f}: value "
                          f"{'new' if old is None else f'{old:.3f}'} -> {self.values[side]:.3f}")
 
-        def decide(proposal: StageConfig, reason: str) -> EngineerDecision:
-            return make_decision(self.name, config, proposal, reason, proposal=proposal.to_dict(),
-                                 rationale="\n".join(notes), context_text=context.text,
-                                 seconds=time.perf_counter() - started, details={"state": self.state()})
+        decide = decider.decide
 
         arms = filled_values(self.values, config.sizes)
         if arms is None:

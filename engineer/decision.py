@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -241,6 +242,28 @@ def _read_config(document: Any, key: str, where: str, optional: bool = False) ->
         raise ConfigError(f"{where}.{key}.{error.field}", error.value, error.allowed) from None
 
 
+class Decider:
+    """The decisions of one ``propose`` call, built alike for every rule-based engineer: the call is timed from
+    the decider's making, ``notes`` collects the rationale's lines, and a stateful engineer's ``state()`` goes into
+    the decision's details (the stage loop hands it back through ``load_state``)."""
+
+    def __init__(self, engineer: Any, context_text: str, config: StageConfig) -> None:
+        self.engineer, self.context_text, self.config = engineer, context_text, config
+        self.notes: list[str] = []
+        """The rationale, a line each."""
+        self.started = time.perf_counter()
+
+    def decide(self, proposal: StageConfig | None, reason: str,
+               instances: tuple[LabelledInstance, ...] | list[LabelledInstance] = ()) -> EngineerDecision:
+        """The decision for ``proposal`` (None: the fallback that keeps the config), with the notes so far."""
+        state = getattr(self.engineer, "state", None)
+        return make_decision(self.engineer.name, self.config, proposal, reason,
+                             proposal=proposal.to_dict() if proposal is not None else None,
+                             rationale="\n".join(self.notes), context_text=self.context_text,
+                             seconds=time.perf_counter() - self.started,
+                             details={"state": state()} if callable(state) else None, instances=instances)
+
+
 def decision_instances(document: Any, where: str = "decision") -> list[LabelledInstance]:
     """The ``instances`` of a decision record (:meth:`EngineerDecision.to_dict`), read back; [] when it has none.
     A malformed entry raises ConfigError naming ``where.instances[i]``."""
@@ -258,5 +281,5 @@ def decision_instances(document: Any, where: str = "decision") -> list[LabelledI
     return out
 
 
-__all__ = ["DECISION_OUTCOMES", "EngineerDecision", "decision_instances", "decision_outcome",
+__all__ = ["DECISION_OUTCOMES", "Decider", "EngineerDecision", "decision_instances", "decision_outcome",
            "make_decision", "plain"]

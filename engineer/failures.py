@@ -33,14 +33,13 @@ nothing is cut.
 from __future__ import annotations
 
 import math
-import time
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
 from engineer.context import EngineerContext
-from engineer.decision import EngineerDecision, make_decision
+from engineer.decision import Decider, EngineerDecision
 from engineer.material import StageMaterial
 from engineer.rule import check_number_options
 from replays.types import Episode
@@ -92,14 +91,12 @@ class FailuresEngineer:
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Cut, certify and pick the failing boards (see the module docstring)."""
-        started = time.perf_counter()
-        notes: list[str] = []
+        decider = Decider(self, context.text, config)
+        notes = decider.notes
         cut: list[LabelledInstance] = []
 
         def decide(reason: str) -> EngineerDecision:
-            return make_decision(self.name, config, config, reason, proposal=config.to_dict(),
-                                 rationale="\n".join(notes), context_text=context.text,
-                                 seconds=time.perf_counter() - started, instances=cut)
+            return decider.decide(config, reason, cut)
 
         if self.material is None:
             notes.append("no stage material (the stage loop hands over the evidence's episodes): nothing to cut")

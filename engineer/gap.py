@@ -66,13 +66,12 @@ handed back by the run through :meth:`GapEngineer.load_state`, so a resumed run 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from engineer.bands import makespan_levels
 from engineer.context import EngineerContext
-from engineer.decision import EngineerDecision, make_decision
+from engineer.decision import Decider, EngineerDecision
 from engineer.progress import rate_series
 from engineer.rule import RULE_METRICS, check_number_options, floored_shares, hole_ratio_cap, reweighted
 from replays.mining import GroupStats
@@ -286,15 +285,12 @@ class GapEngineer:
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """A lesson in waiting on the smallest size while a size has a gap, the start settings back once none
         has; ``seed`` is unused (the rule is deterministic)."""
-        started = time.perf_counter()
+        decider = Decider(self, context.text, config)
         for side, spec in config.sizes.items():
             self.start.setdefault(side, (spec.hole_ratio, spec.wait_ratio))
-        notes: list[str] = []
+        notes = decider.notes
 
-        def decide(proposal: StageConfig, reason: str) -> EngineerDecision:
-            return make_decision(self.name, config, proposal, reason, proposal=proposal.to_dict(),
-                                 rationale="\n".join(notes), context_text=context.text,
-                                 seconds=time.perf_counter() - started, details={"state": self.state()})
+        decide = decider.decide
 
         by_size_wait = context.behavior.by_size_wait if context.behavior is not None else {}
         if config.agents_max < 2:

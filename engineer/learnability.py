@@ -19,11 +19,10 @@ next stage sees how often. Ratios are rounded to 4 decimals (the largest absorbs
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, replace
 
 from engineer.context import EngineerContext
-from engineer.decision import EngineerDecision, make_decision
+from engineer.decision import Decider, EngineerDecision
 from engineer.rule import RULE_METRICS, rounded_shares, size_rates
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -73,19 +72,13 @@ class LearnabilityEngineer:
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """The next config's weights by ``p(1 - p)``; ``seed`` is unused (the rule is deterministic)."""
-        started = time.perf_counter()
-
-        def decide(proposal: StageConfig | None, reason: str, notes: list[str]) -> EngineerDecision:
-            return make_decision(self.name, config, proposal, reason,
-                                 proposal=proposal.to_dict() if proposal is not None else None,
-                                 rationale="\n".join(notes), context_text=context.text,
-                                 seconds=time.perf_counter() - started)
+        decider = Decider(self, context.text, config)
+        notes, decide = decider.notes, decider.decide
 
         behavior = context.behavior
         if behavior is None:
-            return decide(config, "learnability: no behavior section in the context, nothing to act on",
-                          ["kept the config: no evidence of behavior"])
-        notes: list[str] = []
+            notes.append("kept the config: no evidence of behavior")
+            return decide(config, "learnability: no behavior section in the context, nothing to act on")
         rates = size_rates(behavior.by_size, config, self.min_episodes, self.metric, notes,
                            "keeps its weight")
         previous = {side: spec.data_ratio for side, spec in config.sizes.items()}
@@ -93,7 +86,7 @@ class LearnabilityEngineer:
         if weights is None:
             notes.append("every scored size is solved or hopeless (p(1-p) = 0): no weight moves" if rates
                          else "no size has enough episodes: no weight moves")
-            return decide(config, "learnability: nothing to change", notes)
+            return decide(config, "learnability: nothing to change")
         shares = rounded_shares(weights)
         sizes = {side: replace(spec, data_ratio=shares[side]) for side, spec in config.sizes.items()}
         for side, rate in sorted(rates.items()):
@@ -102,9 +95,8 @@ class LearnabilityEngineer:
         try:
             proposal = replace(config, sizes=sizes)
         except ConfigError as error:  # not expected (shares of used sizes stay positive); keep the config, say why
-            return decide(None, f"rejected: the learnability proposal was invalid: {error}", notes)
-        return decide(proposal, "learnability: accepted" if proposal != config else "learnability: nothing to change",
-                      notes)
+            return decide(None, f"rejected: the learnability proposal was invalid: {error}")
+        return decide(proposal, "learnability: accepted" if proposal != config else "learnability: nothing to change")
 
 
 __all__ = ["LearnabilityEngineer", "learnability_weights"]

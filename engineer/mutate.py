@@ -17,13 +17,12 @@ Ratios are rounded to 4 decimals. Agents, samples, seed, slip and horizon never 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from engineer.context import EngineerContext
-from engineer.decision import EngineerDecision, make_decision
+from engineer.decision import Decider, EngineerDecision
 from engineer.rule import RULE_METRICS, hole_ratio_cap, rounded_shares, size_rates
 from simulator.config import MAX_HOLE_RATIO, MAX_SIZE, SizeSpec, StageConfig
 from simulator.errors import ConfigError
@@ -75,24 +74,18 @@ class MutateEngineer:
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """One seeded edit per size in the learnable band (see the module docstring)."""
-        started = time.perf_counter()
-
-        def decide(proposal: StageConfig | None, reason: str, notes: list[str]) -> EngineerDecision:
-            return make_decision(self.name, config, proposal, reason,
-                                 proposal=proposal.to_dict() if proposal is not None else None,
-                                 rationale="\n".join(notes), context_text=context.text,
-                                 seconds=time.perf_counter() - started)
+        decider = Decider(self, context.text, config)
+        notes, decide = decider.notes, decider.decide
 
         behavior = context.behavior
         if behavior is None:
-            return decide(config, "mutate: no behavior section in the context, nothing to act on",
-                          ["kept the config: no evidence of behavior"])
+            notes.append("kept the config: no evidence of behavior")
+            return decide(config, "mutate: no behavior section in the context, nothing to act on")
         by_size = behavior.by_size
         rng = np.random.default_rng([seed % (2**63), 0xACCE1])
         agents = config.agents_max
         specs = {side: spec for side, spec in config.sizes.items()}
         weights = {side: spec.data_ratio for side, spec in specs.items()}
-        notes: list[str] = []
         edited = 0
         for side, rate in size_rates(by_size, config, self.min_episodes, self.metric, notes).items():
             if not self.low <= rate <= self.high:
@@ -124,15 +117,15 @@ class MutateEngineer:
             notes.append(f"size {side}: {self.metric} {rate:.3f} in [{self.low}, {self.high}]: {edit}, {change}")
             edited += 1
         if not edited:
-            return decide(config, "mutate: nothing to change", notes)
+            return decide(config, "mutate: nothing to change")
         positive = {side: weight for side, weight in weights.items() if weight > 0}
         shares = rounded_shares(positive) if not math.isclose(math.fsum(positive.values()), 0.0) else {}
         sizes = {side: replace(spec, data_ratio=shares.get(side, 0.0)) for side, spec in sorted(specs.items())}
         try:
             proposal = replace(config, sizes=sizes)
         except ConfigError as error:  # not expected (every edit keeps the rules); keep the config and say why
-            return decide(None, f"rejected: the mutate proposal was invalid: {error}", notes)
-        return decide(proposal, "mutate: accepted" if proposal != config else "mutate: nothing to change", notes)
+            return decide(None, f"rejected: the mutate proposal was invalid: {error}")
+        return decide(proposal, "mutate: accepted" if proposal != config else "mutate: nothing to change")
 
 
 __all__ = ["MUTATIONS", "MutateEngineer"]

@@ -30,11 +30,10 @@ wait ratios, agents, samples, seed, slip and horizon never change. Ratios are ro
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 from engineer.context import EngineerContext
-from engineer.decision import EngineerDecision, make_decision
+from engineer.decision import Decider, EngineerDecision
 from engineer.evidence import TrainingSignal
 from engineer.rule import check_number_options, filled_values, floored_shares, reweighted, side_table
 from simulator.config import StageConfig
@@ -115,8 +114,8 @@ class ProgressEngineer:
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Update each size's progress from the stage's sampled rates, then the weights; ``seed`` is unused."""
-        started = time.perf_counter()
-        notes: list[str] = []
+        decider = Decider(self, context.text, config)
+        notes = decider.notes
         for side in sorted(config.sizes):
             series = rate_series(context.signal, side)
             if not series:
@@ -136,10 +135,7 @@ class ProgressEngineer:
             after = "none yet" if value is None else f"{value:.4f}"
             notes.append(f"size {side}: sampled valid {steps}; progress {before} -> {after}")
 
-        def decide(proposal: StageConfig, reason: str) -> EngineerDecision:
-            return make_decision(self.name, config, proposal, reason, proposal=proposal.to_dict(),
-                                 rationale="\n".join(notes), context_text=context.text,
-                                 seconds=time.perf_counter() - started, details={"state": self.state()})
+        decide = decider.decide
 
         values = filled_values(self.values, config.sizes)
         if values is None:

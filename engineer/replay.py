@@ -34,13 +34,12 @@ from the same buffer.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from engineer.context import EngineerContext
-from engineer.decision import EngineerDecision, make_decision
+from engineer.decision import Decider, EngineerDecision
 from engineer.material import StageMaterial
 from engineer.rule import RULE_METRICS, check_number_options
 from replays.mining import FailureSummary
@@ -127,15 +126,12 @@ class ReplayEngineer:
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Update and rescore the buffer, then draw the replay list (see the module docstring)."""
-        started = time.perf_counter()
-        notes: list[str] = []
+        decider = Decider(self, context.text, config)
+        notes = decider.notes
         replayed: list[LabelledInstance] = []
 
         def decide(reason: str) -> EngineerDecision:
-            return make_decision(self.name, config, config, reason, proposal=config.to_dict(),
-                                 rationale="\n".join(notes), context_text=context.text,
-                                 seconds=time.perf_counter() - started, details={"state": self.state()},
-                                 instances=replayed)
+            return decider.decide(config, reason, replayed)
 
         material, behavior = self.material, context.behavior
         if material is None:

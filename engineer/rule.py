@@ -23,13 +23,12 @@ context there is no evidence, and the config is kept.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from engineer.context import EngineerContext
-from engineer.decision import EngineerDecision, make_decision
+from engineer.decision import Decider, EngineerDecision
 from replays.mining import GroupStats
 from simulator.config import MAX_HOLE_RATIO, SizeSpec, StageConfig
 from simulator.errors import ConfigError
@@ -158,15 +157,12 @@ class RuleEngineer:
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """The next config by the rules above; ``seed`` is unused (the rules are deterministic)."""
-        started = time.perf_counter()
+        decider = Decider(self, context.text, config)
+        notes = decider.notes
         behavior = context.behavior
         if behavior is None:
-            return make_decision(
-                self.name, config, config, "rule: no behavior section in the context, nothing to act on",
-                proposal=config.to_dict(), rationale="kept the config: no evidence of behavior",
-                context_text=context.text, seconds=time.perf_counter() - started,
-            )
-        notes: list[str] = []
+            notes.append("kept the config: no evidence of behavior")
+            return decider.decide(config, "rule: no behavior section in the context, nothing to act on")
         rates = size_rates(behavior.by_size, config, self.min_episodes, self.metric, notes)
         classes = {side: self.classify(rate) for side, rate in rates.items()}
 
@@ -200,15 +196,8 @@ class RuleEngineer:
         try:
             proposal = replace(config, sizes=sizes)
         except ConfigError as error:  # not expected (every step keeps the rules); keep the config and say why
-            return make_decision(
-                self.name, config, None, f"rejected: the rule's own proposal was invalid: {error}",
-                rationale="\n".join(notes), context_text=context.text, seconds=time.perf_counter() - started,
-            )
-        return make_decision(
-            self.name, config, proposal, "rule: accepted" if proposal != config else "rule: nothing to change",
-            proposal=proposal.to_dict(),
-            rationale="\n".join(notes), context_text=context.text, seconds=time.perf_counter() - started,
-        )
+            return decider.decide(None, f"rejected: the rule's own proposal was invalid: {error}")
+        return decider.decide(proposal, "rule: accepted" if proposal != config else "rule: nothing to change")
 
     def _explain(self, side: int, rate: float, kind: str, before: SizeSpec, after: SizeSpec) -> str:
         what = {"hopeless": f"< {self.low} (hopeless)", "solved": f"> {self.high} (solved)",

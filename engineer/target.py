@@ -34,12 +34,11 @@ the same targets. Data, hole and wait ratios, agents, samples, seed, slip and ho
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field, replace
 
 from engineer.bands import fillable_band, makespan_levels
 from engineer.context import EngineerContext
-from engineer.decision import EngineerDecision, make_decision
+from engineer.decision import Decider, EngineerDecision
 from engineer.evidence import SignalFigures
 from engineer.rule import check_number_options, side_table
 from simulator.config import MAX_HORIZON, StageConfig
@@ -92,13 +91,10 @@ class TargetEngineer:
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Each used size's target moved by its training reward, then its band (see the module docstring);
         ``seed`` is unused."""
-        started = time.perf_counter()
-        notes: list[str] = []
+        decider = Decider(self, context.text, config)
+        notes = decider.notes
 
-        def decide(proposal: StageConfig, reason: str) -> EngineerDecision:
-            return make_decision(self.name, config, proposal, reason, proposal=proposal.to_dict(),
-                                 rationale="\n".join(notes), context_text=context.text,
-                                 seconds=time.perf_counter() - started, details={"state": self.state()})
+        decide = decider.decide
 
         by_length = context.behavior.by_size_makespan if context.behavior is not None else {}
         if not by_length:

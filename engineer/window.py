@@ -34,12 +34,11 @@ ones. Data, wait ratios, agents, samples, seed, slip and horizon never change.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 
 from engineer.bands import fillable_band, makespan_levels
 from engineer.context import EngineerContext
-from engineer.decision import EngineerDecision, make_decision
+from engineer.decision import Decider, EngineerDecision
 from engineer.rule import RULE_METRICS, check_number_options, hole_ratio_cap
 from simulator.config import MAX_HOLE_RATIO, MAX_HORIZON, StageConfig
 from simulator.errors import ConfigError
@@ -78,13 +77,10 @@ class WindowEngineer:
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Each used size's window moved by its evidence (see the module docstring); ``seed`` is unused."""
-        started = time.perf_counter()
-        notes: list[str] = []
+        decider = Decider(self, context.text, config)
+        notes = decider.notes
 
-        def decide(proposal: StageConfig, reason: str) -> EngineerDecision:
-            return make_decision(self.name, config, proposal, reason, proposal=proposal.to_dict(),
-                                 rationale="\n".join(notes), context_text=context.text,
-                                 seconds=time.perf_counter() - started)
+        decide = decider.decide
 
         by_length = context.behavior.by_size_makespan if context.behavior is not None else {}
         if not by_length:
