@@ -31,9 +31,9 @@ def _train(args: argparse.Namespace) -> int:
     import yaml
 
     from curriculum.config import load_run_config, preset
-    from curriculum.report import (compare_table, load_run, render_report, render_seed_comparison, seed_comparison,
+    from curriculum.reports.report import (compare_table, load_run, render_report, render_seed_comparison, seed_comparison,
                                    write_curves, write_plots)
-    from curriculum.run import Run, resume, share_warm_start
+    from curriculum.loop.run import Run, resume, share_warm_start
 
     from simulator.errors import ConfigError
 
@@ -63,7 +63,7 @@ def _train(args: argparse.Namespace) -> int:
     if overrides:
         config = config.with_overrides(**overrides)
     if args.rehearse:
-        from curriculum.rehearsal import rehearsal_config
+        from curriculum.loop.rehearsal import rehearsal_config
 
         config = rehearsal_config(config, log=lambda line: print(line, file=sys.stderr))
     if args.print_config:
@@ -117,7 +117,7 @@ def _train(args: argparse.Namespace) -> int:
 def verdict(result: dict, metric: str = "test") -> str:
     """The comparison's last word on its pre-declared arm: did it beat the reference on the test set? Said plainly
     either way: a lead counts only with 2+ paired seeds, an interval above 0 and p < 0.05."""
-    from curriculum.report import COMPARE_METRICS
+    from curriculum.reports.report import COMPARE_METRICS
 
     primary, reference = result.get("primary"), result.get("reference")
     label = dict((key, label) for key, label, _ in COMPARE_METRICS)[metric]
@@ -191,9 +191,9 @@ def _parse_arms(specs: list[str] | None) -> dict[str, dict]:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from curriculum.report import load_run, render_report, write_plots
+    from curriculum.reports.report import load_run, render_report, write_plots
 
-    from curriculum.report import write_curves
+    from curriculum.reports.report import write_curves
 
     runs = [load_run(path) for path in args.run]
     for index, run in enumerate(runs):
@@ -208,7 +208,7 @@ def _report(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     import json
 
-    from curriculum.report import compare_table, load_run, render_seed_comparison, seed_comparison
+    from curriculum.reports.report import compare_table, load_run, render_seed_comparison, seed_comparison
 
     runs = [load_run(path) for path in args.runs]
     result = seed_comparison(runs, reference=args.reference, primary=args.primary, allow_mixed=args.allow_mixed)

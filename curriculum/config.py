@@ -101,7 +101,7 @@ class Training:
     generation budget at equal ``steps`` (``steps x prompts_per_step`` prompts x ``generations`` samples)."""
 
     trainer: str = "grpo"
-    """``grpo`` or ``rft`` (``curriculum.trainers.STAGE_TRAINERS``)."""
+    """``grpo`` or ``rft`` (``curriculum.training.trainers.STAGE_TRAINERS``)."""
     steps: int = 60
     """Optimizer steps per stage."""
     prompts_per_step: int = 4
@@ -153,12 +153,12 @@ class Training:
     greedy_member: bool = False
     """``grpo`` only: each group's first completion is the greedy decode of its prompt instead of a sample, so the
     advantages compare the samples with the answer the policy gives and move that answer itself (self-critical
-    training's greedy baseline inside GRPO's group; ``curriculum.trainers.greedy_member_trainer``). Transformers
+    training's greedy baseline inside GRPO's group; ``curriculum.training.trainers.greedy_member_trainer``). Transformers
     generation only."""
     failure_credit: bool = False
     """``grpo`` only: a failed answer's negative advantage lands on the moves that failed (the judge's failing step:
     the agent that fell or left the grid, or every move of a conflict), not on its other tokens; everything else is
-    as in GRPO (``curriculum.trainers.failure_credit_trainer``)."""
+    as in GRPO (``curriculum.training.trainers.failure_credit_trainer``)."""
     weight_average: float = 0.0
     """``grpo`` only: decay of an exponential moving average of the trained weights over the stage's steps; the
     stage keeps the average instead of its last weights (0: the last weights). 0.98 averages over ~50 steps."""
@@ -214,7 +214,7 @@ class Validation:
     config: StageConfig | None = None
     """Stage config of the evidence set the engineer reads between stages (a document is turned into a
     StageConfig; its seed below 2**61). Generated with every test instance excluded by content, and kept out of
-    every stage's training data by content (``curriculum.sets``). Required."""
+    every stage's training data by content (``curriculum.loop.sets``). Required."""
     samples: int = 200
     max_new_tokens: int = 48
     sampled_k: int = 0

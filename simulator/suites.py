@@ -19,7 +19,7 @@ Suites (v1):
   tests and smoke runs.
 
 A run reads its ``evaluation_suite`` as its test set: the generator keeps every instance of it out of the run's
-training and evidence data by content (``curriculum.sets``).
+training and evidence data by content (``curriculum.loop.sets``).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _cell_seed(name: str, agents: int, size: int) -> int:
 
 
 # Test-suite seeds: [2**61, 2**62), apart from the stage-config seeds people write (below 2**61 in a run's evidence
-# set, ``curriculum.sets``) and from the run's training seeds ([2**62, 2**63)).
+# set, ``curriculum.loop.sets``) and from the run's training seeds ([2**62, 2**63)).
 TEST_SEED_DOMAIN = 2**61
 
 

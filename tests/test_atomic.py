@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from curriculum.run import Run, share_stage, share_warm_start, stage_seed
+from curriculum.loop.run import Run, share_stage, share_warm_start, stage_seed
 from simulator.config import save_config
 from simulator.atomic import atomic_folder, atomic_write
 from tests.test_curriculum import small_config

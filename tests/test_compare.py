@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from curriculum.stats import (holm, mean_interval, paired_difference, paired_p_value, regularized_incomplete_beta,
+from curriculum.reports.stats import (holm, mean_interval, paired_difference, paired_p_value, regularized_incomplete_beta,
                               student_t_cdf, student_t_two_sided_p, t_quantile_975)
 from simulator.errors import ConfigError
 
@@ -64,7 +64,7 @@ def test_paired_difference__pairs_by_seed_and_ignores_unpaired():
 
 
 def _fake_run(arm: str, seed: int, stage_valid: float, warm: float = 0.3, final: float | None = None) -> dict:
-    from curriculum.records import StageRecord
+    from curriculum.loop.records import StageRecord
     from simulator.config import default_stage_config
 
     record = {"stage": 1, "config": default_stage_config().to_dict(), "decision": {"accepted": True},
@@ -79,7 +79,7 @@ def _fake_run(arm: str, seed: int, stage_valid: float, warm: float = 0.3, final:
 
 
 def test_seed_comparison__means_intervals_and_paired_differences():
-    from curriculum.report import render_seed_comparison, seed_comparison
+    from curriculum.reports.report import render_seed_comparison, seed_comparison
 
     runs = [_fake_run("rule", 0, 0.50), _fake_run("fixed", 0, 0.45), _fake_run("rule", 1, 0.40),
             _fake_run("fixed", 1, 0.36), _fake_run("rule", 2, 0.45), _fake_run("fixed", 2, 0.40)]
@@ -101,7 +101,7 @@ def test_seed_comparison__means_intervals_and_paired_differences():
 
 
 def test_seed_comparison__a_wide_interval_never_runs_into_the_next_cell():
-    from curriculum.report import render_seed_comparison, seed_comparison
+    from curriculum.reports.report import render_seed_comparison, seed_comparison
 
     text = render_seed_comparison(seed_comparison([_fake_run("fixed", 0, 0.9), _fake_run("fixed", 1, 0.1)]))
     row = next(line for line in text.splitlines() if line.startswith("fixed"))
@@ -109,7 +109,7 @@ def test_seed_comparison__a_wide_interval_never_runs_into_the_next_cell():
 
 
 def test_seed_comparison__without_the_reference_arm_has_no_differences():
-    from curriculum.report import render_seed_comparison, seed_comparison
+    from curriculum.reports.report import render_seed_comparison, seed_comparison
 
     result = seed_comparison([_fake_run("a", 0, 0.2, final=0.1), _fake_run("b", 0, 0.3, final=0.2)])
     assert result["reference"] is None
@@ -120,7 +120,7 @@ def test_seed_comparison__without_the_reference_arm_has_no_differences():
 def test_run_figures__test_set_split_by_trained_agents_and_led_in_the_table():
     """Test cells with the agent counts the run trains on score ``test`` (greedy, optimal, sampled pass@1); the
     others ``transfer``; the evidence set's figures come after, as what the engineer saw."""
-    from curriculum.report import render_seed_comparison, run_figures, seed_comparison
+    from curriculum.reports.report import render_seed_comparison, run_figures, seed_comparison
 
     runs = []
     for arm, seed, rate in (("fixed", 0, 0.4), ("band", 0, 0.5), ("fixed", 1, 0.3), ("band", 1, 0.35)):
@@ -243,7 +243,7 @@ def _three_arm_runs(versions: dict | None = None) -> list[dict]:
 
 def _headline(runs: list[dict]) -> tuple[str, str]:
     """The key and label of the first compared metric any of ``runs`` has (what the text gives p values for)."""
-    from curriculum.report import COMPARE_METRICS, run_figures
+    from curriculum.reports.report import COMPARE_METRICS, run_figures
 
     return next((key, label) for key, label, _ in COMPARE_METRICS if any(key in run_figures(run) for run in runs))
 
@@ -254,7 +254,7 @@ def _headline(runs: list[dict]) -> tuple[str, str]:
     ([0.9, 0.2, 0.7, 0.4, 0.8, 0.6, 0.5, 1.0, 0.3, 0.95, 0.1], 0.15),  # 11 cells: ceil(1.1) = the worst two
 ])
 def test_run_figures__test_cvar_is_the_eval_tables_worst_tenth_of_the_trained_agent_counts_test_cells(valid_rates, cvar):
-    from curriculum.report import cells_cvar10, compare_table, render_seed_comparison, run_figures, seed_comparison
+    from curriculum.reports.report import cells_cvar10, compare_table, render_seed_comparison, run_figures, seed_comparison
     from policy.evaluation import EvalTable
 
     run = _fake_run("fixed", 0, 0.5)
@@ -280,7 +280,7 @@ def test_run_figures__test_cvar_is_the_eval_tables_worst_tenth_of_the_trained_ag
 
 
 def test_seed_comparison__p_holm_and_per_seed_in_the_dict_and_the_text():
-    from curriculum.report import render_seed_comparison, run_arm, run_figures, run_seed, seed_comparison
+    from curriculum.reports.report import render_seed_comparison, run_arm, run_figures, run_seed, seed_comparison
 
     runs = _three_arm_runs({"python": "3.12.3", "torch": "2.12.0"})
     result = seed_comparison(runs)
@@ -313,7 +313,7 @@ def test_seed_comparison__p_holm_and_per_seed_in_the_dict_and_the_text():
 
 @pytest.mark.parametrize("first", ["lift", "pass1"])
 def test_seed_comparison__the_headline_p_is_the_first_metric_shown(monkeypatch, first):
-    from curriculum import report
+    from curriculum.reports import report
 
     metrics = [(key, label, help_text) for key, label, help_text in report.COMPARE_METRICS]
     monkeypatch.setattr(report, "COMPARE_METRICS", tuple(sorted(metrics, key=lambda metric: metric[0] != first)))
@@ -326,7 +326,7 @@ def test_seed_comparison__the_headline_p_is_the_first_metric_shown(monkeypatch, 
 
 
 def test_seed_comparison__a_pre_declared_primary_is_unadjusted_and_not_in_the_family():
-    from curriculum.report import render_seed_comparison, seed_comparison
+    from curriculum.reports.report import render_seed_comparison, seed_comparison
 
     result = seed_comparison(_three_arm_runs(), primary="gap")
     fixed = THREE_ARMS["fixed"]
@@ -351,7 +351,7 @@ def test_seed_comparison__a_pre_declared_primary_is_unadjusted_and_not_in_the_fa
     ("rule", [_fake_run("rule", 0, 0.5), _fake_run("gap", 0, 0.4)]),  # no reference among the runs
 ])
 def test_seed_comparison__primary_must_be_an_arm_compared(primary, runs):
-    from curriculum.report import seed_comparison
+    from curriculum.reports.report import seed_comparison
 
     with pytest.raises(ConfigError, match="--primary") as error:
         seed_comparison(runs or _three_arm_runs(), primary=primary)
@@ -361,7 +361,7 @@ def test_seed_comparison__primary_must_be_an_arm_compared(primary, runs):
 
 
 def test_seed_comparison__single_pairs_have_no_p():
-    from curriculum.report import render_seed_comparison, seed_comparison
+    from curriculum.reports.report import render_seed_comparison, seed_comparison
 
     result = seed_comparison([_fake_run("fixed", 0, 0.4), _fake_run("rule", 0, 0.5)])
     diff = result["arms"]["rule"]["vs_reference"]["valid"]
@@ -382,7 +382,7 @@ V13 = {"python": "3.12.3", "torch": "2.13.0", "trl": "0.20.0"}
     ({"versions": V12, "extended": [{"versions": {**V12, "peft": "0.17.0"}}]}, {**V12, "peft": "unknown then 0.17.0"}),
 ])
 def test_run_installation__table(manifest, installation):
-    from curriculum.report import run_installation
+    from curriculum.reports.report import run_installation
 
     assert run_installation({"manifest": manifest}) == installation
 
@@ -404,7 +404,7 @@ def _with_versions(run: dict, versions: dict | None, extended: dict | None = Non
     ((V12, V13), (V12, None), "torch 2.12.0 then 2.13.0 vs 2.12.0"),  # extended after an upgrade
 ])
 def test_seed_comparison__pairs_must_share_an_installation(rule_s1, fixed_s1, differing):
-    from curriculum.report import render_seed_comparison, seed_comparison
+    from curriculum.reports.report import render_seed_comparison, seed_comparison
 
     runs = [_with_versions(_fake_run("fixed", 0, 0.40), V12), _with_versions(_fake_run("rule", 0, 0.45), V12),
             _with_versions(_fake_run("fixed", 1, 0.36), *fixed_s1), _with_versions(_fake_run("rule", 1, 0.40), *rule_s1),

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from curriculum.config import RunConfig, Training, preset
-from curriculum.report import compare_table, load_run, render_report, write_plots
-from curriculum.records import TrainingReport
-from curriculum.run import Run
+from curriculum.reports.report import compare_table, load_run, render_report, write_plots
+from curriculum.loop.records import TrainingReport
+from curriculum.loop.run import Run
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
@@ -68,7 +68,7 @@ def test_run__two_stages_end_to_end_leave_complete_records(finished_run):
     context = json.loads((run_dir / "stage-02" / "decision.json").read_text())["context_text"]
     assert "training signal of the stage just trained" in context
     # where the stage's time went: training and validation dominate; the loop around them is small
-    from curriculum.run import loop_overhead
+    from curriculum.loop.run import loop_overhead
 
     timings = record["timings"]
     assert set(timings) == {"instances", "train", "validation", "judging", "records", "engineer"}
@@ -346,7 +346,7 @@ def test_run__the_progress_engineer_steers_by_the_rejection_sampling_rounds(tmp_
 def test_read_summary__a_summary_without_the_makespan_split_gets_it_from_the_replays_beside_it(finished_run, tmp_path):
     import shutil
 
-    from curriculum.run import _read_summary
+    from curriculum.loop.run import _read_summary
 
     stage = finished_run.run_dir / "stage-01"
     fresh = _read_summary(stage / "summary.json")
@@ -408,7 +408,7 @@ def test_run__plan_first_lets_the_engineer_choose_stage_1_from_the_warm_start(tm
 
 
 def test_grpo_stage__lora_trains_merges_and_saves_a_loadable_checkpoint(tmp_path, finished_run):
-    from curriculum.trainers import grpo_stage
+    from curriculum.training.trainers import grpo_stage
     from policy.backend_base import Sampling
     from policy.backends import make_backend
     from policy.prompts import get_style
@@ -433,7 +433,7 @@ def test_progress_line__prints_each_tenth_with_time_left_and_latest_figure():
     import io
     from types import SimpleNamespace
 
-    from curriculum.trainers import _Progress
+    from curriculum.training.trainers import _Progress
 
     out = io.StringIO()
     progress = _Progress.make("GRPO stage-01", 20, stream=out)
@@ -460,7 +460,7 @@ def test_bench_grpo__times_real_steps_of_a_fresh_tiny_model():
 
 
 def test_grpo_stage__without_save_leaves_no_checkpoint(tmp_path, finished_run):
-    from curriculum.trainers import grpo_stage
+    from curriculum.training.trainers import grpo_stage
     from policy.prompts import get_style
     from simulator.config import StageConfig
     from simulator.generator import generate
@@ -498,7 +498,7 @@ def test_bench_lift__grpo_and_sft_peer_validated_on_the_same_held_out_instances(
 
 
 def test_best_valid_plans__count_the_instances_that_need_a_wait_apart():
-    from curriculum.trainers import _best_valid_plans
+    from curriculum.training.trainers import _best_valid_plans
     from simulator.config import StageConfig
     from simulator.generator import generate
     from simulator.types import JointPlan
@@ -520,7 +520,7 @@ def test_best_valid_plans__count_the_instances_that_need_a_wait_apart():
 
 
 def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, finished_run):
-    from curriculum.trainers import _best_valid_plans, rft_stage
+    from curriculum.training.trainers import _best_valid_plans, rft_stage
     from policy.prompts import get_style
     from engineer.evidence import TrainingSignal
     from policy.rewards import StageReward
@@ -674,7 +674,7 @@ def test_config_error__never_expands_a_huge_value_to_print_it():
 
 def test_run__a_second_process_trains_only_and_reads_the_main_process_records(finished_run, monkeypatch):
     """Under ``accelerate launch`` every process runs the loop; only rank 0 writes the run's records."""
-    from curriculum.distributed import process_rank, wait_for_file
+    from curriculum.loop.distributed import process_rank, wait_for_file
 
     files = {path: path.stat().st_mtime_ns for path in finished_run.run_dir.rglob("*") if path.is_file()}
     monkeypatch.setenv("RANK", "1")
@@ -697,7 +697,7 @@ def test_weight_average__is_the_exponential_average_of_the_steps_and_survives_a_
 
     import torch
 
-    from curriculum.trainers import AVERAGE_FILE, _WeightAverage
+    from curriculum.training.trainers import AVERAGE_FILE, _WeightAverage
 
     model = torch.nn.Linear(3, 2)
     frozen = torch.nn.Parameter(torch.ones(2), requires_grad=False)
@@ -727,7 +727,7 @@ def test_grpo_stage__with_weight_average_saves_the_averaged_weights(tmp_path, fi
     import torch
     from safetensors.torch import load_file
 
-    from curriculum.trainers import AVERAGE_FILE, grpo_stage
+    from curriculum.training.trainers import AVERAGE_FILE, grpo_stage
     from policy.prompts import get_style
     from simulator.config import StageConfig
     from simulator.generator import generate
@@ -751,7 +751,7 @@ def test_grpo_stage__with_weight_average_saves_the_averaged_weights(tmp_path, fi
 
 
 def test_sft_dataset__compact_xy_targets_trace_the_solver_plan_in_the_tiny_model_s_alphabet():
-    from curriculum.trainers import sft_dataset
+    from curriculum.training.trainers import sft_dataset
     from policy.models import compact_text_problems
     from policy.parsing import parse_plan
     from policy.prompts import get_style, xy_answer_for
@@ -772,7 +772,7 @@ def test_greedy_member__each_group_starts_with_the_greedy_answer_and_a_stage_tra
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
 
-    from curriculum.trainers import _common_arguments, grpo_dataset, greedy_member_trainer, grpo_stage
+    from curriculum.training.trainers import _common_arguments, grpo_dataset, greedy_member_trainer, grpo_stage
     from policy.prompts import get_style
     from policy.rewards import StageReward
     from simulator.generator import generate
@@ -816,7 +816,7 @@ def test_greedy_member__each_group_starts_with_the_greedy_answer_and_a_stage_tra
     ([], [(0, 1)], []),
 ])
 def test_blamed_tokens__table(lengths, spans, expected):
-    from curriculum.trainers import blamed_tokens
+    from curriculum.training.trainers import blamed_tokens
 
     assert blamed_tokens(lengths, spans) == expected
 
@@ -827,7 +827,7 @@ def test_failure_credit__negative_advantage_lands_on_the_failing_move_only(finis
     import torch
     from transformers import AutoTokenizer
 
-    from curriculum.trainers import failure_credit_trainer
+    from curriculum.training.trainers import failure_credit_trainer
     from policy.rewards import reward_columns
     from simulator.types import Instance
 
@@ -859,7 +859,7 @@ def test_failure_credit__negative_advantage_lands_on_the_failing_move_only(finis
 
 
 def test_failure_credit__a_stage_trains_with_it(tmp_path, finished_run):
-    from curriculum.trainers import grpo_stage
+    from curriculum.training.trainers import grpo_stage
     from policy.prompts import get_style
     from simulator.generator import generate
 
@@ -876,7 +876,7 @@ def test_failure_credit__a_stage_trains_with_it(tmp_path, finished_run):
 
 
 def test_run__a_stage_the_sibling_arm_trained_on_the_same_configs_is_copied_not_trained(tmp_path):
-    from curriculum.run import share_warm_start
+    from curriculum.loop.run import share_warm_start
 
     first = small_config(tmp_path, "first", **{"engineer.spec": "fixed", "arm": "first", "warm_start.enabled": False})
     Run(first, log=lambda message: None).execute()
@@ -902,7 +902,7 @@ def test_run__a_stage_the_sibling_arm_trained_on_the_same_configs_is_copied_not_
     assert "shared_from" not in json.loads((other.run_dir / "stage-02" / "stage.json").read_text())
     # a different initial_config whose stage 1 (an engineer's plan) is the sibling's: the same experiment, shared;
     # with a warm start trained on initial_config (no warm-start config of its own) it is not
-    from curriculum.run import share_stage
+    from curriculum.loop.run import share_stage
 
     stage1 = StageConfig.from_dict(json.loads((first.run_dir / "stage-01" / "stage.json").read_text())["config"])
     planned = small_config(tmp_path, "planned", **{"engineer.spec": "gap", "arm": "planned",

@@ -237,7 +237,7 @@ def test_fuzz__cli_arguments_end_in_a_result_or_one_line_error(capsys, flags):
         assert "Traceback" not in err and err.strip(), argv
 
 
-# --- run folders: what report and compare read (curriculum.report.load_run) -----------------------------------
+# --- run folders: what report and compare read (curriculum.reports.report.load_run) -----------------------------------
 # A string, a list, a mapping, null, a rate of 700%, an integer too long to print as a float, NaN (1e309 reads as
 # inf, refused as NaN is; -1 and True are refused by the same range and type checks).
 WRONG_VALUES = ["x", [0.5], {}, None, 7, 10**400, float("nan")]
@@ -245,7 +245,7 @@ WRONG_VALUES = ["x", [0.5], {}, None, 7, 10**400, float("nan")]
 
 def _render_run(run: dict) -> None:
     """Everything report and compare do with a loaded run, short of drawing PNGs."""
-    from curriculum.report import (compare_table, render_report, render_seed_comparison, run_figures,
+    from curriculum.reports.report import (compare_table, render_report, render_seed_comparison, run_figures,
                                    seed_comparison)
 
     render_report(run)
@@ -258,7 +258,7 @@ def _render_run(run: dict) -> None:
 
 def _load_and_render(folder) -> bool:
     """True when the folder loads (and renders), False when load_run refused it with a ConfigError."""
-    from curriculum.report import load_run
+    from curriculum.reports.report import load_run
 
     with bounded():
         try:
@@ -277,7 +277,7 @@ def test_fuzz__run_folder_records_damaged_whole_are_refused_naming_the_file(tmp_
     never opened, /dev/zero never read past the bound)."""
     import os
 
-    import curriculum.records as records_module
+    import curriculum.loop.records as records_module
     from run_folder_fixture import RECORD_FILES, run_documents, write_run_folder
 
     monkeypatch.setattr(records_module, "MAX_RECORD_BYTES", 4096)  # "huge" without writing 64 MiB

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from run_folder_fixture import RECORD_FILES, run_documents, write_run_folder
 
-from curriculum.report import (compare_table, load_run, render_report, render_seed_comparison, run_figures,
+from curriculum.reports.report import (compare_table, load_run, render_report, render_seed_comparison, run_figures,
                                seed_comparison)
 from simulator.errors import ConfigError
 from tests.documents import DELETE, set_at
@@ -119,7 +119,7 @@ def test_load_run__a_wrong_typed_or_out_of_range_field_names_file_and_key(tmp_pa
 @pytest.mark.parametrize("name", RECORD_FILES)
 @pytest.mark.parametrize("how", ["dev-zero", "fifo", "huge", "folder"])
 def test_load_run__a_record_that_is_not_a_small_regular_file_is_refused_at_once(tmp_path, monkeypatch, name, how):
-    import curriculum.records as records_module
+    import curriculum.loop.records as records_module
 
     folder = write_run_folder(tmp_path / "run")
     path = folder / name

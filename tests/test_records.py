@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from curriculum.records import StageDecision, StageRecord, StageScores
+from curriculum.loop.records import StageDecision, StageRecord, StageScores
 from simulator.config import default_stage_config
 from simulator.errors import ConfigError
 
@@ -68,7 +68,7 @@ def test_stage_scores_and_decision__direct_construction():
 
 
 def test_load_run__a_corrupt_stage_record_names_its_file(tmp_path):
-    from curriculum.report import load_run
+    from curriculum.reports.report import load_run
 
     (tmp_path / "manifest.json").write_text(json.dumps({"run_config": {"engineer": {"spec": "rule"}, "model": "tiny",
                                                                                  "seed": 0}}))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from curriculum.config import preset
-from curriculum.rehearsal import rehearsal_config
+from curriculum.loop.rehearsal import rehearsal_config
 from replays.reader import ReplayReader
 from simulator.errors import ConfigError
 from simulator.suites import suite_size

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from curriculum.config import preset, save_run_config
-from curriculum.report import load_run
-from curriculum.run import RUN_PROTOCOL, Run, resume
+from curriculum.reports.report import load_run
+from curriculum.loop.run import RUN_PROTOCOL, Run, resume
 from simulator.errors import ConfigError
 
 
@@ -176,7 +176,7 @@ def test_run__a_manifest_that_is_not_a_run_manifest_is_named(tmp_path, content, 
 
 
 def test_run__a_record_that_is_a_folder_or_too_large_is_named(tmp_path, monkeypatch):
-    import curriculum.records as records_module
+    import curriculum.loop.records as records_module
 
     config = make_run_folder(tmp_path)
     path = config.run_dir / "stage-01" / "stage.json"

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from curriculum.config import PRESETS, preset
-from curriculum.sets import (EVIDENCE_SEED_LIMIT, TRAINING_SEED_DOMAIN, RunSets, test_keys as suite_keys,
+from curriculum.loop.sets import (EVIDENCE_SEED_LIMIT, TRAINING_SEED_DOMAIN, RunSets, test_keys as suite_keys,
                              training_seed)
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -111,7 +111,7 @@ def test_run__a_folder_made_before_the_three_set_protocol_is_not_resumed(tmp_pat
     protocols in one run, so it is refused with a message that says what to do; a protocol-2 folder resumes."""
     import json
 
-    from curriculum.run import RUN_PROTOCOL, Run
+    from curriculum.loop.run import RUN_PROTOCOL, Run
 
     config = preset("tiny").with_overrides(name="old", output_dir=str(tmp_path))
     folder = tmp_path / "old"

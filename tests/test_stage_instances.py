@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from curriculum.run import REPLAY_FILE, Run, share_stage, stage_instances, stage_seed
-from curriculum.sets import RunSets, training_seed
+from curriculum.loop.run import REPLAY_FILE, Run, share_stage, stage_instances, stage_seed
+from curriculum.loop.sets import RunSets, training_seed
 from engineer.decision import make_decision
 from simulator.config import StageConfig, save_config
 from simulator.errors import ConfigError

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from curriculum.records import StageRecord
+from curriculum.loop.records import StageRecord
 from engineer.cli import load_history
 from engineer.context import HistoryEntry, build_context
 from engineer.evidence import (SampledPass, SignalFigures, StageEvidence, TrainingSignal,

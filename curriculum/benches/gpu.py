@@ -20,7 +20,7 @@ answers. The parts, in the order they run (``--parts`` picks some; :data:`PARTS`
     options) with the real engineer prompt after three stages (schema, behavior, failures, env_stats with the
     generator's report and a training signal, history): seconds, prompt and completion tokens.
 ``stage``
-    a two-step stage the way a run trains one (``curriculum.trainers.train_stage`` with the preset's
+    a two-step stage the way a run trains one (``curriculum.training.trainers.train_stage`` with the preset's
     ``training`` section), on instances of the preset's first stage config. The batch is the bench's
     (``--prompts-per-step`` x ``--generations`` x ``--max-completion-length``) or, with ``--stage-batch
     preset``, the preset's own. Its seconds include what a run's stage writes: TRL checkpoints (a 2-step stage
@@ -297,7 +297,7 @@ STAGE_KEYS = ("steps", "seconds", "step_seconds", "first_step_seconds", "later_s
 
 def part_stage(bench: BenchContext) -> dict[str, Any]:
     from curriculum.config import preset
-    from curriculum.trainers import train_stage
+    from curriculum.training.trainers import train_stage
     from policy.prompts import get_style
     from simulator.generator import generate
 

@@ -3,10 +3,10 @@
 ``mapf-lake bench lift --model RUN/warm_start/model [--preset P]`` trains two copies of the checkpoint on the same
 instances of the preset's training distribution (``initial_config``; ``tiny``: 2-agent boards of sides 3..6):
 
-* ``rl``: one stage of the preset's trainer (``curriculum.trainers.train_stage``: GRPO, or rejection-sampling
+* ``rl``: one stage of the preset's trainer (``curriculum.training.trainers.train_stage``: GRPO, or rejection-sampling
   fine-tuning) with the preset's knobs, ``--steps`` steps (default: the preset's stage length), reward = the
   plan judge; without ``--model`` the preset's own warm start is trained first and is the checkpoint;
-* ``sft``: supervised fine-tuning (``curriculum.trainers.warm_start``) on the same instances' optimal plans,
+* ``sft``: supervised fine-tuning (``curriculum.training.trainers.warm_start``) on the same instances' optimal plans,
   the same number of steps with batches of 64, peak learning rate ``--sft-learning-rate`` (cosine to 0);
 
 and validates the checkpoint and both results greedily on the same held-out instances (the preset's
@@ -61,8 +61,8 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
     from dataclasses import replace
 
     from curriculum.config import preset
-    from curriculum.run import Run
-    from curriculum.trainers import quiet_libraries, train_stage, warm_start
+    from curriculum.loop.run import Run
+    from curriculum.training.trainers import quiet_libraries, train_stage, warm_start
     from policy.prompts import checkpoint_style, get_style
     from simulator.generator import generate
 

@@ -10,8 +10,8 @@ import re
 import sys
 from pathlib import Path
 
-from curriculum.report import load_run, run_arm, run_seed
-from curriculum.run import _read_summary
+from curriculum.reports.report import load_run, run_arm, run_seed
+from curriculum.loop.run import _read_summary
 
 
 def by_size(summary: Path) -> dict[str, float]:
@@ -39,7 +39,7 @@ def pooled(runs: dict[str, dict]) -> dict[str, dict[str, dict[str, list[int]]]]:
 
 
 def frontier_figures(run_dir: Path) -> dict:
-    """One run folder's figures (read through ``curriculum.report.load_run``, which checks every record)."""
+    """One run folder's figures (read through ``curriculum.reports.report.load_run``, which checks every record)."""
     run = load_run(run_dir)
     stages = [{"valid": record.scores.valid_rate,
                "by_size": by_size(run_dir / f"stage-{record.stage:02d}" / "summary.json"),

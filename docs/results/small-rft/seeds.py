@@ -26,8 +26,8 @@ import json
 import sys
 from pathlib import Path
 
-from curriculum.report import load_run, run_arm, run_seed
-from curriculum.stats import mean_interval, paired_difference
+from curriculum.reports.report import load_run, run_arm, run_seed
+from curriculum.reports.stats import mean_interval, paired_difference
 
 HERE = Path(__file__).resolve().parent
 KEYS = ("valid", "pass1", "lift", "pass1_lift", "final")

@@ -5,8 +5,8 @@ Usage, from the repository root: python docs/results/tiny-compare/seeds.py RUNS_
 import json
 import sys
 from pathlib import Path
-from curriculum.report import load_run, run_arm, run_seed, run_figures
-from curriculum.stats import mean_interval, paired_difference
+from curriculum.reports.report import load_run, run_arm, run_seed, run_figures
+from curriculum.reports.stats import mean_interval, paired_difference
 
 root = Path("docs/results/tiny-compare")
 zero = json.load(open(root / "compare.json"))["arms"]

@@ -2,7 +2,7 @@
 and one GRPO stage (``GRPOTrainer``) whose reward is ``policy.rewards.StageReward`` (the run's weighted reward
 components, judged by the batched plan judge), which also records the stage's training signal per map size.
 
-Nothing here decides a curriculum: the stage loop (``curriculum.run``) passes instances in and gets a checkpoint
+Nothing here decides a curriculum: the stage loop (``curriculum.loop.run``) passes instances in and gets a checkpoint
 folder (model + tokenizer, always saved together) and metrics out.
 """
 
@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from curriculum.distributed import is_main_process
-from curriculum.records import TrainingReport, read_record
+from curriculum.loop.distributed import is_main_process
+from curriculum.loop.records import TrainingReport, read_record
 from engineer.evidence import TrainingSignal
 from policy.backend_hf import set_cpu_threads as _cpu_threads
 from policy.prompts import PromptStyle, save_checkpoint_style

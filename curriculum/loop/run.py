@@ -48,14 +48,14 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from curriculum.config import RunConfig, load_run_config, save_run_config
-from curriculum.distributed import is_main_process, wait_for_file
+from curriculum.loop.distributed import is_main_process, wait_for_file
 from policy.prompts import get_style, save_checkpoint_style
 from replays.format import ReplayHeader
 from engineer import HistoryEntry, StageEvidence, summarize_episodes
 from engineer.decision import EngineerDecision
 from engineer.evidence import SampledPass
-from curriculum.records import StageDecision, StageRecord, StageScores, read_record
-from curriculum.sets import RunSets, training_seed
+from curriculum.loop.records import StageDecision, StageRecord, StageScores, read_record
+from curriculum.loop.sets import RunSets, training_seed
 from simulator.atomic import atomic_folder, atomic_write
 from simulator.config import StageConfig, format_config_text, save_config
 from simulator.errors import ConfigError, short_repr
@@ -108,11 +108,11 @@ def stage_folder(run_dir: Path, stage: int) -> Path:
 def stage_seed(run_seed: int, stage: int) -> int:
     """Seed of stage ``stage``'s trainer and engineer (random streams of torch, numpy and the engineers, which
     want seeds below 2**32): fixed by the run seed, distinct per stage. The stage's *instances* take
-    ``curriculum.sets.training_seed``, in a domain no evidence or test seed shares."""
+    ``curriculum.loop.sets.training_seed``, in a domain no evidence or test seed shares."""
     return run_seed * 1000 + stage
 
 
-# The run-folder protocol: 2 = three disjoint sets (curriculum.sets): training seeds in their own domain, test and
+# The run-folder protocol: 2 = three disjoint sets (curriculum.loop.sets): training seeds in their own domain, test and
 # evidence instances excluded from training by content, the test set scored last. A folder of protocol 1 (no
 # ``protocol`` in its manifest) trained on other instances: it is read by ``report``/``compare`` but not resumed.
 RUN_PROTOCOL = 2
@@ -361,7 +361,7 @@ class Run:
 
     # --- the loop ------------------------------------------------------------------------------------------
     def execute(self) -> dict:
-        from curriculum.trainers import quiet_libraries
+        from curriculum.training.trainers import quiet_libraries
 
         quiet_libraries()  # the run prints its own status lines, not the libraries' bars and info logs
         self._start()
@@ -407,7 +407,7 @@ class Run:
         return scores
 
     def _warm_start(self, model: str, validation_items) -> str:
-        from curriculum.trainers import warm_start
+        from curriculum.training.trainers import warm_start
 
         ws = self.config.warm_start
         folder = self.dir / "warm_start"
@@ -427,7 +427,7 @@ class Run:
 
     def _stage(self, stage: int, model: str, base_model: str, config: StageConfig, validation_items,
                history) -> StageRecord:
-        from curriculum.trainers import train_stage
+        from curriculum.training.trainers import train_stage
 
         cfg = self.config
         clock = _PhaseClock()

@@ -73,5 +73,5 @@ class RunSets:
         """``config``'s instances (its seed set by the caller with :func:`training_seed`) with every test and
         evidence instance excluded."""
         if config.seed < TRAINING_SEED_DOMAIN:
-            raise ConfigError("seed", config.seed, "a training seed (curriculum.sets.training_seed), >= 2**62")
+            raise ConfigError("seed", config.seed, "a training seed (curriculum.loop.sets.training_seed), >= 2**62")
         return generate(config, exclude=self.test | self.evidence_keys)

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from curriculum.records import StageRecord
-from curriculum.records import read_record
+from curriculum.loop.records import StageRecord
+from curriculum.loop.records import read_record
 from engineer.evidence import StageEvidence
 from replays.mining import check_value
 from simulator.config import MAX_STAGE_AGENTS, _checked_int, _checked_real
@@ -100,7 +100,7 @@ def _check_sampled(sampled: dict) -> None:
 
 
 def _record(path: Path, what: str, keys: tuple[str, ...], check) -> dict:
-    """The record at ``path`` read by :func:`curriculum.records.read_record` (a regular file, bounded, a JSON object
+    """The record at ``path`` read by :func:`curriculum.loop.records.read_record` (a regular file, bounded, a JSON object
     with ``keys``), then ``check(data)``: a ConfigError of ``check`` is re-raised naming the file."""
     data = read_record(path, what, keys)
     try:
@@ -139,7 +139,7 @@ def _validation_summary(path: Path) -> StageEvidence:
 
 def load_run(run_dir: str | Path) -> dict:
     """Everything a report needs from a run folder: stages, untrained/warm-start scores, final table. Each record
-    is read by :func:`curriculum.records.read_record` (a regular file of at most ``MAX_RECORD_BYTES``: a FIFO or a
+    is read by :func:`curriculum.loop.records.read_record` (a regular file of at most ``MAX_RECORD_BYTES``: a FIFO or a
     link to /dev/zero is refused before it is opened) and checked for the types and ranges the report and the
     comparison read; a missing, corrupt or ill-typed record raises ConfigError naming the file and the key."""
     run_dir = Path(run_dir)
@@ -206,7 +206,7 @@ def render_report(run: dict) -> str:
     shared = [record for record in timed if record.shared_from]
     timed = [record for record in timed if not record.shared_from]
     if timed:
-        from curriculum.run import loop_overhead
+        from curriculum.loop.run import loop_overhead
 
         lines.append("where each stage's time went (seconds; loop = outside training and the model's answers):")
         for record in timed:
@@ -441,7 +441,7 @@ def seed_comparison(runs: list[dict], reference: str = "fixed", primary: str | N
     (:func:`run_installation`), else a difference mixes library effects with the arm's: ConfigError, or with
     ``allow_mixed`` the arm is listed in ``mixed_installations`` ({arm, seeds, differing, dirs}) for the text to
     flag."""
-    from curriculum.stats import holm, mean_interval, paired_p_value, paired_values
+    from curriculum.reports.stats import holm, mean_interval, paired_p_value, paired_values
 
     by_arm: dict[str, dict[int, dict[str, float]]] = {}
     run_of: dict[tuple[str, int], dict] = {}
@@ -503,7 +503,7 @@ def seed_comparison(runs: list[dict], reference: str = "fixed", primary: str | N
 
 
 def _cell(stats: dict | None, signed: bool = False) -> str:
-    from curriculum.stats import Interval
+    from curriculum.reports.stats import Interval
 
     if not stats:
         return "-"
@@ -605,7 +605,7 @@ def write_curves(runs: list[dict], out_dir: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from curriculum.stats import mean_interval
+    from curriculum.reports.stats import mean_interval
 
     def curve(run: dict, key: str) -> dict[int, float]:
         points = {}
