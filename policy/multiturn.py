@@ -56,55 +56,19 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from policy.parsing import _answer_region, _tokens, parse_plan
-from policy.prompts import (ANSWER_CLOSE, ANSWER_OPEN, RULES, cell_digits, compact_nb_prompt, compact_prompt,
-                            compact_xy_prompt, start_neighbours, xy_cell)
+from policy.prompts import PROMPT_STYLES
 from policy.rewards import DEFAULT_WEIGHTS, reward_columns
 from simulator import constants as C
 from simulator.config import MAX_SEED
 from simulator.env import MapfEnv, check_slip, default_horizon
 from simulator.errors import ConfigError
 from simulator.rules import first_failure
-from simulator.text import describe_agents, legend, render_instance, render_state
 from simulator.types import Instance
 
 COMPONENTS = ("format", "valid", "optimal", "progress", "default")
 
 
 # --- turn styles ----------------------------------------------------------------------------------------------
-
-def _compact_observation(instance: Instance, positions: np.ndarray, t: int, neighbours: bool = False) -> str:
-    cells = []
-    for r, c in positions.tolist():
-        cells.append(f"{r},{c}" + (f" {start_neighbours(instance, r, c)}" if neighbours else ""))
-    return "=" + " ".join(cells) + "\n"
-
-
-def _xy_observation(instance: Instance, positions: np.ndarray, t: int) -> str:
-    digits = cell_digits(instance)
-    return "=" + " ".join(xy_cell(r, c, digits) for r, c in positions.tolist()) + "\n"
-
-
-def _natural_observation(instance: Instance, positions: np.ndarray, t: int) -> str:
-    agents = ", ".join(f"agent {k} at ({r},{c})" + (" (on its goal)" if (r, c) == tuple(instance.goals[k]) else "")
-                       for k, (r, c) in enumerate(positions.tolist()))
-    steps = f"{t} step" + ("" if t == 1 else "s")
-    return (f"After {steps}:\n{render_state(instance, positions)}\nAgents (row, column): {agents}.\n"
-            f"Your joint action for step {t + 1}: one letter per agent, in agent order, between {ANSWER_OPEN} and "
-            f"{ANSWER_CLOSE}.")
-
-
-def _natural_prompt(instance: Instance) -> list[dict]:
-    example = " ".join(("R", "W", "D", "L")[k % 4] for k in range(instance.n_agents))
-    user = (
-        f"Map ({instance.height} rows x {instance.width} columns; {legend()}):\n{render_instance(instance)}\n\n"
-        f"Agents (row, column):\n{describe_agents(instance)}\n\n"
-        "You play one step at a time. Each turn, answer with one action per agent, in agent order: U (up), D (down), "
-        f"L (left), R (right) or W (wait), between {ANSWER_OPEN} and {ANSWER_CLOSE}, for example "
-        f"{ANSWER_OPEN}{example}{ANSWER_CLOSE}. You then see where the agents are and answer the next step.\n\n"
-        + _natural_observation(instance, instance.starts, 0)
-    )
-    return [{"role": "system", "content": RULES}, {"role": "user", "content": user}]
-
 
 @dataclass(frozen=True)
 class TurnStyle:
@@ -117,17 +81,10 @@ class TurnStyle:
 
 
 TURN_STYLES: dict[str, TurnStyle] = {
-    "compact": TurnStyle("compact", False, lambda inst: compact_prompt(inst) + _compact_observation(inst, inst.starts, 0),
-                         _compact_observation),
-    "compact-nb": TurnStyle("compact-nb", False,
-                            lambda inst: compact_nb_prompt(inst) + _compact_observation(inst, inst.starts, 0, True),
-                            lambda inst, pos, t: _compact_observation(inst, pos, t, True)),
-    "compact-xy": TurnStyle("compact-xy", False,
-                            lambda inst: compact_xy_prompt(inst) + _xy_observation(inst, inst.starts, 0),
-                            _xy_observation),
-    "natural": TurnStyle("natural", True, _natural_prompt, _natural_observation),
+    name: TurnStyle(name, style.chat, style.turn_prompt, style.observation) for name, style in PROMPT_STYLES.items()
+    if style.turn_prompt is not None and style.observation is not None
 }
-# One turn style per prompt style of policy.prompts.PROMPT_STYLES (a test holds the two tables to the same names).
+"""The turn styles, read off ``policy.prompts.PROMPT_STYLES`` (each prompt style carries its multi-turn form)."""
 
 
 def get_turn_style(name: str) -> TurnStyle:

@@ -51,9 +51,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from simulator import constants as C
 from simulator.errors import ConfigError
-from simulator.text import describe_agents, legend, render_instance
+from simulator.text import describe_agents, legend, render_instance, render_state
 from simulator.types import Instance, JointPlan
 
 ANSWER_OPEN = "<answer>"
@@ -169,6 +171,42 @@ def xy_answer_for(instance: Instance, plan: JointPlan) -> str:
     return "\n".join(lines) + "\n"
 
 
+# --- multi-turn: the first prompt and the env's text after each turn ---------------------------------------
+
+def compact_observation(instance: Instance, positions: np.ndarray, t: int, neighbours: bool = False) -> str:
+    cells = []
+    for r, c in positions.tolist():
+        cells.append(f"{r},{c}" + (f" {start_neighbours(instance, r, c)}" if neighbours else ""))
+    return "=" + " ".join(cells) + "\n"
+
+
+def xy_observation(instance: Instance, positions: np.ndarray, t: int) -> str:
+    digits = cell_digits(instance)
+    return "=" + " ".join(xy_cell(r, c, digits) for r, c in positions.tolist()) + "\n"
+
+
+def natural_observation(instance: Instance, positions: np.ndarray, t: int) -> str:
+    agents = ", ".join(f"agent {k} at ({r},{c})" + (" (on its goal)" if (r, c) == tuple(instance.goals[k]) else "")
+                       for k, (r, c) in enumerate(positions.tolist()))
+    steps = f"{t} step" + ("" if t == 1 else "s")
+    return (f"After {steps}:\n{render_state(instance, positions)}\nAgents (row, column): {agents}.\n"
+            f"Your joint action for step {t + 1}: one letter per agent, in agent order, between {ANSWER_OPEN} and "
+            f"{ANSWER_CLOSE}.")
+
+
+def natural_turn_prompt(instance: Instance) -> list[dict]:
+    example = " ".join(("R", "W", "D", "L")[k % 4] for k in range(instance.n_agents))
+    user = (
+        f"Map ({instance.height} rows x {instance.width} columns; {legend()}):\n{render_instance(instance)}\n\n"
+        f"Agents (row, column):\n{describe_agents(instance)}\n\n"
+        "You play one step at a time. Each turn, answer with one action per agent, in agent order: U (up), D (down), "
+        f"L (left), R (right) or W (wait), between {ANSWER_OPEN} and {ANSWER_CLOSE}, for example "
+        f"{ANSWER_OPEN}{example}{ANSWER_CLOSE}. You then see where the agents are and answer the next step.\n\n"
+        + natural_observation(instance, instance.starts, 0)
+    )
+    return [{"role": "system", "content": RULES}, {"role": "user", "content": user}]
+
+
 @dataclass(frozen=True)
 class PromptStyle:
     """A named way to show an instance to a model and to write an answer in it."""
@@ -180,6 +218,11 @@ class PromptStyle:
     answer_for: Callable[[Instance, JointPlan], str] | None = None
     """The answer written with the instance at hand (styles whose answers show where the agents go); None: the
     answer depends on the plan alone. Callers use :meth:`write_answer`."""
+    turn_prompt: Callable[[Instance], str | list[dict]] | None = None
+    """Multi-turn (``policy.multiturn``): rules, map, agents and the first observation."""
+    observation: Callable[[Instance, np.ndarray, int], str] | None = None
+    """Multi-turn: the env's text after a turn, ``(instance, positions (K, 2), steps taken) -> text`` (a user
+    message in a chat style)."""
 
     def write_answer(self, instance: Instance, plan: JointPlan) -> str:
         """How a correct answer to ``instance`` looks in this style (SFT targets, scripted policies)."""
@@ -187,10 +230,17 @@ class PromptStyle:
 
 
 PROMPT_STYLES: dict[str, PromptStyle] = {
-    "natural": PromptStyle("natural", True, natural_messages, natural_answer),
-    "compact": PromptStyle("compact", False, compact_prompt, compact_answer),
-    "compact-nb": PromptStyle("compact-nb", False, compact_nb_prompt, compact_answer),
-    "compact-xy": PromptStyle("compact-xy", False, compact_xy_prompt, compact_answer, xy_answer_for),
+    "natural": PromptStyle("natural", True, natural_messages, natural_answer, None, natural_turn_prompt,
+                           natural_observation),
+    "compact": PromptStyle("compact", False, compact_prompt, compact_answer, None,
+                           lambda inst: compact_prompt(inst) + compact_observation(inst, inst.starts, 0),
+                           compact_observation),
+    "compact-nb": PromptStyle("compact-nb", False, compact_nb_prompt, compact_answer, None,
+                              lambda inst: compact_nb_prompt(inst) + compact_observation(inst, inst.starts, 0, True),
+                              lambda inst, pos, t: compact_observation(inst, pos, t, True)),
+    "compact-xy": PromptStyle("compact-xy", False, compact_xy_prompt, compact_answer, xy_answer_for,
+                              lambda inst: compact_xy_prompt(inst) + xy_observation(inst, inst.starts, 0),
+                              xy_observation),
 }
 
 
