@@ -11,9 +11,13 @@ engineer`` on replays alone) such an engineer proposes no instances and says why
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from replays.mining import read_key
 from replays.types import Episode
+from simulator.errors import ConfigError, short_repr
 from simulator.generator import LabelledInstance
 
 
@@ -29,6 +33,27 @@ class StageMaterial:
     """The evidence set's episodes, as the stage's validation replays hold them (the policy's greedy answers)."""
     protected: frozenset[bytes] = field(default_factory=frozenset)
     """Content keys (``Instance.content_key``) no training instance may have: the run's test and evidence sets."""
+    outcomes: Mapping[bytes, tuple[int, int]] = field(default_factory=dict)
+    """The stage's own samples of each instance it sampled, by content key: ``(valid samples, samples)``
+    (a rejection-sampling stage's ``outcomes.json``; empty for a GRPO stage, which records outcomes per size)."""
 
 
-__all__ = ["StageMaterial"]
+def read_outcomes(document: Any, where: str = "outcomes") -> dict[bytes, tuple[int, int]]:
+    """``{"outcomes": {hex content key: [valid, samples]}}`` (``curriculum.training.trainers.OUTCOMES_FILE``) as
+    ``{key: (valid, samples)}``; a malformed entry raises ConfigError naming it."""
+    table = read_key(document, "outcomes", where, "mapping")
+    out = {}
+    for key, pair in table.items():
+        name = f"{where}.outcomes.{short_repr(key, 24)}"
+        try:
+            content = bytes.fromhex(key)
+        except ValueError:
+            raise ConfigError(name, key, "an instance's content key in hex") from None
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(n, int) and not isinstance(n, bool)
+                                                                  for n in pair) and 0 <= pair[0] <= pair[1]):
+            raise ConfigError(name, pair, "[valid samples, samples] with 0 <= valid <= samples")
+        out[content] = (pair[0], pair[1])
+    return out
+
+
+__all__ = ["StageMaterial", "read_outcomes"]

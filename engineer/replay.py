@@ -14,12 +14,15 @@ Here a level is an instance and time is the stage:
 * **Buffer.** The instances the stage trained on (``StageMaterial.bank``, which the stage loop hands over) join the
   buffer, each last trained at this stage; the buffer then keeps the ``buffer_size`` highest-scoring instances
   (ties: the more recently trained first).
-* **Score.** PLR scores a level by the agent's own returns on it (its value loss or positive advantage); the
-  trainers record outcomes per map size, not per instance, so an instance is scored by the learning potential
-  ``p(1 - p)`` of the evidence set's instances like it: ``p`` is the ``metric`` on that size's instances of the same
-  optimal makespan (``behavior.by_size_makespan``) when they have ``min_episodes`` episodes, else on the size
-  (``behavior.by_size``). Every instance is rescored at every decision from the latest evidence. One without such
-  evidence, or scoring 0 (instances like it are all solved, or all failed), leaves the buffer.
+* **Score.** PLR scores a level by the agent's own returns on it (its value loss or positive advantage). An
+  instance the stage sampled at least ``min_samples`` times (a rejection-sampling stage records each instance's own
+  samples: ``StageMaterial.outcomes``) is scored by its own learning potential ``p(1 - p)``, ``p`` the share of its
+  samples that were valid; the buffer remembers the last such count of each instance. Any other instance (a GRPO
+  stage records outcomes per map size only) is scored by the learning potential of the evidence set's instances
+  like it: ``p`` is the ``metric`` on that size's instances of the same optimal makespan
+  (``behavior.by_size_makespan``) when they have ``min_episodes`` episodes, else on the size (``behavior.by_size``).
+  Every instance is rescored at every decision. One without a score, or scoring 0 (always solved, or never), leaves
+  the buffer.
 * **Replay.** ``min(round(share * samples), len(buffer), samples - 1)`` instances, drawn without replacement by ``P``
   with the stage's seed (when every instance was trained at this stage, ``P_C`` is undefined and ``P_S`` alone
   draws). They are the decision's ``instances``: the next stage trains on them plus ``samples - n`` generated from
@@ -91,7 +94,9 @@ class ReplayEngineer:
     staleness: float = 0.1
     """PLR's staleness weight ``rho``, in [0, 1]."""
     min_episodes: int = 4
-    """Least evidence episodes of an instance's kind (size and makespan, or size) to score it."""
+    """Least evidence episodes of an instance's kind (size and makespan, or size) to score it by them."""
+    min_samples: int = 2
+    """Least samples of an instance itself (the stage's own, when it records them) to score it by them."""
     metric: str = "valid_rate"
     name: str = "replay"
     buffer: list = field(default_factory=list)
@@ -99,7 +104,8 @@ class ReplayEngineer:
     def __post_init__(self) -> None:
         check_number_options("replay", self, (("share", 0.0, 0.9), ("temperature", 0.05, 100.0),
                                               ("staleness", 0.0, 1.0)))
-        for option, low, high in (("buffer_size", 1, MAX_BUFFER), ("min_episodes", 0, 10**9)):
+        for option, low, high in (("buffer_size", 1, MAX_BUFFER), ("min_episodes", 0, 10**9),
+                                  ("min_samples", 1, 10**9)):
             value = getattr(self, option)
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ConfigError(f"replay.{option}", value, f"an integer in [{low}, {high}]")
@@ -116,13 +122,17 @@ class ReplayEngineer:
         """Continue from a previous decision's ``details["state"]`` (None or {}: an empty buffer)."""
         entries = (state or {}).get("buffer") or []
         try:
-            self.buffer = [(LabelledInstance.from_dict(entry["instance"]), int(entry["seen"])) for entry in entries]
+            self.buffer = [(LabelledInstance.from_dict(entry["instance"]), int(entry["seen"]),
+                            (int(entry["valid"]), int(entry["samples"])) if "samples" in entry else None)
+                           for entry in entries]
         except (TypeError, ValueError, KeyError) as error:
-            raise ConfigError("replay state", state, f"{{buffer: [{{instance: an instance record, seen: stage}}]}} "
-                                                     f"({error})") from error
+            raise ConfigError("replay state", state, f"{{buffer: [{{instance: an instance record, seen: stage[, "
+                                                     f"valid, samples]}}]}} ({error})") from error
 
     def state(self) -> dict:
-        return {"buffer": [{"instance": item.to_dict(), "seen": seen} for item, seen in self.buffer]}
+        return {"buffer": [{"instance": item.to_dict(), "seen": seen,
+                            **({"valid": own[0], "samples": own[1]} if own is not None else {})}
+                           for item, seen, own in self.buffer]}
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Update and rescore the buffer, then draw the replay list (see the module docstring)."""
@@ -141,21 +151,30 @@ class ReplayEngineer:
             notes.append("no behavior section in the context: no evidence to score instances by, nothing replayed")
             return decide("replay: nothing to replay")
         now = material.stage
-        earlier = {item.instance.content_key(): (item, seen) for item, seen in self.buffer}
+        earlier = {item.instance.content_key(): (item, seen, own) for item, seen, own in self.buffer}
         entries = dict(earlier)
         for item in material.bank:
-            entries[item.instance.content_key()] = (item, now)
+            key = item.instance.content_key()
+            own = material.outcomes.get(key, earlier[key][2] if key in earlier else None)
+            entries[key] = (item, now, own)
         scored = []
-        for key, (item, seen) in entries.items():
-            score = learning_potential(behavior, item.size, item.optimal_makespan, self.metric, self.min_episodes)
+        by_own = 0
+        for key, (item, seen, own) in entries.items():
+            if own is not None and own[1] >= self.min_samples:
+                rate = own[0] / own[1]
+                score: float | None = rate * (1.0 - rate)
+                by_own += 1
+            else:
+                score = learning_potential(behavior, item.size, item.optimal_makespan, self.metric, self.min_episodes)
             if score is not None and score > 0.0:
-                scored.append((score, seen, key, item))
+                scored.append((score, seen, key, item, own))
         scored.sort(key=lambda entry: (-entry[0], -entry[1], entry[2]))
         kept = scored[:self.buffer_size]
-        self.buffer = [(item, seen) for _, seen, _, item in kept]
+        self.buffer = [(item, seen, own) for _, seen, _, item, own in kept]
         notes.append(f"buffer: the {counted(len(material.bank), 'instance')} trained at stage {now} and {len(earlier)} kept from "
-                     f"before ({len(entries)} distinct); {len(scored)} have learning potential by the evidence, the "
-                     f"best {len(kept)} are kept")
+                     f"before ({len(entries)} distinct); {by_own} scored by their own samples, the others by the "
+                     f"evidence on instances like them; {len(scored)} have learning potential, the best {len(kept)} "
+                     "are kept")
         count = min(int(math.floor(self.share * config.samples + 0.5)), len(kept), config.samples - 1)
         if count <= 0:
             notes.append("nothing to replay: " + ("no instance has learning potential by the evidence" if not kept

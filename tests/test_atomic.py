@@ -98,6 +98,11 @@ def test_share_stage__stage_one_only_between_arms_that_differ_in_the_engineer(tm
     assert (shared / "model" / "model.safetensors").read_text() == "w1"  # the decision is the target's own to make
     assert not share_stage(source, same, 1, _stage_config(same, 1))  # already there: nothing replaced
     assert not share_stage(source, other, 1, _stage_config(other, 1)) and not other.run_dir.exists()
+    # a rejection-sampling stage's own samples per instance travel with it (the replay engineer reads them)
+    (source.run_dir / "stage-01" / "outcomes.json").write_text('{"outcomes": {}}')
+    third = small_config(tmp_path, "e").with_overrides(**{"engineer.spec": "replay", "arm": "replay"})
+    assert share_stage(source, third, 1, _stage_config(third, 1))
+    assert (third.run_dir / "stage-01" / "outcomes.json").read_text() == '{"outcomes": {}}'
     (source.run_dir / "stage-01" / "stage.json").unlink()
     fresh = small_config(tmp_path, "d")
     assert not share_stage(source, fresh, 1, _stage_config(fresh, 1))  # an unfinished stage is not shared

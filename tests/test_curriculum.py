@@ -536,7 +536,10 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     plans = [p for item in items for p in (item.plan, empty)]
     plans[2:4] = [None, empty]  # instance 1: nothing valid
     signal = StageReward({"valid": 1.0}, 2)
-    kept, figures = _best_valid_plans(items, plans, 2, signal)
+    outcomes: dict = {}
+    kept, figures = _best_valid_plans(items, plans, 2, signal, outcomes=outcomes)
+    # each instance's own samples, by content key: 1 of 2 valid, instance 1 none
+    assert outcomes == {item.instance.content_key().hex(): [0 if i == 1 else 1, 2] for i, item in enumerate(items)}
     assert kept[1] is None and all(k is item.plan for k, item in zip(kept, items) if k is not None)
     assert figures["solved_share"] == pytest.approx(5 / 6) and figures["zero_variance_share"] == pytest.approx(1 / 6)
     assert figures["sampled_valid_rate"] == pytest.approx(5 / 12)
@@ -564,12 +567,21 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     assert [by_size["3"].groups for by_size in rounds] == [3, 3]
     assert [by_size["3"].valid_rate for by_size in rounds] == \
         pytest.approx([r["sampled_valid_rate"] for r in info["rounds"]])
+    # each sampled instance's own samples (what the replay engineer scores it by): 6 prompts x 4 samples in all
+    from curriculum.training.trainers import OUTCOMES_FILE
+    from engineer.material import read_outcomes
+
+    outcomes = read_outcomes(json.loads((tmp_path / "a" / OUTCOMES_FILE).read_text()))
+    assert sum(samples for _, samples in outcomes.values()) == 24
+    assert sum(valid for valid, _ in outcomes.values()) == round(info["reward_mean"] * 24)
+    assert set(outcomes) <= {item.instance.content_key() for item in items}
     # a stage killed after its first round: the round is read back, the second is done again, same figures
     (tmp_path / "a" / "round-02" / "model" / "checkpoint_done.json").unlink()
     (tmp_path / "a" / "model" / "checkpoint_done.json").unlink()
     again = rft_stage(training, model, items, get_style(finished_run.prompt_style), tmp_path / "a", **kwargs).to_dict()
     assert [r["kept"] for r in again["rounds"]] == [r["kept"] for r in info["rounds"]]
     assert again["signal"] == info["signal"]  # the first round's groups were read back with it, not lost
+    assert read_outcomes(json.loads((tmp_path / "a" / OUTCOMES_FILE).read_text())) == outcomes  # and its samples
     # rounds that keep fewer plans than rft_min_kept do not fine-tune: the stage's model is its starting one
     from dataclasses import replace
 

@@ -768,6 +768,40 @@ def test_replay__replays_the_bank_s_instances_with_learning_potential_by_rank_an
     assert len(small.propose(context, config, seed=7).instances) == 2
 
 
+def test_replay__scores_an_instance_by_its_own_samples_when_the_stage_recorded_them():
+    from engineer.material import StageMaterial, read_outcomes
+
+    bank = [item for item in _bank() if item.size == 4]
+    config = StageConfig.from_dict({"agents": 2, "samples": 40, "sizes": {
+        4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})
+    # the evidence says 4x4 instances of every makespan are solved: no potential by instances like them
+    context = _length_context(config, {4: {m: (1.0, 10) for m in range(1, 12)}}, rates={4: 1.0})
+    # but the stage's own samples: the first three half solved, the next two always, one sampled once
+    own = {bank[i].instance.content_key(): pair for i, pair in enumerate([(2, 4), (1, 2), (3, 6), (4, 4), (0, 4),
+                                                                          (1, 1)])}
+    replay = make_engineer("replay", share=0.5, buffer_size=30)
+    replay.load_material(StageMaterial(stage=1, bank=tuple(bank), outcomes=own))
+    decision = replay.propose(context, config, seed=3)
+    assert {item.instance.content_key() for item in decision.instances} == {bank[i].instance.content_key()
+                                                                           for i in range(3)}
+    # five by their own samples; (1, 1) has fewer than min_samples, so by the evidence, which gives it none
+    assert "5 scored by their own samples" in decision.rationale
+    # the buffer remembers each instance's own count: a later stage that did not sample it still scores it so
+    buffer = decision.details["state"]["buffer"]
+    assert sorted((entry["valid"], entry["samples"]) for entry in buffer) == [(1, 2), (2, 4), (3, 6)]
+    later = make_engineer("replay", share=0.5, buffer_size=30)
+    later.load_state(decision.details["state"])
+    later.load_material(StageMaterial(stage=2, bank=()))
+    assert len(later.propose(context, config, seed=4).instances) == 3
+    # the file a rejection-sampling stage writes, read back; a bad entry is named
+    assert read_outcomes({"outcomes": {"0a": [1, 2]}}) == {b"\n": (1, 2)}
+    for table in ({"zz": [1, 2]}, {"0a": [3, 2]}, {"0a": [1]}, {"0a": [True, 2]}):
+        with pytest.raises(ConfigError, match="outcomes"):
+            read_outcomes({"outcomes": table})
+    with pytest.raises(ConfigError, match="replay.min_samples"):
+        make_engineer("replay", min_samples=0)
+
+
 def test_replay__without_material_evidence_or_potential_nothing_is_replayed_and_bad_options_are_config_errors():
     from engineer.material import StageMaterial
 

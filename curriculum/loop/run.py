@@ -550,13 +550,16 @@ class Run:
         """What an engineer that writes instances reads (``engineer.material.StageMaterial``): the stage's
         instances, the evidence's episodes in ``replay`` (the validation replays the decision's evidence came
         from) and the content no training instance may have (the test and evidence sets)."""
-        from engineer.material import StageMaterial
+        from curriculum.training.trainers import OUTCOMES_FILE
+        from engineer.material import StageMaterial, read_outcomes
         from replays.reader import ReplayReader
 
         with ReplayReader(replay) as reader:
             episodes = tuple(episode.materialized() for episode in reader)
+        path = replay.parent / OUTCOMES_FILE  # a rejection-sampling stage's own samples of each instance
+        outcomes = read_outcomes(read_record(path, "instance outcomes"), str(path)) if path.exists() else {}
         return StageMaterial(stage=stage, bank=tuple(bank), evidence=episodes,
-                             protected=self.sets.test | self.sets.evidence_keys)
+                             protected=self.sets.test | self.sets.evidence_keys, outcomes=outcomes)
 
     def _plan_first(self, model: str, base_model: str, history: list[HistoryEntry]) -> StageConfig:
         """Stage 1's config as the engineer decides it from the model it starts from (``engineer.plan_first``)."""
@@ -760,7 +763,8 @@ _OUTCOME_WORDS = {"changed": "changed the config", "kept": "kept the config (not
 # Run-config keys that cannot change what a stage trains on: the engineer acts only after a stage is validated,
 # and what it decides is compared stage by stage (the stage configs themselves).
 _STAGE_NEUTRAL = ("name", "arm", "engineer")
-_SHARED_PARTS = ("config.yaml", "model", "validation.mlr", "summary.json")
+_SHARED_PARTS = ("config.yaml", "model", "validation.mlr", "summary.json", "outcomes.json")
+# (outcomes.json: only a rejection-sampling stage has it, curriculum.training.trainers.OUTCOMES_FILE)
 _SHARED_FROM = "shared_from.txt"  # in a copied stage: the run folder that trained it
 REPLAY_FILE = "replay.jsonl"  # in a stage folder: the instances the previous decision handed it, as JSON lines
 
@@ -823,7 +827,7 @@ def share_stage(source: RunConfig, target: RunConfig, stage: int, config: StageC
             return False
     dst.mkdir(parents=True, exist_ok=True)
     for part in _SHARED_PARTS:
-        if (dst / part).exists():
+        if (dst / part).exists() or not (src / part).exists():
             continue
         if (src / part).is_dir():
             with atomic_folder(dst / part) as building:

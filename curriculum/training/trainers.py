@@ -75,6 +75,11 @@ def _checkpoint_done(path: Path) -> bool:
     return (path / "checkpoint_done.json").exists()
 
 
+OUTCOMES_FILE = "outcomes.json"
+"""Beside a rejection-sampling stage's model: each sampled instance's own ``[valid samples, samples]`` by its content
+key in hex (``{"outcomes": {...}}``), what the ``replay`` engineer scores an instance by (``engineer.material``)."""
+
+
 def _read_report(path: Path) -> TrainingReport:
     """The report a finished checkpoint's ``checkpoint_done.json`` keeps (a bad one: ConfigError naming it)."""
     return TrainingReport.from_dict(read_record(path / "checkpoint_done.json", "checkpoint mark"),
@@ -565,7 +570,7 @@ def _release(trainer) -> None:
 
 
 def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, generations: int,
-                      *signals) -> tuple[list, dict]:
+                      *signals, outcomes: dict[str, list[int]] | None = None) -> tuple[list, dict]:
     """For each instance (``generations`` consecutive samples each), the best valid sampled plan or None.
 
     Best = least makespan, then least sum of costs, then fewest written actions. Returns the kept plans per
@@ -574,7 +579,8 @@ def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, genera
     the share of instances with at least one valid sample (the ones that teach anything), and for the instances
     that need a wait (when there are any) their number, sampled valid rate and how many kept a plan. Each of ``signals``
     (``policy.rewards.StageReward``) tallies each instance's samples as one group of the 0/1 valid reward: the
-    stage's training signal per map size, as a GRPO stage records it."""
+    stage's training signal per map size, as a GRPO stage records it. ``outcomes`` (when given) gains each
+    instance's own ``[valid samples, samples]``, keyed by its content key in hex (added up over repeats)."""
     import numpy as np
 
     from policy.rollout import judge_answers
@@ -591,6 +597,10 @@ def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, genera
         lo, hi = index * generations, (index + 1) * generations
         group = valid[lo:hi]
         agree += int(group.all() or not group.any())
+        if outcomes is not None:
+            tally = outcomes.setdefault(items[index].instance.content_key().hex(), [0, 0])
+            tally[0] += int(group.sum())
+            tally[1] += len(group)
         choices = [j for j in range(lo, hi) if valid[j]]
         if not choices:
             kept.append(None)
@@ -622,7 +632,8 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
     keys as :func:`grpo_stage` (``reward_mean`` is the sampled valid rate, ``zero_variance_share`` the share of
     instances whose samples all agree, ``signal`` each map size's groups of samples scored like GRPO's groups
     of a 0/1 valid reward, for the engineer, with ``rounds``: each round's own ``by_size``, in order) plus
-    per-round figures."""
+    per-round figures; each sampled instance's own ``[valid, samples]`` goes to ``out_dir/outcomes.json``
+    (:data:`OUTCOMES_FILE`)."""
     import math
     import random
     import shutil
@@ -645,6 +656,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
     chosen = [items[order[i % len(order)]] for i in range(total_prompts)]
     per_round = math.ceil(total_prompts / rounds)
     signal = StageReward({"valid": 1.0}, generations)  # the stage's groups per map size, for the engineer
+    outcomes: dict[str, list[int]] = {}  # each instance's own samples, for an engineer that scores instances
     current = model_dir
     figures: list[dict] = []
     start = time.perf_counter()
@@ -658,6 +670,8 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
             mark = json.loads((done / "checkpoint_done.json").read_text())
             figures.append(mark["round"])
             signal.load_state(mark.get("signal_state") or {})  # the tallies up to and including this round
+            for key, (valid, samples) in (mark.get("outcomes") or {}).items():
+                outcomes[key] = [valid, samples]  # cumulative up to this round, as the tallies are
             current = str(done)
             continue
         began = time.perf_counter()
@@ -669,7 +683,8 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
         plans = policy.answer(repeated, seed=seed).plans
         # the stage's tallies, and this round's alone: how each size's sampled rate moves from round to round
         round_signal = StageReward({"valid": 1.0}, generations)
-        kept, round_figures = _best_valid_plans(round_items, plans, generations, signal, round_signal)
+        kept, round_figures = _best_valid_plans(round_items, plans, generations, signal, round_signal,
+                                                outcomes=outcomes)
         if round_signal.state():
             round_figures["signal_by_size"] = round_signal.signal()["by_size"]
         pairs = [replace_item(item, plan=plan) for item, plan in zip(round_items, kept) if plan is not None]
@@ -692,7 +707,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
             folder.mkdir(parents=True, exist_ok=True)
             shutil.copytree(current, done, dirs_exist_ok=True, ignore=shutil.ignore_patterns("checkpoint_done.json"))
             round_figures.update(sft_steps=0, last_loss=None)
-        _mark_checkpoint(done, {"round": round_figures, "signal_state": signal.state()})
+        _mark_checkpoint(done, {"round": round_figures, "signal_state": signal.state(), "outcomes": outcomes})
         figures.append(round_figures)
         current = str(done)
     seconds = time.perf_counter() - start
@@ -713,6 +728,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
     if save:
         final.mkdir(parents=True, exist_ok=True)
         shutil.copytree(current, final, dirs_exist_ok=True, ignore=shutil.ignore_patterns("checkpoint_done.json"))
+        atomic_write(out_dir / OUTCOMES_FILE, json.dumps({"outcomes": outcomes}, sort_keys=True))
         _mark_checkpoint(final, info.to_dict())
     return info
 
