@@ -63,10 +63,11 @@ def _engineer(args: argparse.Namespace) -> int:
     if args.exemplars < 0:
         raise ConfigError("--exemplars", args.exemplars, "an integer >= 0 (failed examples per category)")
     engineer = make_engineer(args.engineer, **_option_pairs(args.option))  # bad specs fail before any reading
-    if getattr(engineer, "backend_spec", None):  # a missing API key is the user's to fix: exit 2, not a fallback
+    backend_spec = getattr(engineer, "backend_spec", None)
+    if backend_spec:  # a missing API key is the user's to fix: exit 2, not a fallback
         from policy.backends import check_backend_config
 
-        check_backend_config(engineer.backend_spec)
+        check_backend_config(backend_spec)
     evidence = collect_evidence(args.replays, split=args.split, exemplars_per_category=max(args.exemplars, 1))
     for note in evidence.notes:
         print(f"note: {note}", file=sys.stderr)

@@ -397,11 +397,11 @@ def _behavior_text(data: Mapping) -> list[str]:
     by_length = data.get("by_size_makespan") or {}
     if by_length:
         lines.append("valid per optimal makespan (the plan length asked; makespan valid/episodes):")
-        sides: dict[str, list[str]] = {}
+        by_side: dict[str, list[str]] = {}
         for key, group in by_length.items():
             side, _, makespan = key.partition(":")
-            sides.setdefault(side, []).append(f"{makespan} {group['valid']}/{group['episodes']}")
-        lines += [f"  {side}x{side}: " + ", ".join(parts) for side, parts in sides.items()]
+            by_side.setdefault(side, []).append(f"{makespan} {group['valid']}/{group['episodes']}")
+        lines += [f"  {side}x{side}: " + ", ".join(parts) for side, parts in by_side.items()]
     return lines
 
 

@@ -133,6 +133,7 @@ class EngineerDecision:
         ConfigError naming ``where.<field>``."""
         config = _read_config(document, "config", where)
         previous = _read_config(document, "previous", where, optional=True) or config
+        assert config is not None and previous is not None  # "config" is required: read_key raised without it
         accepted = read_key(document, "accepted", where, "bool", optional=True)
         if accepted is None:
             accepted = read_key(document, "outcome", where, "str", optional=True) != "rejected"

@@ -217,7 +217,8 @@ def make_engineer(spec: str, **options: Any) -> Engineer:
     kind = ENGINEERS.get(kind_name)
     if kind is None or (kind.takes_target and not target.strip()) or (not kind.takes_target and colon):
         raise ConfigError("engineer", spec, ENGINEER_FORMS)
-    allowed = [f.name for f in dataclasses.fields(kind.build) if f.init and f.name not in ("name", "backend_spec")]
+    allowed = [f.name for f in dataclasses.fields(kind.build)  # type: ignore[arg-type]  # every build is a dataclass
+               if f.init and f.name not in ("name", "backend_spec")]
     for option in options:
         if option not in allowed:
             raise ConfigError(f"{kind_name}.{option}", options[option],

@@ -140,7 +140,7 @@ class TrainingSignal:
         _check_trainer(self.trainer, "training_signal")
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"by_size": {side: figures.to_dict() for side, figures in self.by_size.items()},
+        out: dict[str, Any] = {"by_size": {side: figures.to_dict() for side, figures in self.by_size.items()},
                "by_agents_size": {key: figures.to_dict() for key, figures in self.by_agents_size.items()}}
         if self.trainer != "grpo":  # GRPO's records stay as they were written before the field existed
             out["trainer"] = self.trainer

@@ -66,7 +66,7 @@ handed back by the run through :meth:`GapEngineer.load_state`, so a resumed run 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from engineer.bands import makespan_levels
@@ -220,7 +220,7 @@ class GapEngineer:
                                 else "its gap has closed: the start wait ratio comes back)"))
         return replace(config, sizes=sizes)
 
-    def _yields(self, context: EngineerContext, proposal: StageConfig, by_size_wait: Mapping[str, GroupStats], sides: list[int],
+    def _yields(self, context: EngineerContext, proposal: StageConfig, by_size_wait: Mapping[str, GroupStats], sides: Sequence[int],
                 notes: list[str]) -> dict[int, float]:
         """The yield of each of ``sides`` that has one: its last training round's sampled valid rate, else its
         validation rate on the instances it will train on (the no-wait rate when ``proposal`` trains it without
@@ -330,7 +330,7 @@ class GapEngineer:
             proposal = self._weigh(context, proposal, by_size_wait, notes)
         return decide(proposal, "gap: accepted" if proposal != config else "gap: nothing to change")
 
-    def _lesson(self, context: EngineerContext, config: StageConfig, gaps: list[int], used: list[int],
+    def _lesson(self, context: EngineerContext, config: StageConfig, gaps: list[int], used: Sequence[int],
                 notes: list[str]) -> StageConfig:
         """``config`` with the smallest used size a lesson in waiting while ``gaps`` is not empty, else with its
         start settings back."""

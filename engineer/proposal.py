@@ -294,7 +294,8 @@ def extract_proposal(text: Any) -> ParsedAnswer:
     # fence's markers and language tag are not prose)
     spans: list[tuple[str, int, int, int, int]] = []
     fences = list(_FENCE.finditer(text))
-    fresh, reference = [], []
+    fresh: list[re.Match[str]] = []
+    reference: list[re.Match[str]] = []
     for index, match in enumerate(fences):
         intro = text[fences[index - 1].end() if index else 0:match.start()][-160:]
         (reference if _REFERENCE_INTRO.search(intro) else fresh).append(match)
@@ -452,7 +453,7 @@ def _merge_partial(table: dict, previous: StageConfig, repairs: list[str]) -> No
     if not missing or not all(isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) and r >= 0
                               for r in ratios):
         return
-    listed = math.fsum(float(r) for r in ratios)
+    listed = math.fsum(float(r) for r in ratios if r is not None)
     if listed >= 1.0 - DATA_RATIO_TOLERANCE:
         return
     rest = math.fsum(previous.sizes[side].data_ratio for side in missing)
@@ -473,7 +474,7 @@ def _renormalise(table: dict, repairs: list[str]) -> None:
             isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and math.isfinite(ratio) and ratio >= 0
             for ratio in ratios
         )
-        total = math.fsum(float(ratio) for ratio in ratios) if ratios and numeric else 0.0
+        total = math.fsum(float(ratio) for ratio in ratios if ratio is not None) if ratios and numeric else 0.0
     except OverflowError:  # an integer beyond any float, or a sum that overflows: not repairable
         return
     if not ratios or not numeric:
