@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import difflib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -497,7 +498,7 @@ def parse_overrides(pairs: list[str], flag: str = "--set") -> dict:
     return out
 
 
-def _stage(sizes: dict, agents=2, samples=256, hole=0.2, wait=0.3, seed=0) -> dict:
+def _stage(sizes: Sequence[int], agents=2, samples=256, hole=0.2, wait=0.3, seed=0) -> dict:
     share = 1.0 / len(sizes)
     out = {"agents": agents, "samples": samples, "seed": seed, "sizes": {}}
     for i, size in enumerate(sizes):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,7 +186,7 @@ class EngineerDecision:
 DECISION_OUTCOMES = ("changed", "kept", "rejected")
 
 
-def decision_outcome(accepted: bool, diff) -> str:
+def decision_outcome(accepted: bool | None, diff: Sequence[str]) -> str:
     """``changed``, ``kept`` or ``rejected`` (see :attr:`EngineerDecision.outcome`), also for records written
     before the field existed (from their ``accepted`` and ``diff``)."""
     if not accepted:

@@ -164,8 +164,8 @@ class StageScores:
         if self.reward_mean is not None:
             _checked_real(self.reward_mean, "scores.reward_mean", -MAX_FIGURE, MAX_FIGURE)
 
-    def to_dict(self) -> dict[str, float]:
-        out = {"valid_rate": self.valid_rate, "optimal_rate": self.optimal_rate}
+    def to_dict(self) -> dict[str, float | None]:
+        out: dict[str, float | None] = {"valid_rate": self.valid_rate, "optimal_rate": self.optimal_rate}
         for name in ("reward_mean", "sampled_valid_rate"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
@@ -279,8 +279,9 @@ class StageRecord:
         for name, seconds in timings.items():
             _checked_real(seconds, _at(where, f"timings.{name}"), 0.0, MAX_FIGURE)
         try:
-            stage_scores = StageScores(
-                **{key: scores.get(key) for key in ("valid_rate", "optimal_rate", "reward_mean", "sampled_valid_rate")},
+            stage_scores = StageScores(  # valid_rate and optimal_rate are present (checked above)
+                valid_rate=scores["valid_rate"], optimal_rate=scores["optimal_rate"],
+                reward_mean=scores.get("reward_mean"), sampled_valid_rate=scores.get("sampled_valid_rate"),
                 zero_variance_share=scores.get("zero_variance_share", train.zero_variance_share))
         except ConfigError as error:
             raise ConfigError(_at(where, error.field), error.value, error.allowed) from None

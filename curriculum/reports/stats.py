@@ -48,7 +48,8 @@ class Interval:
 
     @property
     def excludes_zero(self) -> bool:
-        return self.half_width is not None and (self.low > 0 or self.high < 0)
+        low, high = self.low, self.high
+        return low is not None and high is not None and (low > 0 or high < 0)
 
     def format(self, scale: float = 100.0, digits: int = 1, signed: bool = False) -> str:
         """``"40.2 ± 1.3"`` (values times ``scale``); ``"40.2"`` for a single value."""
