@@ -221,7 +221,7 @@ def test_hf__greedy_is_greedy_despite_the_models_sampling_defaults():
     assert backend.model.generation_config.do_sample is True  # Qwen3's defaults, which must not leak
     messages = [{"role": "user", "content": PROMPTS[2]}]
     sampling = Sampling(max_new_tokens=4, temperature=0)
-    ids = backend.tokenizer(backend.render(messages, sampling), return_tensors="pt")["input_ids"]
+    ids = backend.tokenizer(backend.render(messages, sampling), return_tensors="pt")["input_ids"].to(backend.model.device)
     with torch.inference_mode():
         for _ in range(4):  # greedy by hand: argmax of the last position, four times
             ids = torch.cat([ids, backend.model(ids).logits[:, -1:].argmax(-1)], dim=1)
