@@ -77,7 +77,7 @@ def judge_episodes(
         k = inst.n_agents
         if i not in where:
             positions = inst.starts[None].astype(np.int32)
-            outcome = Outcome(False, False, C.PARSE_ERROR, 0, -1, -1, -1, 0)
+            outcome = Outcome(False, C.PARSE_ERROR, 0, -1, -1, -1, 0, optimal=False)
             episodes.append(
                 Episode(
                     instance=inst, labels=InstanceLabels.from_labelled(item), plan=None,

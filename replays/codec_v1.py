@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import operator
-from dataclasses import fields
 from typing import Any, Callable, Literal, overload
 
 import numpy as np
@@ -212,7 +211,8 @@ def _plain_map_out(value: Any, name: str) -> dict[str, Any]:
     return value
 
 
-_LABEL_FIELDS = tuple(f.name for f in fields(InstanceLabels))
+# The labels and outcome arrays of record v1 (FORMAT.md): their field orders are the format's, whatever the classes'.
+_LABEL_FIELDS = ("size", "seed", "index", "optimal_makespan", "optimal_sum_of_costs", "sum_of_distances", "needs_wait")
 _LABEL_KINDS = (int,) * 6 + (bool,)
 _LABEL_GETTER = operator.attrgetter(*_LABEL_FIELDS)
 
@@ -247,7 +247,8 @@ def labels_problem(labels: Any, n_agents: int, trivial: bool) -> str | None:
     return None
 
 
-_OUTCOME_FIELDS = tuple(f.name for f in fields(Outcome))
+_OUTCOME_FIELDS = ("valid", "optimal", "failure", "fail_step", "fail_agent", "makespan", "sum_of_costs",
+                   "agents_on_goal")
 _OUTCOME_KINDS = (bool, bool) + (int,) * 6
 _OUTCOME_GETTER = operator.attrgetter(*_OUTCOME_FIELDS)
 
@@ -640,7 +641,7 @@ class CodecV1:
             problem = labels_problem(labels, n_agents, starts == goals)
             if problem:
                 raise RecordError(problem)
-            labels = InstanceLabels(*labels)
+            labels = InstanceLabels(**dict(zip(_LABEL_FIELDS, labels)))
 
         if type(outcome) is not list or len(outcome) != 8:
             raise RecordError(f"outcome: an array of 8, got {_short(outcome)}")
@@ -665,7 +666,7 @@ class CodecV1:
         episode.__dict__.update(
             labels=labels,
             parse_error=parse_error,
-            outcome=Outcome(valid, optimal, failure, fail_step, fail_agent, makespan, sum_of_costs, agents_on_goal),
+            outcome=Outcome(**dict(zip(_OUTCOME_FIELDS, outcome))),
             reward=_number_in(reward, "reward"),
             reward_components=_number_map_in(reward_components, "reward_components"),
             prompt=prompt,

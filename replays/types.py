@@ -14,88 +14,28 @@ import numpy as np
 
 from replays.container import FORMAT_VERSION
 from replays.errors import RecordError, ReplayError
-from simulator import constants as C
-from simulator.types import Instance, JointPlan
+from simulator.types import Instance, InstanceLabels, Judgement, JointPlan
+
+__all__ = ["Episode", "InstanceLabels", "LazyEpisode", "Outcome", "ReplayHeader"]
 
 
-@dataclass
-class InstanceLabels:
-    """The generator's labels of an instance (see ``simulator.generator.LabelledInstance``).
+@dataclass(frozen=True)
+class Outcome(Judgement):
+    """The verdict on one episode: ``simulator.types.Judgement``'s fields (their meanings there), with
+    ``failure`` = ``PARSE_ERROR`` when the completion did not parse (``fail_step`` 0, nothing run), and
+    ``optimal``: valid and the makespan equals the instance's optimal makespan (keyword-only)."""
 
-    Fields:
-        size: the map side it was generated for.
-        seed: the seed of its slot's random stream.
-        index: its slot within its size.
-        optimal_makespan, optimal_sum_of_costs, sum_of_distances: as certified by the solver.
-        needs_wait: no optimal plan exists without a wait.
-    """
-
-    size: int
-    seed: int
-    index: int
-    optimal_makespan: int
-    optimal_sum_of_costs: int
-    sum_of_distances: int
-    needs_wait: bool
-
-    @classmethod
-    def from_labelled(cls, labelled: Any) -> "InstanceLabels":
-        """The labels of a ``simulator.generator.LabelledInstance``."""
-        return cls(
-            size=int(labelled.size),
-            seed=int(labelled.seed),
-            index=int(labelled.index),
-            optimal_makespan=int(labelled.optimal_makespan),
-            optimal_sum_of_costs=int(labelled.optimal_sum_of_costs),
-            sum_of_distances=int(labelled.sum_of_distances),
-            needs_wait=bool(labelled.needs_wait),
-        )
-
-
-@dataclass
-class Outcome:
-    """The verdict on one episode (field meanings as in ``simulator.types.Judgement``).
-
-    Fields:
-        valid: parsed, no failure, every agent ends on its goal.
-        optimal: valid and the makespan equals the instance's optimal makespan.
-        failure: failure category code (a row of the failure table, ``simulator.failures.FAILURES``);
-            ``PARSE_ERROR`` when the completion did not parse, ``NO_FAILURE`` when valid.
-        fail_step: 1-based step of the failure; -1 when valid (or nothing was run).
-        fail_agent: agent reported for the failure; -1 when none.
-        makespan, sum_of_costs: -1 when not valid.
-        agents_on_goal: agents standing on their goal when the episode stopped.
-    """
-
-    valid: bool
-    optimal: bool
-    failure: int
-    fail_step: int
-    fail_agent: int
-    makespan: int
-    sum_of_costs: int
-    agents_on_goal: int
-
-    @property
-    def failure_name(self) -> str:
-        return C.FAILURE_NAMES[self.failure]
+    optimal: bool = field(kw_only=True)
 
     @classmethod
     def from_judgement(cls, judgement: Any, optimal_makespan: int | None = None) -> "Outcome":
         """The outcome of a ``simulator.types.Judgement``; ``optimal`` needs the instance's optimal makespan."""
         from simulator.judge import is_optimal
 
-        valid = bool(judgement.valid)
-        return cls(
-            valid=valid,
-            optimal=is_optimal(valid, int(judgement.makespan), optimal_makespan),
-            failure=int(judgement.failure),
-            fail_step=int(judgement.fail_step),
-            fail_agent=int(judgement.fail_agent),
-            makespan=int(judgement.makespan),
-            sum_of_costs=int(judgement.sum_of_costs),
-            agents_on_goal=int(judgement.agents_on_goal),
-        )
+        valid, makespan = bool(judgement.valid), int(judgement.makespan)
+        return cls(valid, int(judgement.failure), int(judgement.fail_step), int(judgement.fail_agent), makespan,
+                   int(judgement.sum_of_costs), int(judgement.agents_on_goal),
+                   optimal=is_optimal(valid, makespan, optimal_makespan))
 
 
 @dataclass(eq=False)

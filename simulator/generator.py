@@ -44,7 +44,7 @@ from simulator.errors import ConfigError
 from simulator.needs_wait import needs_wait_search
 from simulator.solver import solve
 from simulator.jit import Float64Array, Int8Array, Int32Array, Int64Array, njit
-from simulator.types import Instance, JointPlan
+from simulator.types import Instance, InstanceLabels, JointPlan
 
 _ICE = C.ICE
 DEFAULT_MAX_ATTEMPTS = 2000  # candidates per instance before generation gives up and names the knob
@@ -52,30 +52,22 @@ DEFAULT_SOLVER_NODES = 100_000  # solver node budget per candidate; candidates o
 
 
 @dataclass(frozen=True, eq=False)
-class LabelledInstance:
-    """A certified instance with its labels.
+class LabelledInstance(InstanceLabels):
+    """A certified instance: its labels (the fields of ``simulator.types.InstanceLabels``; ``seed`` is its slot's
+    stream ``[stage seed, size, index]``, ``needs_wait`` as in the module docstring), and, keyword-only:
 
     Fields:
         instance: the map, starts and goals.
-        size: the map side it was generated for.
-        seed: the seed of its slot's random stream (``[stage seed, size, index]``), for the record.
-        index: its slot within its size.
-        optimal_makespan: the least makespan of any valid joint plan.
-        optimal_sum_of_costs: the least sum of costs of any valid joint plan.
-        sum_of_distances: sum of each agent's shortest distance on the bare map (a lower bound of the above).
-        needs_wait: see the module docstring.
         plan: a makespan-optimal joint plan (the certificate).
+
+    Equal only to itself (its labels alone do not say which map it is).
     """
 
-    instance: Instance
-    size: int
-    seed: int
-    index: int
-    optimal_makespan: int
-    optimal_sum_of_costs: int
-    sum_of_distances: int
-    needs_wait: bool
-    plan: JointPlan
+    instance: Instance = field(kw_only=True)
+    plan: JointPlan = field(kw_only=True)
+
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -268,6 +268,37 @@ class Judgement:
         return C.FAILURE_NAMES[self.failure]
 
 
+@dataclass(frozen=True)
+class InstanceLabels:
+    """The generator's labels of an instance: what ``simulator.generator.LabelledInstance`` adds to the map (it is
+    one, with the instance and its certificate plan), and what an episode record keeps of it
+    (``replays.types.Episode.labels``).
+
+    Fields:
+        size: the map side it was generated for.
+        seed: the seed of its slot's random stream.
+        index: its slot within its size.
+        optimal_makespan: the least makespan of any valid joint plan (certified by the solver).
+        optimal_sum_of_costs: the least sum of costs of any valid joint plan.
+        sum_of_distances: sum of each agent's shortest distance on the bare map (a lower bound of the above).
+        needs_wait: no optimal plan exists without a wait.
+    """
+
+    size: int
+    seed: int
+    index: int
+    optimal_makespan: int
+    optimal_sum_of_costs: int
+    sum_of_distances: int
+    needs_wait: bool
+
+    @classmethod
+    def from_labelled(cls, labelled: Any) -> "InstanceLabels":
+        """The labels alone (plain ints and a bool) of anything that carries them, e.g. a ``LabelledInstance``."""
+        return cls(int(labelled.size), int(labelled.seed), int(labelled.index), int(labelled.optimal_makespan),
+                   int(labelled.optimal_sum_of_costs), int(labelled.sum_of_distances), bool(labelled.needs_wait))
+
+
 @dataclass
 class EnvState:
     """The state of one running environment (step-by-step API).

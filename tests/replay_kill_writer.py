@@ -25,7 +25,7 @@ def main() -> None:
     episode = Episode(
         instance=instance, labels=None, plan=None, parse_error="killed-writer episode",
         positions=np.zeros((1, 1, 2), np.int32), events=np.zeros((0, 1), np.int8),
-        outcome=Outcome(False, False, 1, 0, -1, -1, -1, 0), completion="x" * 1000,
+        outcome=Outcome(False, 1, 0, -1, -1, -1, 0, optimal=False), completion="x" * 1000,
     )
     header = ReplayHeader.new(run_id="killed", stage=0, split="rollout", policy={"name": "slow"})
     with ReplayWriter(path, header) as writer:

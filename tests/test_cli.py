@@ -158,7 +158,7 @@ def _one_step_short_replay(path: Path) -> Path:
     episode = Episode(instance=Instance(grid=np.zeros((1, 3), np.int8), starts=[[0, 0]], goals=[[0, 2]]),
                       labels=None, plan=None, parse_error=None, positions=np.array([[[0, 0]], [[0, 1]]], np.int32),
                       events=np.zeros((1, 1), np.int8),
-                      outcome=Outcome(False, False, C.GOAL_NOT_REACHED, 1, 0, -1, -1, 0))
+                      outcome=Outcome(False, C.GOAL_NOT_REACHED, 1, 0, -1, -1, 0, optimal=False))
     write_replay(path, ReplayHeader.new("run", 0, "validation", {"name": "hand"}), [episode])
     return path
 

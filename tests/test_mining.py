@@ -155,7 +155,7 @@ def _swap_episode(fail_step: int, steps: int):
     positions = np.array([[[0, 0], [0, 1]], [[0, 1], [0, 0]]][: steps + 1], np.int32)
     events = np.full((steps, 2), C.EV_EDGE, np.int8)
     return Episode(instance=instance, labels=None, plan=None, parse_error=None, positions=positions, events=events,
-                   outcome=Outcome(False, False, C.EDGE_CONFLICT, fail_step, 0, -1, -1, 0))
+                   outcome=Outcome(False, C.EDGE_CONFLICT, fail_step, 0, -1, -1, 0, optimal=False))
 
 
 @pytest.mark.parametrize("fail_step, steps, says", [

@@ -66,7 +66,7 @@ def parse_error_episode() -> Episode:
     return Episode(
         instance=INSTANCE, labels=None, plan=None, parse_error="no line of the answer names an agent",
         positions=INSTANCE.starts[None].copy(), events=np.zeros((0, 2), np.int8),
-        outcome=Outcome(False, False, C.PARSE_ERROR, 0, -1, -1, -1, 0), completion="I would rather not say.",
+        outcome=Outcome(False, C.PARSE_ERROR, 0, -1, -1, -1, 0, optimal=False), completion="I would rather not say.",
     )
 
 

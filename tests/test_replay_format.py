@@ -50,7 +50,7 @@ def simple_episode(instance: Instance | None = None, steps: int = 2, **changes) 
     fields = dict(
         instance=instance, labels=None, plan=JointPlan.from_sequences([[C.WAIT] * steps] * instance.n_agents),
         parse_error=None, positions=positions, events=np.zeros((steps, instance.n_agents), np.int8),
-        outcome=Outcome(False, False, C.GOAL_NOT_REACHED, steps, 0, -1, -1, 0),
+        outcome=Outcome(False, C.GOAL_NOT_REACHED, steps, 0, -1, -1, 0, optimal=False),
     )
     fields.update(changes)
     return Episode(**fields)
@@ -125,8 +125,8 @@ def episodes(draw) -> Episode:
                                 draw(st.integers(0, 10**6)), makespan, sum_of_costs,
                                 draw(st.integers(0, sum_of_costs)), draw(st.booleans()))
     outcome = draw(st.builds(
-        Outcome, st.booleans(), st.booleans(), st.integers(0, len(C.FAILURE_NAMES) - 1), st.integers(-1, 100),
-        st.integers(-1, 5), st.integers(-1, 100), st.integers(-1, 600), st.integers(0, 6)))
+        Outcome, st.booleans(), st.integers(0, len(C.FAILURE_NAMES) - 1), st.integers(-1, 100),
+        st.integers(-1, 5), st.integers(-1, 100), st.integers(-1, 600), st.integers(0, 6), optimal=st.booleans()))
     return Episode(
         instance=instance, labels=labels, plan=plan, parse_error=None if parsed else draw(st.text(max_size=30)),
         positions=positions, events=events, outcome=outcome,
@@ -196,8 +196,7 @@ def test_writer__numpy_scalars_and_other_dtypes_are_accepted(folder):
     episode = simple_episode()
     as_numpy = simple_episode(
         positions=episode.positions.astype(np.int64), events=episode.events.astype(np.uint8),
-        outcome=Outcome(np.bool_(False), np.bool_(False), np.int8(C.GOAL_NOT_REACHED), np.int32(2), np.int64(0),
-                        -1, -1, 0),
+        outcome=Outcome(np.bool_(False), np.int8(C.GOAL_NOT_REACHED), np.int32(2), np.int64(0), -1, -1, 0, optimal=np.bool_(False)),
         reward=np.float32(0.5), prompt_tokens=np.int64(3),
     )
     write_replay(path, header(), [as_numpy])
@@ -265,8 +264,8 @@ def _bad_cases():
         ("negative event flag", dict(events=np.array([[0, -1], [0, 0]], np.int64)), "EV_* bits"),
         ("plan for another agent count", dict(plan=JointPlan.from_sequences([[1]])), "agents"),
         ("plan of the wrong type", dict(plan=[[1, 2]]), "JointPlan"),
-        ("unknown failure code", dict(outcome=Outcome(False, False, 99, 0, 0, 0, 0, 0)), "failure"),
-        ("float in an int field", dict(outcome=Outcome(False, False, 2, 3.5, 0, 0, 0, 0)), "fail_step"),
+        ("unknown failure code", dict(outcome=Outcome(False, 99, 0, 0, 0, 0, 0, optimal=False)), "failure"),
+        ("float in an int field", dict(outcome=Outcome(False, 2, 3.5, 0, 0, 0, 0, optimal=False)), "fail_step"),
         ("string reward", dict(reward="1"), "reward"),
         ("negative token count", dict(prompt_tokens=-1), "prompt_tokens"),
         ("long reward name", dict(reward_components={"é" * 600: 1.0}), "1024 UTF-8 bytes"),
