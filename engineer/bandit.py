@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.rule import check_number_options, filled_values, floored_shares, reweighted, side_table
+from engineer.rule import check_options, filled_values, floored_shares, reweighted, side_table
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
@@ -49,8 +49,8 @@ class BanditEngineer:
     counts: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check_number_options("bandit", self, (("step_size", 1e-6, 1.0), ("temperature", 1e-3, 100.0),
-                                              ("floor", 0.0, 1.0)))
+        check_options("bandit", self, numbers=(("step_size", 1e-6, 1.0), ("temperature", 1e-3, 100.0),
+                                               ("floor", 0.0, 1.0)))
         self.load_state({"values": self.values, "counts": self.counts})
 
     def load_state(self, state: dict | None) -> None:

@@ -41,7 +41,7 @@ import numpy as np
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.material import StageMaterial
-from engineer.rule import check_number_options
+from engineer.rule import check_options
 from replays.types import Episode
 from simulator import constants as C
 from simulator.config import StageConfig
@@ -82,7 +82,7 @@ class FailuresEngineer:
     name: str = "failures"
 
     def __post_init__(self) -> None:
-        check_number_options("failures", self, (("share", 0.0, 0.9),))
+        check_options("failures", self, numbers=(("share", 0.0, 0.9),))
         self.material: StageMaterial | None = None
 
     def load_material(self, material: StageMaterial) -> None:

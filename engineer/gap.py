@@ -73,7 +73,7 @@ from engineer.bands import makespan_levels
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.progress import rate_series
-from engineer.rule import RULE_METRICS, check_number_options, floored_shares, hole_ratio_cap, reweighted
+from engineer.rule import RULE_METRICS, check_options, floored_shares, hole_ratio_cap, reweighted
 from replays.mining import GroupStats
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -149,22 +149,13 @@ class GapEngineer:
     lesson: float | None = None
 
     def __post_init__(self) -> None:
-        check_number_options("gap", self, (("ratio", 0.0, 1.0), ("lesson_holes", 0.0, 0.9),
-                                           ("lesson_wait", 0.0, 1.0), ("hole_step", 0.0, 0.9),
-                                           ("advance", 0.0, 1.0), ("reach", 0.0, 1.0), ("floor", 0.0, 1.0),
-                                           ("solved", 0.0, 1.0)))
-        for name in ("min_episodes", "min_length_episodes"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"gap.{name}", value, "an integer >= 0")
-        if self.remedy not in GAP_REMEDIES:
-            raise ConfigError("gap.remedy", self.remedy, f"one of {', '.join(GAP_REMEDIES)}")
-        if self.weigh not in GAP_WEIGHS:
-            raise ConfigError("gap.weigh", self.weigh, f"one of {', '.join(GAP_WEIGHS)}")
-        if self.lengths not in GAP_LENGTHS:
-            raise ConfigError("gap.lengths", self.lengths, f"one of {', '.join(GAP_LENGTHS)}")
-        if self.metric not in RULE_METRICS:
-            raise ConfigError("gap.metric", self.metric, f"one of {', '.join(RULE_METRICS)}")
+        check_options("gap", self, numbers=(("ratio", 0.0, 1.0), ("lesson_holes", 0.0, 0.9),
+                                            ("lesson_wait", 0.0, 1.0), ("hole_step", 0.0, 0.9),
+                                            ("advance", 0.0, 1.0), ("reach", 0.0, 1.0), ("floor", 0.0, 1.0),
+                                            ("solved", 0.0, 1.0)),
+                      integers=(("min_episodes", 0, None), ("min_length_episodes", 0, None)),
+                      choices=(("remedy", GAP_REMEDIES), ("weigh", GAP_WEIGHS), ("lengths", GAP_LENGTHS),
+                               ("metric", RULE_METRICS)))
         self.load_state({"start": self.start, "lesson": self.lesson})
 
     def load_state(self, state: dict | None) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.rule import RULE_METRICS, rounded_shares, size_rates
+from engineer.rule import RULE_METRICS, check_options, rounded_shares, size_rates
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
@@ -61,14 +61,8 @@ class LearnabilityEngineer:
     name: str = "learnability"
 
     def __post_init__(self) -> None:
-        for option, high in (("floor", 1.0), ("smoothing", 0.99)):
-            value = getattr(self, option)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= high:
-                raise ConfigError(f"learnability.{option}", value, f"a number in [0, {high}]")
-        if isinstance(self.min_episodes, bool) or not isinstance(self.min_episodes, int) or self.min_episodes < 0:
-            raise ConfigError("learnability.min_episodes", self.min_episodes, "an integer >= 0")
-        if self.metric not in RULE_METRICS:
-            raise ConfigError("learnability.metric", self.metric, f"one of {', '.join(RULE_METRICS)}")
+        check_options("learnability", self, numbers=(("floor", 0, 1.0), ("smoothing", 0, 0.99)),
+                      integers=(("min_episodes", 0, None),), choices=(("metric", RULE_METRICS),))
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """The next config's weights by ``p(1 - p)``; ``seed`` is unused (the rule is deterministic)."""

@@ -23,7 +23,7 @@ import numpy as np
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.rule import RULE_METRICS, hole_ratio_cap, rounded_shares, size_rates
+from engineer.rule import RULE_METRICS, check_options, hole_ratio_cap, rounded_shares, size_rates
 from simulator.config import MAX_HOLE_RATIO, MAX_SIZE, SizeSpec, StageConfig
 from simulator.errors import ConfigError
 
@@ -48,18 +48,11 @@ class MutateEngineer:
     name: str = "mutate"
 
     def __post_init__(self) -> None:
-        for option in ("low", "high", "hole_step", "wait_step", "grow"):
-            value = getattr(self, option)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-                raise ConfigError(f"mutate.{option}", value, "a number in [0, 1]")
-        if not isinstance(self.max_hole_ratio, (int, float)) or not 0 <= self.max_hole_ratio <= MAX_HOLE_RATIO:
-            raise ConfigError("mutate.max_hole_ratio", self.max_hole_ratio, f"a number in [0, {MAX_HOLE_RATIO}]")
+        check_options("mutate", self, numbers=[*((option, 0, 1) for option in (
+            "low", "high", "hole_step", "wait_step", "grow")), ("max_hole_ratio", 0, MAX_HOLE_RATIO)],
+            integers=(("min_episodes", 0, None),), choices=(("metric", RULE_METRICS),))
         if self.low > self.high:
             raise ConfigError("mutate.low", self.low, f"at most mutate.high ({self.high})")
-        if isinstance(self.min_episodes, bool) or not isinstance(self.min_episodes, int) or self.min_episodes < 0:
-            raise ConfigError("mutate.min_episodes", self.min_episodes, "an integer >= 0")
-        if self.metric not in RULE_METRICS:
-            raise ConfigError("mutate.metric", self.metric, f"one of {', '.join(RULE_METRICS)}")
 
     def _edits(self, side: int, spec: SizeSpec, agents: int) -> list[str]:
         """The edits that change something for this size."""

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.evidence import TrainingSignal
-from engineer.rule import check_number_options, filled_values, floored_shares, reweighted, side_table
+from engineer.rule import check_options, filled_values, floored_shares, reweighted, side_table
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
@@ -93,9 +93,8 @@ class ProgressEngineer:
     rates: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check_number_options("progress", self, (("step_size", 1e-6, 1.0), ("floor", 0.0, 1.0)))
-        if self.scale not in PROGRESS_SCALES:
-            raise ConfigError("progress.scale", self.scale, f"one of {', '.join(PROGRESS_SCALES)}")
+        check_options("progress", self, numbers=(("step_size", 1e-6, 1.0), ("floor", 0.0, 1.0)),
+                      choices=(("scale", PROGRESS_SCALES),))
         self.load_state({"values": self.values, "rates": self.rates})
 
     def load_state(self, state: dict | None) -> None:

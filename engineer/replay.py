@@ -44,7 +44,7 @@ import numpy as np
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.material import StageMaterial
-from engineer.rule import RULE_METRICS, check_number_options
+from engineer.rule import RULE_METRICS, check_options
 from replays.mining import FailureSummary
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -102,15 +102,10 @@ class ReplayEngineer:
     buffer: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        check_number_options("replay", self, (("share", 0.0, 0.9), ("temperature", 0.05, 100.0),
-                                              ("staleness", 0.0, 1.0)))
-        for option, low, high in (("buffer_size", 1, MAX_BUFFER), ("min_episodes", 0, 10**9),
-                                  ("min_samples", 1, 10**9)):
-            value = getattr(self, option)
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise ConfigError(f"replay.{option}", value, f"an integer in [{low}, {high}]")
-        if self.metric not in RULE_METRICS:
-            raise ConfigError("replay.metric", self.metric, f"one of {', '.join(RULE_METRICS)}")
+        check_options("replay", self, numbers=(("share", 0.0, 0.9), ("temperature", 0.05, 100.0),
+                                               ("staleness", 0.0, 1.0)),
+                      integers=(("buffer_size", 1, MAX_BUFFER), ("min_episodes", 0, 10**9), ("min_samples", 1, 10**9)),
+                      choices=(("metric", RULE_METRICS),))
         self.material: StageMaterial | None = None
         self.load_state({"buffer": self.buffer})
 

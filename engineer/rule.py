@@ -57,13 +57,24 @@ def floored_shares(weights: dict[int, float], floor: float) -> dict[int, float]:
     return {side: floor + spread * weight / total for side, weight in weights.items()}
 
 
-def check_number_options(engineer: str, owner, bounds) -> None:
-    """ConfigError naming ``engineer.option`` for the first option of ``owner`` that is not a number in its
-    ``(option, low, high)`` bounds (inclusive)."""
-    for option, low, high in bounds:
+def check_options(engineer: str, owner, numbers=(), integers=(), choices=()) -> None:
+    """ConfigError naming ``engineer.option`` for the first option of ``owner`` out of its bounds, in this order:
+    ``numbers`` as ``(option, low, high)`` (an int or float, not a bool, in ``[low, high]``), ``integers`` as
+    ``(option, low, high)`` (an int, not a bool, at least ``low`` and at most ``high`` unless it is None), and
+    ``choices`` as ``(option, allowed)`` (one of the ``allowed`` names)."""
+    for option, low, high in numbers:
         value = getattr(owner, option)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
             raise ConfigError(f"{engineer}.{option}", value, f"a number in [{low}, {high}]")
+    for option, low, high in integers:
+        value = getattr(owner, option)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+            raise ConfigError(f"{engineer}.{option}", value,
+                              f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]")
+    for option, allowed in choices:
+        value = getattr(owner, option)
+        if value not in allowed:
+            raise ConfigError(f"{engineer}.{option}", value, f"one of {', '.join(allowed)}")
 
 
 def side_table(state: dict, key: str, cast) -> dict[int, float]:
@@ -136,16 +147,11 @@ class RuleEngineer:
     name: str = "rule"
 
     def __post_init__(self) -> None:
-        for option in ("low", "high", "shift", "cope", "hole_step", "wait_step", "max_hole_ratio"):
-            value = getattr(self, option)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-                raise ConfigError(f"rule.{option}", value, "a number in [0, 1]")
+        check_options("rule", self, numbers=[(option, 0, 1) for option in (
+            "low", "high", "shift", "cope", "hole_step", "wait_step", "max_hole_ratio")],
+            integers=(("min_episodes", 0, None),), choices=(("metric", RULE_METRICS),))
         if self.low > self.high:
             raise ConfigError("rule.low", self.low, f"at most rule.high ({self.high})")
-        if isinstance(self.min_episodes, bool) or not isinstance(self.min_episodes, int) or self.min_episodes < 0:
-            raise ConfigError("rule.min_episodes", self.min_episodes, "an integer >= 0")
-        if self.metric not in RULE_METRICS:
-            raise ConfigError("rule.metric", self.metric, f"one of {', '.join(RULE_METRICS)}")
 
     def classify(self, rate: float) -> str:
         """``"hopeless"``, ``"mid"`` or ``"solved"`` for a success rate."""

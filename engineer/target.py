@@ -40,7 +40,7 @@ from engineer.bands import fillable_band, makespan_levels
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.evidence import SignalFigures
-from engineer.rule import check_number_options, side_table
+from engineer.rule import check_options, side_table
 from simulator.config import MAX_HORIZON, StageConfig
 from simulator.errors import ConfigError
 
@@ -68,10 +68,9 @@ class TargetEngineer:
     targets: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check_number_options("target", self, (("eta", 1e-6, 100.0), ("alpha", 1e-6, 100.0), ("beta", 0.0, 1.0),
-                                              ("start", 1.0, float(MAX_HORIZON))))
-        if isinstance(self.radius, bool) or not isinstance(self.radius, int) or not 0 <= self.radius <= MAX_HORIZON:
-            raise ConfigError("target.radius", self.radius, f"an integer in [0, {MAX_HORIZON}]")
+        check_options("target", self, numbers=(("eta", 1e-6, 100.0), ("alpha", 1e-6, 100.0), ("beta", 0.0, 1.0),
+                                               ("start", 1.0, float(MAX_HORIZON))),
+                      integers=(("radius", 0, MAX_HORIZON),))
         self.load_state({"targets": self.targets})
 
     def load_state(self, state: dict | None) -> None:

@@ -39,9 +39,8 @@ from dataclasses import dataclass, replace
 from engineer.bands import fillable_band, makespan_levels
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.rule import RULE_METRICS, check_number_options, hole_ratio_cap
+from engineer.rule import RULE_METRICS, check_options, hole_ratio_cap
 from simulator.config import MAX_HOLE_RATIO, MAX_HORIZON, StageConfig
-from simulator.errors import ConfigError
 
 _DIGITS = 4
 
@@ -66,14 +65,10 @@ class WindowEngineer:
     name: str = "window"
 
     def __post_init__(self) -> None:
-        check_number_options("window", self, (("threshold", 0.0, 1.0), ("hole_step", 0.0, 1.0),
-                                              ("max_hole_ratio", 0.0, MAX_HOLE_RATIO)))
-        for option, low in (("min_episodes", 1), ("width", 1), ("start", 1)):
-            value = getattr(self, option)
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_HORIZON:
-                raise ConfigError(f"window.{option}", value, f"an integer in [{low}, {MAX_HORIZON}]")
-        if self.metric not in RULE_METRICS:
-            raise ConfigError("window.metric", self.metric, f"one of {', '.join(RULE_METRICS)}")
+        check_options("window", self, numbers=(("threshold", 0.0, 1.0), ("hole_step", 0.0, 1.0),
+                                               ("max_hole_ratio", 0.0, MAX_HOLE_RATIO)),
+                      integers=[(option, 1, MAX_HORIZON) for option in ("min_episodes", "width", "start")],
+                      choices=(("metric", RULE_METRICS),))
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Each used size's window moved by its evidence (see the module docstring); ``seed`` is unused."""
