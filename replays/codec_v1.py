@@ -131,6 +131,14 @@ def _compact_float(value: float) -> float | int:
 _EXACT = 2.0**53  # integers up to here are exact in a float64
 
 
+def _name_key(key: Any, name: str) -> None:
+    """A number map's key: a str of at most ``MAX_NAME_BYTES`` bytes (RecordError naming the map otherwise)."""
+    if type(key) is not str:
+        raise RecordError(f"{name}: key {_short(key)} is not a str")
+    if len(key) * 4 > MAX_NAME_BYTES:
+        _text(key, f"{name} key", MAX_NAME_BYTES, optional=False)
+
+
 def _number_map_out(value: Any, name: str) -> dict[str, float | int]:
     if type(value) is not dict:
         raise RecordError(f"{name} = {_short(value)}: a dict of str -> float")
@@ -140,10 +148,7 @@ def _number_map_out(value: Any, name: str) -> dict[str, float | int]:
         raise RecordError(f"{name}: {len(value)} entries, at most {MAX_CONTAINER_LEN}")
     out = {}
     for key, number in value.items():
-        if type(key) is not str:
-            raise RecordError(f"{name}: key {_short(key)} is not a str")
-        if len(key) * 4 > MAX_NAME_BYTES:
-            _text(key, f"{name} key", MAX_NAME_BYTES, optional=False)
+        _name_key(key, name)
         out[key] = _compact_float(number if type(number) is float else _float(number, f"{name}[{key!r}]"))
     return out
 
@@ -155,10 +160,7 @@ def _number_map_in(value: Any, name: str) -> dict[str, float]:
         return {}
     out = {}
     for key, number in value.items():
-        if type(key) is not str:
-            raise RecordError(f"{name}: key {_short(key)} is not a str")
-        if len(key) * 4 > MAX_NAME_BYTES:
-            _text(key, f"{name} key", MAX_NAME_BYTES, optional=False)
+        _name_key(key, name)
         kind = type(number)
         if kind is float:
             out[key] = number
