@@ -34,7 +34,7 @@ def _rollout(args: argparse.Namespace) -> int:
     from replays.types import ReplayHeader
     from replays.mining import render_summary, summarize
     from replays.writer import ReplayWriter
-    from simulator.cli import config_from_args, progress_bar
+    from simulator.cli import config_from_args, showing_progress
     from simulator.errors import ConfigError
     from simulator.generator import generate
 
@@ -45,11 +45,8 @@ def _rollout(args: argparse.Namespace) -> int:
     if path.exists():  # the same policy and settings: a finished rollout is never replaced
         raise ConfigError("--out", str(out_dir), "a folder without this rollout's file (pick another --out, or "
                           "delete the file to write it again)", f"{path.name} is already there")
-    update, close = progress_bar(config.samples, "generating")
-    try:
+    with showing_progress(config.samples, "generating") as update:
         stage = generate(config, progress=update)
-    finally:
-        close()
     items = stage.instances
     plans = policy.plans(items, seed=config.seed)
     episodes = judge_episodes(items, plans)
@@ -81,15 +78,12 @@ def _eval_set(args: argparse.Namespace):
         chosen = instances_set(args.instances)
         return chosen, f"instances-{Path(args.instances).stem}-{chosen.record['instances']['sha256'][:8]}"
     if args.config:
-        from simulator.cli import progress_bar
+        from simulator.cli import showing_progress
         from simulator.config import load_config
 
         config = load_config(args.config)
-        update, close = progress_bar(config.samples, "generating")
-        try:
+        with showing_progress(config.samples, "generating") as update:
             chosen = config_set(config, args.seed, source=args.config, progress=update)
-        finally:
-            close()
         return chosen, f"config-{Path(args.config).stem}-seed{chosen.record['config']['seed']}"
     suite = args.suite or "paper"
     suite = f"{suite}-quick" if args.quick and not suite.endswith("-quick") else suite
@@ -114,13 +108,10 @@ def _eval(args: argparse.Namespace) -> int:
     chosen, label = _eval_set(args)
     safe = re.sub(r'[^A-Za-z0-9_.-]+', '_', f"{args.policy}-{label}")
     out = Path(args.out) if args.out else Path("runs") / f"eval-{safe}"
-    from simulator.cli import progress_bar
+    from simulator.cli import showing_progress
 
-    update, close = progress_bar(sum(cell.count for cell in chosen.cells), f"eval {args.policy}")
-    try:
+    with showing_progress(sum(cell.count for cell in chosen.cells), f"eval {args.policy}") as update:
         table = evaluate(policy, chosen, out, seed=seed, progress=lambda done, total: update(done))
-    finally:
-        close()
     print(json.dumps(table.to_dict(), indent=2) if args.json else table.render())
     print(f"replays in {out}" + (f" ({table.reused_cells} cells reused)" if table.reused_cells else ""), file=sys.stderr)
     return 0
@@ -130,11 +121,10 @@ def _export(args: argparse.Namespace) -> int:
     import time
 
     from policy.export import export_items, layout_row, size_on_disk, write_rows
-    from simulator.cli import progress_bar
+    from simulator.cli import generate_suite_shown, showing_progress
     from simulator.config import load_config
     from simulator.generator import generate
     from simulator.errors import ConfigError
-    from simulator.suites import generate_suite, suite_size
 
     if not (args.out or args.movingai):
         raise ConfigError("--out", None, "given: a dataset file or folder to write (or --movingai DIR, or both)")
@@ -145,19 +135,12 @@ def _export(args: argparse.Namespace) -> int:
                           + ("a folder name" if fmt == "hf" else f"ending in .{fmt}"))
     started = time.perf_counter()
     if args.suite:
-        update, close = progress_bar(suite_size(args.suite), f"suite {args.suite}")
-        try:
-            items = [item for _, stage in generate_suite(args.suite, progress=update) for item in stage.instances]
-        finally:
-            close()
+        items = [item for _, stage in generate_suite_shown(args.suite) for item in stage.instances]
         source = f"suite:{args.suite}"
     else:
         config = load_config(args.config)
-        update, close = progress_bar(config.samples, "generating")
-        try:
+        with showing_progress(config.samples, "generating") as update:
             items = generate(config, progress=update).instances
-        finally:
-            close()
         source = f"config:{Path(args.config).name}"
     if args.movingai:
         from simulator.movingai import export_movingai

@@ -6,12 +6,14 @@ import argparse
 import hashlib
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without loading numba or the solver
     from simulator.config import StageConfig
-    from simulator.generator import LabelledInstance
+    from simulator.generator import GeneratedStage, LabelledInstance
+    from simulator.suites import SuiteCell
     from simulator.types import Instance
 
     # What argparse's add_subparsers() returns, which the packages' register() functions add their commands to
@@ -77,6 +79,25 @@ def progress_bar(total: int, desc: str) -> tuple[Callable[[int], None], Callable
     return update, bar.close
 
 
+@contextmanager
+def showing_progress(total: int, desc: str) -> Iterator[Callable[[int], None]]:
+    """:func:`progress_bar` for a ``with`` block: yields its callback and closes the bar when the block ends,
+    by an error too (``with showing_progress(n, "generating") as update: generate(..., progress=update)``)."""
+    update, close = progress_bar(total, desc)
+    try:
+        yield update
+    finally:
+        close()
+
+
+def generate_suite_shown(name: str) -> list[tuple[SuiteCell, GeneratedStage]]:
+    """The suite's cells (``simulator.suites.generate_suite``), generated under a progress bar ``suite NAME``."""
+    from simulator.suites import generate_suite, suite_size
+
+    with showing_progress(suite_size(name), f"suite {name}") as update:
+        return generate_suite(name, progress=update)
+
+
 def config_from_args(args: argparse.Namespace) -> StageConfig:
     from simulator.config import StageConfig, load_config
     from simulator.errors import ConfigError
@@ -122,6 +143,18 @@ def _describe(item: LabelledInstance) -> str:
             f"{PLAN_HEADING}\n{format_plan(item.plan.sequences())}\n")
 
 
+def _write_or_print(args: argparse.Namespace, items: list[LabelledInstance]) -> None:
+    """``gen``'s instances: written to ``--out`` as JSON lines (atomically), else printed as text unless ``--quiet``."""
+    from simulator.atomic import atomic_write
+    from simulator.generator import to_jsonl
+
+    if args.out:
+        atomic_write(args.out, to_jsonl(items))
+    elif not args.quiet:
+        for item in items:
+            print(_describe(item))
+
+
 def _gen(args: argparse.Namespace) -> int:
     if args.schema:
         from simulator.config import config_json_schema
@@ -135,31 +168,20 @@ def _gen(args: argparse.Namespace) -> int:
     if args.map or args.scen:
         return _gen_movingai(args)
     if args.suite:
-        from simulator.suites import generate_suite, suite_checksum, suite_size
+        from simulator.suites import suite_checksum
 
         refuse_map_flags(args, "--suite", args.suite)
 
-        update, close = progress_bar(suite_size(args.suite), f"suite {args.suite}")
-        try:
-            cells = generate_suite(args.suite, progress=update)
-        finally:
-            close()
+        cells = generate_suite_shown(args.suite)
         items = [item for _, stage in cells for item in stage.instances]
         if args.out:
             atomic_write(args.out, to_jsonl(items))
         print(f"suite {args.suite}: {len(items)} instances in {len(cells)} cells, checksum {suite_checksum(cells)}")
         return 0
     config = config_from_args(args)
-    update, close = progress_bar(config.samples, "generating")
-    try:
+    with showing_progress(config.samples, "generating") as update:
         stage = generate(config, progress=update, max_attempts=args.max_attempts)
-    finally:
-        close()
-    if args.out:
-        atomic_write(args.out, to_jsonl(stage.instances))
-    elif not args.quiet:
-        for item in stage.instances:
-            print(_describe(item))
+    _write_or_print(args, stage.instances)
     for size, report in stage.reports.items():
         print(
             f"size {size}: {counted(report.count, 'instance')}, holes {report.achieved_hole_ratio:.3f} "
@@ -175,7 +197,6 @@ def _gen(args: argparse.Namespace) -> int:
 
 def _gen_movingai(args: argparse.Namespace) -> int:
     """``gen --map FILE.map --scen FILE.scen``: an instance per ``--agents`` scenario lines, certified."""
-    from simulator.atomic import atomic_write
     from simulator.errors import ConfigError
     from simulator.generator import to_jsonl
     from simulator.movingai import instances_from_scenarios, read_map, read_scen
@@ -189,16 +210,9 @@ def _gen_movingai(args: argparse.Namespace) -> int:
     agents = stage_flag(args, "agents")[0]
     grid = read_map(args.map)
     scenarios = read_scen(args.scen)
-    update, close = progress_bar(len(scenarios) // max(agents, 1), f"importing {args.scen}")
-    try:
+    with showing_progress(len(scenarios) // max(agents, 1), f"importing {args.scen}") as update:
         result = instances_from_scenarios(grid, scenarios, agents, source=args.scen, progress=update)
-    finally:
-        close()
-    if args.out:
-        atomic_write(args.out, to_jsonl(result.items))
-    elif not args.quiet:
-        for item in result.items:
-            print(_describe(item))
+    _write_or_print(args, result.items)
     report = result.report
     print(report.render())
     shown = 10
@@ -270,14 +284,9 @@ def _demo(args: argparse.Namespace) -> int:
     import numpy as np
 
     from simulator.judge import is_optimal, judge_plans
-    from simulator.suites import generate_suite, suite_size
     from simulator.tables import format_rate_table
 
-    update, close = progress_bar(suite_size(args.suite), f"suite {args.suite}")
-    try:
-        cells = generate_suite(args.suite, progress=update)
-    finally:
-        close()
+    cells = generate_suite_shown(args.suite)
     items = [item for _, stage in cells for item in stage.instances]
     result = judge_plans([it.instance for it in items], [it.plan for it in items])
     optimal = is_optimal(result.valid, result.makespan, np.array([it.optimal_makespan for it in items]))
@@ -293,8 +302,6 @@ def _demo(args: argparse.Namespace) -> int:
     print(format_rate_table(f"oracle (solver certificates) on suite {args.suite}: valid% / optimal%", "agents ",
                             rows, sizes, cell_width=12))
     return 0
-
-
 
 
 def register(commands: Subcommands) -> None:
