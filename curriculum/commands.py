@@ -198,7 +198,7 @@ def _report(args: argparse.Namespace) -> int:
     runs = [load_run(path) for path in args.run]
     for index, run in enumerate(runs):
         print(("\n" if index else "") + render_report(run))
-        for path in write_plots(run, args.plots or run["dir"]):
+        for path in write_plots(run, args.plots or run.dir):
             print(f"plot: {path}", file=sys.stderr)
     if len(runs) > 1:
         print(f"plot: {write_curves(runs, args.plots or args.run[0])}", file=sys.stderr)
@@ -215,7 +215,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    if any("final" in run for run in runs):
+    if any(run.final is not None for run in runs):
         print(compare_table(runs))
         print()
     print(render_seed_comparison(result))

@@ -11,8 +11,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from curriculum.reports.report import RunRecord
 
 from curriculum.reports.stats import (holm, mean_interval, paired_difference, paired_p_value, regularized_incomplete_beta,
                               student_t_cdf, student_t_two_sided_p, t_quantile_975)
@@ -63,18 +67,19 @@ def test_paired_difference__pairs_by_seed_and_ignores_unpaired():
     assert diff.format(signed=True).startswith("+4.7")
 
 
-def _fake_run(arm: str, seed: int, stage_valid: float, warm: float = 0.3, final: float | None = None) -> dict:
+def _fake_run(arm: str, seed: int, stage_valid: float, warm: float = 0.3, final: float | None = None) -> RunRecord:
     from curriculum.loop.records import StageRecord
+    from curriculum.reports.report import Rates, RunRecord
     from simulator.config import default_stage_config
 
     record = {"stage": 1, "config": default_stage_config().to_dict(), "decision": {"accepted": True},
               "scores": {"valid_rate": stage_valid, "optimal_rate": stage_valid / 2,
                          "sampled_valid_rate": stage_valid - 0.1}}
-    run = {"dir": f"runs/x-{arm}-s{seed}", "warm_start": {"valid_rate": warm, "optimal_rate": warm / 2},
-           "manifest": {"run_config": {"arm": arm, "seed": seed, "engineer": {"spec": arm}, "model": "tiny"}},
-           "stages": [StageRecord.from_dict(record)]}
+    run = RunRecord(dir=f"runs/x-{arm}-s{seed}", warm_start=Rates(warm, warm / 2),
+                    manifest={"run_config": {"arm": arm, "seed": seed, "engineer": {"spec": arm}, "model": "tiny"}},
+                    stages=[StageRecord.from_dict(record)])
     if final is not None:
-        run["final"] = {"suite": "s", "cells": {"2x3": {"valid_rate": final, "optimal_rate": final}}}
+        run.final = {"suite": "s", "cells": {"2x3": {"valid_rate": final, "optimal_rate": final}}}
     return run
 
 
@@ -125,18 +130,18 @@ def test_run_figures__test_set_split_by_trained_agents_and_led_in_the_table():
     runs = []
     for arm, seed, rate in (("fixed", 0, 0.4), ("band", 0, 0.5), ("fixed", 1, 0.3), ("band", 1, 0.35)):
         run = _fake_run(arm, seed, rate)
-        run["final"] = {"suite": "test-small", "cells": {
+        run.final = {"suite": "test-small", "cells": {
             "2x3": {"valid_rate": rate, "optimal_rate": rate / 2}, "2x4": {"valid_rate": rate / 2, "optimal_rate": 0.0},
             "3x3": {"valid_rate": rate / 4, "optimal_rate": 0.0}}}
-        run["final_sampled"] = {"k": 2, "cells": {"2x3": {"valid_rate": 0.2}, "2x4": {"valid_rate": 0.1},
+        run.final_sampled = {"k": 2, "cells": {"2x3": {"valid_rate": 0.2}, "2x4": {"valid_rate": 0.1},
                                                   "3x3": {"valid_rate": 0.9}}}
         runs.append(run)
     figures = run_figures(runs[0])
     assert figures["test"] == pytest.approx(0.3) and figures["test_opt"] == pytest.approx(0.1)
     assert figures["transfer"] == pytest.approx(0.1) and figures["test_pass1"] == pytest.approx(0.15)
-    runs[0]["manifest"]["run_config"]["initial_config"] = {"agents": [2, 3]}  # trains on 3 agents too: no transfer
+    runs[0].manifest["run_config"]["initial_config"] = {"agents": [2, 3]}  # trains on 3 agents too: no transfer
     assert "transfer" not in run_figures(runs[0]) and run_figures(runs[0])["test"] == pytest.approx(0.7 / 3)
-    del runs[0]["manifest"]["run_config"]["initial_config"]
+    del runs[0].manifest["run_config"]["initial_config"]
     text = render_seed_comparison(seed_comparison(runs))
     lines = text.splitlines()
     assert lines.index("test set (read by nothing but this score):") < lines.index(
@@ -237,7 +242,7 @@ def _three_arm_runs(versions: dict | None = None) -> list[dict]:
     runs = [_fake_run(arm, seed, values[seed]) for arm, values in THREE_ARMS.items() for seed in range(3)]
     for run in runs:
         if versions is not None:
-            run["manifest"]["versions"] = dict(versions)
+            run.manifest["versions"] = dict(versions)
     return runs
 
 
@@ -264,7 +269,7 @@ def test_run_figures__test_cvar_is_the_eval_tables_worst_tenth_of_the_trained_ag
              for index, rate in enumerate(valid_rates)}
     transfer = {f"3x{3 + index}": {"valid_rate": 0.0, "optimal_rate": 0.0, "episodes": 10}
                 for index in range(len(valid_rates))}
-    run["final"] = {"suite": "s", "cells": {**cells, **transfer}}
+    run.final = {"suite": "s", "cells": {**cells, **transfer}}
     table = EvalTable("s", {}, {tuple(int(part) for part in key.split("x")): (cell["valid_rate"],
                                                                              cell["optimal_rate"], 10)
                                 for key, cell in cells.items()})
@@ -382,16 +387,16 @@ V13 = {"python": "3.12.3", "torch": "2.13.0", "trl": "0.20.0"}
     ({"versions": V12, "extended": [{"versions": {**V12, "peft": "0.17.0"}}]}, {**V12, "peft": "unknown then 0.17.0"}),
 ])
 def test_run_installation__table(manifest, installation):
-    from curriculum.reports.report import run_installation
+    from curriculum.reports.report import RunRecord, run_installation
 
-    assert run_installation({"manifest": manifest}) == installation
+    assert run_installation(RunRecord(dir="x", manifest=manifest, stages=[])) == installation
 
 
-def _with_versions(run: dict, versions: dict | None, extended: dict | None = None) -> dict:
+def _with_versions(run, versions: dict | None, extended: dict | None = None):
     if versions is not None:
-        run["manifest"]["versions"] = dict(versions)
+        run.manifest["versions"] = dict(versions)
     if extended is not None:
-        run["manifest"]["extended"] = [{"from_stages": 1, "to_stages": 2, "versions": dict(extended)}]
+        run.manifest["extended"] = [{"from_stages": 1, "to_stages": 2, "versions": dict(extended)}]
     return run
 
 
@@ -430,10 +435,10 @@ def test_seed_comparison__pairs_must_share_an_installation(rule_s1, fixed_s1, di
 
 def _write_run(root: Path, run: dict) -> Path:
     """A run folder on disk from a :func:`_fake_run` dict (manifest and stage records only)."""
-    folder = root / Path(run["dir"]).name
+    folder = root / Path(run.dir).name
     (folder / "stage-01").mkdir(parents=True)
-    (folder / "manifest.json").write_text(json.dumps(run["manifest"]))
-    for record in run["stages"]:
+    (folder / "manifest.json").write_text(json.dumps(run.manifest))
+    for record in run.stages:
         (folder / f"stage-{record.stage:02d}" / "stage.json").write_text(json.dumps(record.to_dict()))
     return folder
 
@@ -447,7 +452,7 @@ def test_cli_compare__help_names_primary_and_allow_mixed():
 
 def test_cli_compare__primary_allow_mixed_and_json_pass_through(tmp_path):
     runs = _three_arm_runs(V12)
-    runs[5]["manifest"]["versions"] = V13  # rule, seed 2
+    runs[5].manifest["versions"] = V13  # rule, seed 2
     folders = [str(_write_run(tmp_path, run)) for run in runs]
 
     def compare(*flags: str) -> subprocess.CompletedProcess:

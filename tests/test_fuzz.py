@@ -252,7 +252,7 @@ def _render_run(run: dict) -> None:
     run_figures(run)
     render_seed_comparison(seed_comparison([run]))
     json.dumps(seed_comparison([run]))
-    if "final" in run:
+    if run.final is not None:
         compare_table([run])
 
 

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_load_run__the_hand_made_folder_reads_and_renders(tmp_path):
     run = load_run(write_run_folder(tmp_path / "run"))
-    assert run["stages"][0].scores.valid_rate == 0.5 and run["warm_start"]["valid_rate"] == 0.25
+    assert run.stages[0].scores.valid_rate == 0.5 and run.warm_start.valid_rate == 0.25
     assert "kept: no change" in render_report(run)
     assert "r" in compare_table([run]) and "seeds: 5" in render_seed_comparison(seed_comparison([run]))
     assert run_figures(run)["test"] == 0.5

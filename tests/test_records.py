@@ -78,4 +78,4 @@ def test_load_run__a_corrupt_stage_record_names_its_file(tmp_path):
         load_run(tmp_path)
     assert caught.value.field.endswith("stage.json") and "stage record" in str(caught.value)
     (tmp_path / "stage-01" / "stage.json").write_text(json.dumps(_record(stage=1)))
-    assert load_run(tmp_path)["stages"][0].scores.valid_rate == 0.3
+    assert load_run(tmp_path).stages[0].scores.valid_rate == 0.3

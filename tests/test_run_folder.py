@@ -124,7 +124,7 @@ def test_run__stages_without_a_gap_are_read_in_order(tmp_path):
     config = make_run_folder(tmp_path, finished=(1, 2), stages=3)
     (config.run_dir / "stage-03").mkdir()  # the stage in progress
     assert [record.stage for record in Run(config).completed_stages()] == [1, 2]
-    assert [record.stage for record in load_run(config.run_dir)["stages"]] == [1, 2]
+    assert [record.stage for record in load_run(config.run_dir).stages] == [1, 2]
 
 
 def _damage(path: Path, how: str) -> None:

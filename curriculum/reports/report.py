@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -137,7 +138,50 @@ def _validation_summary(path: Path) -> StageEvidence:
     return evidence
 
 
-def load_run(run_dir: str | Path) -> dict:
+@dataclass(frozen=True)
+class Rates:
+    """A validation summary's headline rates on the evidence set (the untrained model's, or the warm start's)."""
+
+    valid_rate: float
+    optimal_rate: float
+
+
+@dataclass
+class RunRecord:
+    """A run folder as :func:`load_run` reads it, every record checked. The stage records are typed
+    (:class:`curriculum.loop.records.StageRecord`); the manifest and the final tables stay the documents they are
+    on disk, checked for the keys the report and the comparison read.
+
+    Fields:
+        dir: the run folder.
+        manifest: ``manifest.json`` (its ``run_config`` the run's config document, ``versions``, ``extended``).
+        stages: the finished stages in order, 1..N.
+        untrained, warm_start: the evidence-set rates before training and after the warm start, where recorded.
+        final: ``final/table.json``, the test set's table (``suite``, ``cells`` {"AxS": rates}, ``mean``); None
+            before the final evaluation.
+        final_sampled: ``final/sampled.json``, the test set's sampled pass@1 (``k``, ``cells``), where recorded.
+    """
+
+    dir: str
+    manifest: dict[str, Any]
+    stages: list[StageRecord]
+    untrained: Rates | None = None
+    warm_start: Rates | None = None
+    final: dict[str, Any] | None = None
+    final_sampled: dict[str, Any] | None = None
+
+    @property
+    def run_config(self) -> dict[str, Any]:
+        """The run's config document (the manifest's ``run_config``)."""
+        return self.manifest["run_config"]
+
+    @property
+    def start(self) -> Rates | None:
+        """The rates the stages started from: the warm start's, else the untrained model's."""
+        return self.warm_start or self.untrained
+
+
+def load_run(run_dir: str | Path) -> RunRecord:
     """Everything a report needs from a run folder: stages, untrained/warm-start scores, final table. Each record
     is read by :func:`curriculum.loop.records.read_record` (a regular file of at most ``MAX_RECORD_BYTES``: a FIFO or a
     link to /dev/zero is refused before it is opened) and checked for the types and ranges the report and the
@@ -154,26 +198,26 @@ def load_run(run_dir: str | Path) -> dict:
         gaps = sorted(set(range(1, max(numbers) + 1)) - set(numbers))
         raise ConfigError("run", str(run_dir), "stages numbered 1..N without a gap (restore the missing stage)",
                           f"stage-{gaps[0]:02d}/stage.json is missing" if gaps else f"stage numbers {numbers}")
-    out = {"dir": str(run_dir), "manifest": manifest, "stages": stages}
+    out = RunRecord(dir=str(run_dir), manifest=manifest, stages=stages)
     for part in ("untrained", "warm_start"):
         summary = run_dir / part / "summary.json"
         if summary.exists() or summary.is_symlink():
             failures = _validation_summary(summary).failures
-            out[part] = {"valid_rate": failures.valid_rate, "optimal_rate": failures.optimal_rate}
+            setattr(out, part, Rates(failures.valid_rate, failures.optimal_rate))
     table = run_dir / "final" / "table.json"
     if table.exists() or table.is_symlink():
-        out["final"] = _record(table, "final table", ("cells", "mean", "suite"), _check_final_table)
+        out.final = _record(table, "final table", ("cells", "mean", "suite"), _check_final_table)
         sampled = run_dir / "final" / "sampled.json"
         if sampled.exists() or sampled.is_symlink():
-            out["final_sampled"] = _record(sampled, "test-set sampled pass@1", ("cells", "k"), _check_sampled)
+            out.final_sampled = _record(sampled, "test-set sampled pass@1", ("cells", "k"), _check_sampled)
     return out
 
 
-def render_report(run: dict) -> str:
-    lines = [f"run {Path(run['dir']).name}: engineer {run['manifest']['run_config']['engineer']['spec']}, "
-             f"model {run['manifest']['run_config']['model']}"]
-    if "final" in run:
-        final, sampled = run["final"], (run.get("final_sampled") or {})
+def render_report(run: RunRecord) -> str:
+    lines = [f"run {Path(run.dir).name}: engineer {run.run_config['engineer']['spec']}, "
+             f"model {run.run_config['model']}"]
+    if run.final is not None:
+        final, sampled = run.final, (run.final_sampled or {})
         lines.append(f"test set ({final['suite']}; read by nothing but this score), valid% / optimal%: " + ", ".join(
             f"{k} agents {100 * v['valid_rate']:.1f} / {100 * v['optimal_rate']:.1f}" for k, v in final["mean"].items()))
         if sampled.get("cells"):
@@ -187,10 +231,10 @@ def render_report(run: dict) -> str:
     lines.append("evidence set (what the engineer saw), per stage:")
     lines.append(f"{'stage':>10} {'valid%':>7} {'optimal%':>9} {'train reward':>13} {'zero-var groups':>16} "
                  f"{'s/step':>7} {'tokens':>7}  engineer")
-    for name in ("untrained", "warm_start"):
-        if name in run:
-            lines.append(f"{name.replace('_', ' '):>10} {100 * run[name]['valid_rate']:>7.1f} {100 * run[name]['optimal_rate']:>9.1f}")
-    for record in run["stages"]:
+    for name, rates in (("untrained", run.untrained), ("warm_start", run.warm_start)):
+        if rates is not None:
+            lines.append(f"{name.replace('_', ' '):>10} {100 * rates.valid_rate:>7.1f} {100 * rates.optimal_rate:>9.1f}")
+    for record in run.stages:
         scores, train, decision = record.scores, record.train, record.decision
 
         def fmt(value, spec):
@@ -202,7 +246,7 @@ def render_report(run: dict) -> str:
             f"{fmt(train.step_seconds, '>7.2f')} {fmt(train.completion_tokens_mean, '>7.1f')}  "
             f"{decision.outcome}: {'; '.join(decision.diff) or 'no change'}"
         )
-    timed = [record for record in run["stages"] if record.timings]
+    timed = [record for record in run.stages if record.timings]
     shared = [record for record in timed if record.shared_from]
     timed = [record for record in timed if not record.shared_from]
     if timed:
@@ -220,7 +264,7 @@ def render_report(run: dict) -> str:
         for record in shared:
             lines.append(f"  stage {record.stage}: copied from {Path(record.shared_from).name} (timed there)")
     lines.append("config trajectory (data_ratio per size; hole/wait ratio):")
-    for record in run["stages"]:
+    for record in run.stages:
         mix = ", ".join(f"{size}: {spec.data_ratio:.2f} ({spec.hole_ratio:.2f}/{spec.wait_ratio:.2f})"
                         for size, spec in record.config.sizes.items())
         agents = record.config.agents
@@ -228,7 +272,7 @@ def render_report(run: dict) -> str:
     return "\n".join(lines)
 
 
-def write_plots(run: dict, out_dir: str | Path) -> list[Path]:
+def write_plots(run: RunRecord, out_dir: str | Path) -> list[Path]:
     """``rates.png`` (valid and optimal rate per stage) and ``mix.png`` (data-ratio mix per stage)."""
     import matplotlib
 
@@ -238,12 +282,12 @@ def write_plots(run: dict, out_dir: str | Path) -> list[Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     labels, valid, optimal = [], [], []
-    for name in ("untrained", "warm_start"):
-        if name in run:
+    for name, rates in (("untrained", run.untrained), ("warm_start", run.warm_start)):
+        if rates is not None:
             labels.append(name.replace("_", " "))
-            valid.append(100 * run[name]["valid_rate"])
-            optimal.append(100 * run[name]["optimal_rate"])
-    for record in run["stages"]:
+            valid.append(100 * rates.valid_rate)
+            optimal.append(100 * rates.optimal_rate)
+    for record in run.stages:
         labels.append(f"stage {record.stage}")
         valid.append(100 * record.scores.valid_rate)
         optimal.append(100 * record.scores.optimal_rate)
@@ -253,19 +297,19 @@ def write_plots(run: dict, out_dir: str | Path) -> list[Path]:
     ax.plot(labels, optimal, marker="s", label="optimal %")
     ax.set_ylim(0, 100)
     ax.set_ylabel("validation %")
-    ax.set_title(f"{Path(run['dir']).name}: validation per stage")
+    ax.set_title(f"{Path(run.dir).name}: validation per stage")
     ax.legend()
     fig.tight_layout()
     paths.append(out_dir / "rates.png")
     fig.savefig(paths[-1], dpi=100)
     plt.close(fig)
-    if run["stages"]:
-        sizes = sorted({side for r in run["stages"] for side in r.config.sizes})
+    if run.stages:
+        sizes = sorted({side for r in run.stages for side in r.config.sizes})
         fig, ax = plt.subplots(figsize=(6, 3.5))
-        bottom = [0.0] * len(run["stages"])
+        bottom = [0.0] * len(run.stages)
         for size in sizes:
-            shares = [r.config.sizes[size].data_ratio if size in r.config.sizes else 0.0 for r in run["stages"]]
-            ax.bar([f"stage {r.stage}" for r in run["stages"]], shares, bottom=bottom, label=f"{size}x{size}")
+            shares = [r.config.sizes[size].data_ratio if size in r.config.sizes else 0.0 for r in run.stages]
+            ax.bar([f"stage {r.stage}" for r in run.stages], shares, bottom=bottom, label=f"{size}x{size}")
             bottom = [b + s for b, s in zip(bottom, shares)]
         ax.set_ylabel("data ratio")
         ax.set_title("map-size mix per stage")
@@ -290,18 +334,18 @@ def cells_cvar10(cells: dict) -> float | None:
     return EvalTable(suite="", policy={}, rates=rates).cvar10_valid()
 
 
-def compare_table(runs: list[dict]) -> str:
+def compare_table(runs: list[RunRecord]) -> str:
     """Rows = runs (one per agent count when the test set has several: ``2a``, ``3a``), columns = map sizes
     (valid/optimal %), mean column, and the row's ``cvar10`` (:func:`cells_cvar10`: valid % of the worst 10% of the
     row's test cells); from each run's final evaluation on its test set."""
-    finished = [run for run in runs if "final" in run]
+    finished = [(run, run.final) for run in runs if run.final is not None]
     if not finished:
-        raise ConfigError("runs", [run["dir"] for run in runs], "runs with a final evaluation (final/table.json)")
-    sizes = sorted({int(key.split("x")[1]) for run in finished for key in run["final"]["cells"]})
-    agent_counts = sorted({int(key.split("x")[0]) for run in finished for key in run["final"]["cells"]})
+        raise ConfigError("runs", [run.dir for run in runs], "runs with a final evaluation (final/table.json)")
+    sizes = sorted({int(key.split("x")[1]) for _, final in finished for key in final["cells"]})
+    agent_counts = sorted({int(key.split("x")[0]) for _, final in finished for key in final["cells"]})
     rows, tails = [], []
-    for run in finished:
-        cells = run["final"]["cells"]
+    for run, final in finished:
+        cells = final["cells"]
         for agents in agent_counts:
             by_size = {}
             for size in sizes:
@@ -309,12 +353,12 @@ def compare_table(runs: list[dict]) -> str:
                 if cell:
                     by_size[size] = (cell["valid_rate"], cell["optimal_rate"])
             if by_size:
-                name = Path(run["dir"]).name
+                name = Path(run.dir).name
                 label = f"{name[:20]} {agents}a" if len(agent_counts) > 1 else name
                 rows.append((f"{label:<24}", by_size))
                 tail = cells_cvar10({key: cell for key, cell in cells.items() if int(key.split("x")[0]) == agents})
                 tails.append("" if tail is None else f"{100 * tail:.1f}")
-    lines = format_rate_table(f"test set ({finished[0]['final']['suite']}), valid% / optimal%, by run"
+    lines = format_rate_table(f"test set ({finished[0][1]['suite']}), valid% / optimal%, by run"
                               + (" and agents" if len(agent_counts) > 1 else "")
                               + "; cvar10: valid% of the row's worst 10% of cells",
                               f"{'run':<24}", rows, sizes, mean_decimals=1).split("\n")
@@ -345,22 +389,21 @@ TEST_METRICS = ("test", "test_opt", "test_pass1", "transfer", "test_cvar")
 """The figures read from the test set; the others come from the evidence set the engineer read."""
 
 
-def run_arm(run: dict) -> str:
+def run_arm(run: RunRecord) -> str:
     """The comparison arm a run belongs to: its ``arm`` field, else its engineer spec."""
-    config = run["manifest"]["run_config"]
-    return config.get("arm") or config["engineer"]["spec"]
+    return run.run_config.get("arm") or run.run_config["engineer"]["spec"]
 
 
-def run_seed(run: dict) -> int:
-    return int(run["manifest"]["run_config"]["seed"])
+def run_seed(run: RunRecord) -> int:
+    return int(run.run_config["seed"])
 
 
-def run_installation(run: dict) -> dict[str, str | None]:
+def run_installation(run: RunRecord) -> dict[str, str | None]:
     """The library versions a run was made with: its manifest's ``versions`` ({name: version}; None = not
     installed; {} when the manifest has none, an old or hand-made run). A run extended later under other versions
     (``manifest["extended"]``) was made on several installations: each package whose version changed reads
     ``"2.12.0 then 2.13.0"``, so such a run matches only a run extended across the same change."""
-    manifest = run["manifest"]
+    manifest = run.manifest
     history = [manifest.get("versions") or {}]
     history += [entry.get("versions") or {} for entry in manifest.get("extended", [])]
     names = list(dict.fromkeys(name for versions in history for name in versions))
@@ -382,30 +425,29 @@ def installation_difference(arm: dict[str, str | None], reference: dict[str, str
             for name in dict.fromkeys([*arm, *reference]) if arm.get(name, "unknown") != reference.get(name, "unknown")]
 
 
-def _training_agents(run: dict) -> set[int]:
+def _training_agents(run: RunRecord) -> set[int]:
     """Agent counts of the run's training data: its initial config's ``agents`` (a count or ``[min, max]``)."""
-    agents = (run["manifest"]["run_config"].get("initial_config") or {}).get("agents", 2)
+    agents = (run.run_config.get("initial_config") or {}).get("agents", 2)
     if isinstance(agents, (list, tuple)) and len(agents) == 2 and all(isinstance(a, int) for a in agents):
         return set(range(agents[0], agents[1] + 1))
     return {agents} if isinstance(agents, int) else {2}
 
 
-def run_figures(run: dict) -> dict[str, float]:
+def run_figures(run: RunRecord) -> dict[str, float]:
     """The :data:`COMPARE_METRICS` of one run that it has (a run without finished stages has none): the test set's
     from its final evaluation (cells ``AxS``; trained agent counts -> ``test`` and ``test_cvar``
     (:func:`cells_cvar10`), others -> ``transfer``), the evidence set's from its last stage."""
     out: dict[str, float] = {}
-    if run["stages"]:
-        scores = run["stages"][-1].scores
+    if run.stages:
+        scores = run.stages[-1].scores
         out["valid"] = scores.valid_rate
         if scores.sampled_valid_rate is not None:
             out["pass1"] = scores.sampled_valid_rate
-        start = run.get("warm_start") or run.get("untrained")
-        if start:
-            out["lift"] = scores.valid_rate - start["valid_rate"]
-    if "final" in run:
+        if run.start is not None:
+            out["lift"] = scores.valid_rate - run.start.valid_rate
+    if run.final is not None:
         trained = _training_agents(run)
-        cells = run["final"]["cells"]
+        cells = run.final["cells"]
         own_cells = {key: cell for key, cell in cells.items() if int(key.split("x")[0]) in trained}
         own = list(own_cells.values())
         other = [cell for key, cell in cells.items() if key not in own_cells]
@@ -417,14 +459,14 @@ def run_figures(run: dict) -> dict[str, float]:
         tail = cells_cvar10(own_cells)
         if tail is not None:
             out["test_cvar"] = tail
-        sampled = [cell for key, cell in (run.get("final_sampled") or {}).get("cells", {}).items()
+        sampled = [cell for key, cell in (run.final_sampled or {}).get("cells", {}).items()
                    if int(key.split("x")[0]) in trained]
         if sampled:
             out["test_pass1"] = sum(c["valid_rate"] for c in sampled) / len(sampled)
     return out
 
 
-def seed_comparison(runs: list[dict], reference: str = "fixed", primary: str | None = None,
+def seed_comparison(runs: list[RunRecord], reference: str = "fixed", primary: str | None = None,
                     allow_mixed: bool = False) -> dict:
     """Per arm and metric: mean and 95% interval over seeds; per arm and seed: the figures themselves
     (``per_seed``, {seed: {metric: value}}); per arm: the paired difference against ``reference`` (by seed) of
@@ -444,11 +486,11 @@ def seed_comparison(runs: list[dict], reference: str = "fixed", primary: str | N
     from curriculum.reports.stats import holm, mean_interval, paired_p_value, paired_values
 
     by_arm: dict[str, dict[int, dict[str, float]]] = {}
-    run_of: dict[tuple[str, int], dict] = {}
+    run_of: dict[tuple[str, int], RunRecord] = {}
     for run in runs:
         arm, seed = run_arm(run), run_seed(run)
         if seed in by_arm.setdefault(arm, {}):
-            raise ConfigError("runs", run["dir"], f"one run per arm and seed (arm {arm!r} has seed {seed} twice)")
+            raise ConfigError("runs", run.dir, f"one run per arm and seed (arm {arm!r} has seed {seed} twice)")
         by_arm[arm][seed] = run_figures(run)
         run_of[arm, seed] = run
     compared = [arm for arm in by_arm if arm != reference] if reference in by_arm else []
@@ -463,7 +505,7 @@ def seed_comparison(runs: list[dict], reference: str = "fixed", primary: str | N
             differing = installation_difference(run_installation(mine), run_installation(theirs))
             if differing:
                 entry["seeds"].append(seed)
-                entry["dirs"] += [mine["dir"], theirs["dir"]]
+                entry["dirs"] += [mine.dir, theirs.dir]
                 entry["differing"] += [text for text in differing if text not in entry["differing"]]
         if entry["seeds"]:
             mixed.append(entry)
@@ -597,7 +639,7 @@ def render_seed_comparison(result: dict) -> str:
     return "\n".join(lines)
 
 
-def write_curves(runs: list[dict], out_dir: str | Path) -> Path:
+def write_curves(runs: list[RunRecord], out_dir: str | Path) -> Path:
     """``curves.png``: held-out greedy valid rate per stage (0 = warm start), one line per arm (mean over seeds)
     with a band of the 95% interval; sampled pass@1 dashed where recorded."""
     import matplotlib
@@ -607,12 +649,11 @@ def write_curves(runs: list[dict], out_dir: str | Path) -> Path:
 
     from curriculum.reports.stats import mean_interval
 
-    def curve(run: dict, key: str) -> dict[int, float]:
+    def curve(run: RunRecord, key: str) -> dict[int, float]:
         points = {}
-        start = run.get("warm_start") or run.get("untrained")
-        if start and key == "valid_rate":
-            points[0] = start["valid_rate"]
-        for record in run["stages"]:
+        if run.start is not None and key == "valid_rate":
+            points[0] = run.start.valid_rate
+        for record in run.stages:
             if getattr(record.scores, key) is not None:
                 points[record.stage] = getattr(record.scores, key)
         return points
@@ -620,7 +661,7 @@ def write_curves(runs: list[dict], out_dir: str | Path) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(7, 4))
-    arms: dict[str, list[dict]] = {}
+    arms: dict[str, list[RunRecord]] = {}
     for run in runs:
         arms.setdefault(run_arm(run), []).append(run)
     for index, (arm, members) in enumerate(arms.items()):

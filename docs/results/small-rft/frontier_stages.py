@@ -48,8 +48,8 @@ def frontier_figures(run_dir: Path) -> dict:
                            "sampled_by_size": {side: round(figures["valid_rate"], 4)
                                                for side, figures in r.get("signal_by_size", {}).items()}}
                           for r in record.train.figures.get("rounds", [])]}
-              for record in run["stages"]]
-    last = run_dir / f"stage-{run['stages'][-1].stage:02d}" if run["stages"] else run_dir / "warm_start"
+              for record in run.stages]
+    last = run_dir / f"stage-{run.stages[-1].stage:02d}" if run.stages else run_dir / "warm_start"
     return {"arm": run_arm(run), "seed": run_seed(run),
             "warm_by_size": by_size(run_dir / "warm_start" / "summary.json"), "stages": stages,
             "warm_by_length": by_length(run_dir / "warm_start"), "last_by_length": by_length(last)}

@@ -61,29 +61,29 @@ def _by_wait(replays: Path) -> dict[str, float]:
 
 def from_folder(path: Path) -> dict | None:
     run = load_run(path)
-    if len(run["stages"]) < run["manifest"]["run_config"]["stages"] or "final" not in run:
+    if len(run.stages) < run.run_config["stages"] or run.final is None:
         return None  # unfinished: left out, not guessed
     warm = json.loads((path / "warm_start" / "summary.json").read_text())
-    cells = run["final"]["cells"].values()
+    cells = run.final["cells"].values()
     figures = {"source": path.name, "warm": warm["valid_rate"],
                "warm_pass1": (warm.get("sampled") or {}).get("valid_rate"),
-               "stages": [s.scores.valid_rate for s in run["stages"]],
-               "stages_pass1": [s.scores.sampled_valid_rate for s in run["stages"]],
+               "stages": [s.scores.valid_rate for s in run.stages],
+               "stages_pass1": [s.scores.sampled_valid_rate for s in run.stages],
                "final": sum(c["valid_rate"] for c in cells) / len(cells),
-               "mix": [{str(side): spec.data_ratio for side, spec in s.config.sizes.items()} for s in run["stages"]],
+               "mix": [{str(side): spec.data_ratio for side, spec in s.config.sizes.items()} for s in run.stages],
                "by_size": [_by_size(path / "warm_start" / "summary.json")]
-               + [_by_size(path / f"stage-{s.stage:02d}" / "summary.json") for s in run["stages"]],
+               + [_by_size(path / f"stage-{s.stage:02d}" / "summary.json") for s in run.stages],
                "by_wait": [_by_wait(path / "warm_start" / "validation.mlr")]
-               + [_by_wait(path / f"stage-{s.stage:02d}" / "validation.mlr") for s in run["stages"]],
-               "shared_from": [Path(s.shared_from).name if s.shared_from else None for s in run["stages"]],
-               "churn": [s.churn for s in run["stages"]],
-               "train_seconds": [round((s.timings or {}).get("train", 0.0), 1) for s in run["stages"]],
-               "kept_share": [s.train.figures.get("solved_share") for s in run["stages"]],
-               "versions": run["manifest"].get("versions"), "git_commit": run["manifest"].get("git_commit")}
+               + [_by_wait(path / f"stage-{s.stage:02d}" / "validation.mlr") for s in run.stages],
+               "shared_from": [Path(s.shared_from).name if s.shared_from else None for s in run.stages],
+               "churn": [s.churn for s in run.stages],
+               "train_seconds": [round((s.timings or {}).get("train", 0.0), 1) for s in run.stages],
+               "kept_share": [s.train.figures.get("solved_share") for s in run.stages],
+               "versions": run.manifest.get("versions"), "git_commit": run.manifest.get("git_commit")}
     plan = path / "warm_start" / "decision.json"  # engineer.plan_first: the engineer chose stage 1's config
     if plan.exists():
         figures["plan_diff"] = json.loads(plan.read_text()).get("diff")
-    signal = [s.train.signal.to_dict() if s.train.signal is not None else None for s in run["stages"]]
+    signal = [s.train.signal.to_dict() if s.train.signal is not None else None for s in run.stages]
     if any(signal):
         figures["disagreeing_groups"] = [
             {side: round(1.0 - f["zero_variance_share"], 4) for side, f in (sig or {}).get("by_size", {}).items()}
@@ -92,7 +92,7 @@ def from_folder(path: Path) -> dict | None:
         figures["round_sampled_valid"] = [
             [{side: round(f["valid_rate"], 4) for side, f in by_size.items()} for by_size in (sig or {}).get("rounds", [])]
             for sig in signal]
-    rounds = [s.train.figures.get("rounds") or [] for s in run["stages"]]
+    rounds = [s.train.figures.get("rounds") or [] for s in run.stages]
     if any("needs_wait" in r for stage in rounds for r in stage):
         figures["round_needs_wait"] = [[{key: r.get(key) for key in (
             "needs_wait", "needs_wait_kept", "needs_wait_sampled_valid_rate")} for r in stage] for stage in rounds]

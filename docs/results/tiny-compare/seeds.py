@@ -20,8 +20,8 @@ for path in sorted(Path(sys.argv[1]).glob("tiny-*-s[12]")):
         continue
     run = load_run(path)
     f = run_figures(run)
-    f["warm"] = run["warm_start"]["valid_rate"]
-    f["stages"] = [s.scores.valid_rate for s in run["stages"]]
+    f["warm"] = run.warm_start.valid_rate
+    f["stages"] = [s.scores.valid_rate for s in run.stages]
     by_arm.setdefault(run_arm(run), {})[run_seed(run)] = f
 out = {"seeds": [0, 1, 2], "per_seed": by_arm, "arms": {}}
 for arm, seeds in by_arm.items():
