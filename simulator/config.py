@@ -539,10 +539,12 @@ def format_config_text(cfg: StageConfig, format: str) -> str:
     return yaml.safe_dump(document, sort_keys=False, default_flow_style=None, allow_unicode=True, width=120)
 
 
-def _format_for_path(path: Path) -> str:
+def format_for_path(path: Path, allowed: str = "a file ending in .yaml, .yml or .json") -> str:
+    """``"json"`` or ``"yaml"`` by the file's suffix (any case); another suffix: ConfigError naming the file, its
+    suffix and ``allowed``."""
     format = _SUFFIX_FORMATS.get(path.suffix.lower())
     if format is None:
-        raise ConfigError(str(path), path.suffix, "a file ending in .yaml, .yml or .json")
+        raise ConfigError(str(path), path.suffix, allowed)
     return format
 
 
@@ -553,7 +555,7 @@ def load_config(path: str | os.PathLike[str]) -> StageConfig:
     raises ConfigError naming the file and the reason, never a raw OSError/yaml/json exception.
     """
     path = Path(path)
-    format = _format_for_path(path)
+    format = format_for_path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
@@ -572,7 +574,7 @@ def save_config(cfg: StageConfig, path: str | os.PathLike[str]) -> None:
     replaced file keeps its mode.
     """
     path = Path(path)
-    text = format_config_text(cfg, _format_for_path(path))
+    text = format_config_text(cfg, format_for_path(path))
     atomic_write(path, text)
 
 

@@ -47,7 +47,6 @@ REQUIRED_KEYS = ("map", "agents_xy", "targets_xy")
 IGNORED_KEYS = ("num_agents", "seed", "size", "density", "obs_radius", "max_episode_steps", "collision_system",
                 "on_target", "integration", "observation_type", "persistent", "auto_reset", "map_name")
 MAX_GRID_CONFIG_BYTES = 4 << 20
-_SUFFIX_FORMATS = {".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 
 
 def _rows(value: Any, where: str) -> list[list[int]]:
@@ -144,10 +143,9 @@ def to_grid_config(instance: Instance) -> dict[str, Any]:
 
 
 def _format(path: Path) -> str:
-    format = _SUFFIX_FORMATS.get(path.suffix.lower())
-    if format is None:
-        raise ConfigError(str(path), path.suffix, "a grid config file ending in .json, .yaml or .yml")
-    return format
+    from simulator.config import format_for_path
+
+    return format_for_path(path, "a grid config file ending in .json, .yaml or .yml")
 
 
 def read_grid_config(path: str | os.PathLike[str]) -> Instance:
