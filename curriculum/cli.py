@@ -31,7 +31,8 @@ class ExampleHelpFormatter(argparse.HelpFormatter):
     Paragraphs are wrapped as usual; an ``examples:`` epilog's command lines stay whole, so they can be copied."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        lines, paragraph = [], []
+        lines: list[str] = []
+        paragraph: list[str] = []
 
         def flush() -> None:
             if paragraph:

@@ -45,6 +45,13 @@ def _stage_config(where: str, value: Any) -> StageConfig:
                           error.allowed) from None
 
 
+def _required_stage(value: StageConfig | None, where: str) -> StageConfig:
+    """A required stage config field of a constructed RunConfig (a StageConfig: construction refuses None)."""
+    if not isinstance(value, StageConfig):
+        raise ConfigError(where, value, "a stage config")
+    return value
+
+
 def _plain(value: Any) -> Any:
     """A config value as the plain document YAML and JSON hold: stage configs as their documents, sections as
     mappings, tuples as lists."""
@@ -336,6 +343,16 @@ class RunConfig:
     process holds a core they are ~4x slower than 1. Ignored on a GPU."""
     output_dir: str = "runs"
     """Runs are written to ``output_dir/name``."""
+
+    @property
+    def stage_one(self) -> StageConfig:
+        """``initial_config`` as construction left it: a checked StageConfig (the field is required)."""
+        return _required_stage(self.initial_config, "initial_config")
+
+    @property
+    def evidence_config(self) -> StageConfig:
+        """``validation.config``, the evidence set's stage config, as construction left it (required)."""
+        return _required_stage(self.validation.config, "validation.config")
 
     def __post_init__(self) -> None:
         if (not isinstance(self.name, str) or not self.name or len(self.name) > 200 or self.name in (".", "..")

@@ -45,7 +45,7 @@ import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from curriculum.config import RunConfig, load_run_config, save_run_config
 from curriculum.loop.distributed import is_main_process, wait_for_file
@@ -82,10 +82,10 @@ def _git_commit() -> str | None:
         return None
 
 
-def _versions() -> dict:
+def _versions() -> dict[str, str | None]:
     from importlib import metadata
 
-    out = {"python": platform.python_version()}
+    out: dict[str, str | None] = {"python": platform.python_version()}
     for name in ("mapf-frozenlake", "numpy", "numba", "torch", "transformers", "trl", "accelerate", "peft", "datasets"):
         try:
             out[name] = metadata.version(name)
@@ -129,6 +129,7 @@ class Run:
         self.style = get_style(config.prompt_style)
         self.log = log
         self.siblings = tuple(siblings)
+        self._vllm_engine: tuple[str, Any] | None = None  # (model folder, VLLMBackend) of the last validation
 
     # --- folders and records -------------------------------------------------------------------------------
     def stage_dir(self, stage: int) -> Path:
@@ -259,8 +260,8 @@ class Run:
     def sets(self) -> RunSets:
         """The run's protected sets: test (the evaluation suite) and evidence (validation), built once."""
         if getattr(self, "_sets", None) is None:
-            spec = self.config.validation
-            self._sets = RunSets.build(self.config.evaluation_suite, spec.config, spec.samples)
+            self._sets = RunSets.build(self.config.evaluation_suite, self.config.evidence_config,
+                                       self.config.validation.samples)
         return self._sets
 
     # --- validation ----------------------------------------------------------------------------------------
@@ -286,7 +287,7 @@ class Run:
             return _read_summary(summary_path)
         policy = self._eval_policy(model_dir)
         header = ReplayHeader.new(run_id=self.config.name, stage=stage, split="validation", policy=policy.descriptor,
-                                  stage_config=self.config.validation.config.to_dict(),
+                                  stage_config=self.config.evidence_config.to_dict(),
                                   extra={"trained_config": trained_config})
         recorded = answer_and_record(policy, items, replay, header, self.config.seed)
         started = time.perf_counter()
@@ -379,7 +380,7 @@ class Run:
             model = self._warm_start(model, validation_items)
             warm = _read_summary(self.dir / "warm_start" / "summary.json")
             history.append(HistoryEntry(stage=0, config=None, **self._scores(warm)))
-        current = cfg.initial_config
+        current = cfg.stage_one
         if cfg.engineer.plan_first and self.main:
             current = self._plan_first(model, base_model, history)
         elif cfg.engineer.plan_first:  # the other processes take the main one's decision
@@ -412,7 +413,7 @@ class Run:
         ws = self.config.warm_start
         folder = self.dir / "warm_start"
         folder.mkdir(parents=True, exist_ok=True)
-        trained = replace(ws.config or self.config.initial_config, samples=ws.samples,
+        trained = replace(ws.config or self.config.stage_one, samples=ws.samples,
                           seed=training_seed(self.config.seed, 0))
         items = self.sets.training(trained).instances
         self.log(f"warm start: supervised fine-tuning on {counted(len(items), 'optimal plan')}, {counted(ws.steps, 'step')}")
@@ -450,8 +451,8 @@ class Run:
         tr = cfg.training
         clock.lap("instances")
         if shared is None:
-            handed = f" ({len(given)} of them handed over by the engineer)" if given else ""
-            self.log(f"stage {stage}: {tr.trainer.upper()} on {counted(len(items), 'instance')}{handed}, "
+            handed_note = f" ({len(given)} of them handed over by the engineer)" if given else ""
+            self.log(f"stage {stage}: {tr.trainer.upper()} on {counted(len(items), 'instance')}{handed_note}, "
                      f"{counted(tr.steps, 'step')}")
         self.release_eval_backend()  # a colocated trainer engine needs the GPU memory
         train_info = train_stage(tr, model, items, self.style, folder, seed=stage_seed(cfg.seed, stage),
@@ -565,7 +566,7 @@ class Run:
         """Stage 1's config as the engineer decides it from the model it starts from (``engineer.plan_first``)."""
         path = self._plan_path()
         evidence = _read_summary(path.parent / "summary.json")
-        decision = self._decide(0, model, base_model, self.config.initial_config, evidence, history, path)
+        decision = self._decide(0, model, base_model, self.config.stage_one, evidence, history, path)
         outcome = StageDecision.of(decision)
         self.log(f"before stage 1: engineer {outcome.engineer} {_OUTCOME_WORDS[outcome.outcome]}"
                  f" ({outcome.reason}); changes: {', '.join(outcome.diff) or 'none'}")
@@ -639,12 +640,12 @@ class Run:
             verdicts = judge_answers(repeated, policy.answer(repeated, seed=self.config.seed).plans)
         finally:
             self.release_eval_backend()
-        valid, optimal, keys = verdicts.valid, verdicts.optimal, np.array(keys)
+        valid, optimal, cell_of = verdicts.valid, verdicts.optimal, np.array(keys)
         result = {"suite": self.config.evaluation_suite, "k": k, "temperature": temperature,
                   "valid_rate": float(valid.mean()), "optimal_rate": float(optimal.mean()),
-                  "cells": {key: {"valid_rate": float(valid[keys == key].mean()),
-                                  "optimal_rate": float(optimal[keys == key].mean()),
-                                  "samples": int((keys == key).sum())} for key in dict.fromkeys(keys.tolist())}}
+                  "cells": {key: {"valid_rate": float(valid[cell_of == key].mean()),
+                                  "optimal_rate": float(optimal[cell_of == key].mean()),
+                                  "samples": int((cell_of == key).sum())} for key in dict.fromkeys(keys)}}
         _write_json(path, result)
         return result
 
@@ -691,7 +692,7 @@ def answer_churn(before: Path, after: Path) -> dict:
     valid (``lost``). A stage that changes many answers with gains equal to losses moved the policy by noise."""
     from replays.reader import ReplayReader
 
-    def answers(path: Path) -> list[tuple[str, bool]]:
+    def answers(path: Path) -> list[tuple[str | None, bool]]:
         with ReplayReader(path) as reader:
             return [(episode.completion, bool(episode.outcome.valid)) for episode in reader]
 

@@ -262,7 +262,7 @@ def render_report(run: RunRecord) -> str:
                          f"{t.get('records', 0):.1f}, engineer "
                          f"{t.get('engineer', 0):.1f}; loop {loop}")
         for record in shared:
-            lines.append(f"  stage {record.stage}: copied from {Path(record.shared_from).name} (timed there)")
+            lines.append(f"  stage {record.stage}: copied from {Path(record.shared_from or '').name} (timed there)")
     lines.append("config trajectory (data_ratio per size; hole/wait ratio):")
     for record in run.stages:
         mix = ", ".join(f"{size}: {spec.data_ratio:.2f} ({spec.hole_ratio:.2f}/{spec.wait_ratio:.2f})"
@@ -329,7 +329,7 @@ def cells_cvar10(cells: dict) -> float | None:
     from policy.evaluation import EvalTable
 
     # the rule counts every cell once, whatever its episodes: they are not read
-    rates = {tuple(int(part) for part in key.split("x")): (cell["valid_rate"], cell["optimal_rate"], 0)
+    rates = {(int(key.split("x")[0]), int(key.split("x")[1])): (cell["valid_rate"], cell["optimal_rate"], 0)
              for key, cell in cells.items()}
     return EvalTable(suite="", policy={}, rates=rates).cvar10_valid()
 
@@ -363,8 +363,8 @@ def compare_table(runs: list[RunRecord]) -> str:
                               + "; cvar10: valid% of the row's worst 10% of cells",
                               f"{'run':<24}", rows, sizes, mean_decimals=1).split("\n")
     lines[1] += f"{'cvar10':>9}"
-    for index, tail in enumerate(tails):
-        lines[2 + index] += f"{tail:>9}"
+    for index, text in enumerate(tails):
+        lines[2 + index] += f"{text:>9}"
     return "\n".join(lines)
 
 

@@ -13,7 +13,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from curriculum.loop.distributed import is_main_process
 from curriculum.loop.records import TrainingReport, read_record
@@ -24,6 +24,7 @@ from policy.rewards import StageReward, group_key, reward_columns
 from simulator.atomic import atomic_write
 from simulator.env import default_horizon
 from simulator.generator import LabelledInstance
+from simulator.types import JointPlan
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -504,18 +505,20 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
     trainer_class = greedy_member_trainer() if tr.greedy_member else GRPOTrainer
     if tr.failure_credit:
         trainer_class = failure_credit_trainer(trainer_class)
-    trainer = trainer_class(model=model, reward_funcs=[reward], args=GRPOConfig(**options),
+    reward_funcs: list[Any] = [reward]  # a callable object: TRL's annotation names plain functions
+    trainer = trainer_class(model=model, reward_funcs=reward_funcs, args=GRPOConfig(**options),
                           train_dataset=grpo_dataset(items, style), processing_class=tokenizer,
                           peft_config=peft_config, callbacks=callbacks)
     _quiet(trainer)
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=resume_from)
     seconds = time.perf_counter() - start
-    trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
+    trained: Any = trainer.model  # set once trained (transformers types it Optional, peft's methods untyped)
+    trainable = sum(p.numel() for p in trained.parameters() if p.requires_grad)
     if lora:
-        trainer.model = trainer.model.merge_and_unload()  # a merged model loads like any other checkpoint
+        trainer.model = trained = trained.merge_and_unload()  # a merged model loads like any other checkpoint
     if save and lora and is_main_process():
-        trainer.model.save_pretrained(str(final))
+        trained.save_pretrained(str(final))
     elif save and not lora:
         trainer.save_model(str(final))  # TRL writes on the main process only
     if save and is_main_process():
@@ -530,7 +533,7 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
     figures = {
         "first_step_seconds": timer.times[0] if timer.times else None,
         "later_step_seconds": (sum(timer.times[1:]) / len(timer.times[1:])) if len(timer.times) > 1 else None,
-        "parameters": sum(p.numel() for p in trainer.model.parameters()),
+        "parameters": sum(p.numel() for p in trained.parameters()),
         "trainable_parameters": trainable,
         "reward_std": mean_of("reward_std"),
         "reward_first": logs[0]["reward"] if logs else None,
@@ -591,7 +594,7 @@ def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, genera
         keys = [group_key(item.instance) for item in items]
         for signal in signals:
             signal.record_groups(keys, valid, valid)
-    kept = []
+    kept: list[JointPlan | None] = []  # per instance, its best valid sampled plan
     agree = 0
     for index in range(len(items)):
         lo, hi = index * generations, (index + 1) * generations
