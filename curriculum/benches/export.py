@@ -65,7 +65,7 @@ def run_scorer_bench(quick: bool = False) -> dict:
     reward(completions=completions, **columns)  # compile and fill caches
     score_batch(records, completions)
     repeats = 3 if quick else 15
-    times = {"scorer": [], "reward": []}
+    times: dict[str, list[float]] = {"scorer": [], "reward": []}
     for _ in range(repeats):  # interleaved, so both see the same machine
         started = time.perf_counter()
         verdicts = score_batch(records, completions)

@@ -312,7 +312,7 @@ def part_stage(bench: BenchContext) -> dict[str, Any]:
     training = run.training
     model = bench.model_dir()
     start = time.perf_counter()
-    items = generate(replace(run.initial_config, samples=training.steps * training.prompts_per_step,
+    items = generate(replace(run.stage_one, samples=training.steps * training.prompts_per_step,
                              seed=s.seed)).instances
     generate_s = time.perf_counter() - start
     folder = bench.workdir / "stage-01"
@@ -342,7 +342,7 @@ def _prompts(settings: GpuBenchSettings, count: int) -> list:
     from simulator.generator import generate
 
     run = preset(settings.preset)
-    items = generate(replace(run.initial_config, samples=count, seed=settings.seed)).instances
+    items = generate(replace(run.stage_one, samples=count, seed=settings.seed)).instances
     style = get_style(settings.style)
     return [style.prompt(item.instance) for item in items]
 
@@ -460,7 +460,7 @@ def run_part(part: Part, bench: BenchContext) -> dict[str, Any]:
     if not result["ok"]:  # outside the except block, so the traceback's frames (a trainer, an engine) can go
         _free_memory()
     if cuda:
-        result["memory"] = {"device_used_gib_before": before["device_used_gib"] if before else None, **_memory()}
+        result["memory"] = {"device_used_gib_before": before["device_used_gib"] if before else None, **(_memory() or {})}
     return result
 
 

@@ -78,8 +78,8 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
     log = log or (lambda message: print(message, file=sys.stderr, flush=True))
     tr = run.training if steps is None else replace(run.training, steps=steps)
     quiet_libraries()
-    train_items = generate(replace(run.initial_config, samples=tr.steps * tr.prompts_per_step, seed=seed)).instances
-    held_out = generate(replace(run.validation.config, samples=validation, seed=VALIDATION_SEED)).instances
+    train_items = generate(replace(run.stage_one, samples=tr.steps * tr.prompts_per_step, seed=seed)).instances
+    held_out = generate(replace(run.evidence_config, samples=validation, seed=VALIDATION_SEED)).instances
     tokens = run.validation.max_new_tokens
     with tempfile.TemporaryDirectory(prefix="mapf-bench-lift-") as tmp:
         warm_seconds = None
@@ -88,7 +88,7 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
             config = replace(run, name="warm", output_dir=tmp, seed=seed, cpu_threads=cpu_threads)
             runner = Run(config, log=log)
             ws = run.warm_start
-            items = generate(replace(ws.config or run.initial_config, samples=ws.samples,
+            items = generate(replace(ws.config or run.stage_one, samples=ws.samples,
                                      seed=1000 * seed)).instances
             log(f"warm start of preset {preset_name}: {ws.steps} supervised steps on {len(items)} optimal plans")
             warm_start(runner.initial_model(), items, runner.style, Path(tmp) / "warm", steps=ws.steps,

@@ -74,8 +74,8 @@ def engineer_inputs(preset_name: str):
     from simulator.generator import generate
 
     run = preset(preset_name)
-    config = run.initial_config
-    validation = replace(run.validation.config, samples=min(run.validation.samples, 400))
+    config = run.stage_one
+    validation = replace(run.evidence_config, samples=min(run.validation.samples, 400))
     items = generate(validation).instances
     episodes = judge_episodes(items, make_scripted("greedy").plans(items, seed=1))
     generated = generate(replace(config, samples=min(config.samples, 400)))
