@@ -595,7 +595,7 @@ class Run:
 
     def _final_evaluation(self, model: str) -> dict:
         from policy.evaluation import evaluate
-        from simulator.cli import progress_bar
+        from simulator.cli import showing_progress
         from simulator.suites import suite_size
 
         table_path = self.dir / "final" / "table.json"
@@ -604,13 +604,12 @@ class Run:
         if table_path.exists():  # a finished run: read its table back, write nothing (resumed comparisons)
             return read_record(table_path, "final table")
         policy = self._eval_policy(model)
-        update, close = progress_bar(suite_size(self.config.evaluation_suite), "final evaluation")
         try:
-            table = evaluate(policy, self.config.evaluation_suite, self.dir / "final", seed=self.config.seed,
-                             run_id=self.config.name, progress=lambda done, total: update(done),
-                             ignored_policy_keys=("spec",))  # the checkpoint's path moves with the run folder
+            with showing_progress(suite_size(self.config.evaluation_suite), "final evaluation") as update:
+                table = evaluate(policy, self.config.evaluation_suite, self.dir / "final", seed=self.config.seed,
+                                 run_id=self.config.name, progress=lambda done, total: update(done),
+                                 ignored_policy_keys=("spec",))  # the checkpoint's path moves with the run folder
         finally:
-            close()
             self.release_eval_backend()
         if self.config.validation.sampled_k:
             self._test_sampled_pass1(model)
