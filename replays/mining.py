@@ -278,18 +278,12 @@ class Exemplar:
 
 
 @dataclass(frozen=True)
-class FailureSummary:
-    """The failure summary: what went wrong in a set of episodes, and where. :meth:`to_dict` writes the version-1
-    structure of the module docstring; :meth:`from_dict` reads it back."""
+class FailureSummary(GroupStats):
+    """The failure summary: what went wrong in a set of episodes, and where. It is the :class:`GroupStats` of all
+    the episodes (``valid_rate`` and ``optimal_rate`` 0 when there are none; ``failures`` has every category of
+    ``CATEGORIES``, zeros included) plus the breakdowns below. :meth:`to_dict` writes the version-1 structure of the
+    module docstring; :meth:`from_dict` reads it back."""
 
-    episodes: int
-    valid: int
-    optimal: int
-    valid_rate: float
-    """``valid / episodes`` (0 when there are none)."""
-    optimal_rate: float
-    failures: Mapping[str, int]
-    """Failed episodes per category (every category of ``CATEGORIES``, zeros included)."""
     failure_rates: Mapping[str, float]
     """``failures`` divided by ``episodes``."""
     by_size: Mapping[str, GroupStats]
@@ -321,12 +315,7 @@ class FailureSummary:
     def to_dict(self) -> dict[str, Any]:
         return {
             "summary_version": SUMMARY_VERSION,
-            "episodes": self.episodes,
-            "valid": self.valid,
-            "optimal": self.optimal,
-            "valid_rate": self.valid_rate,
-            "optimal_rate": self.optimal_rate,
-            "failures": dict(self.failures),
+            **super().to_dict(),
             "failure_rates": dict(self.failure_rates),
             "by_size": {key: group.to_dict() for key, group in self.by_size.items()},
             "by_agents": {key: group.to_dict() for key, group in self.by_agents.items()},
@@ -349,9 +338,7 @@ class FailureSummary:
         version = read_key(data, "summary_version", where, "int")
         if version != SUMMARY_VERSION:
             raise ConfigError(f"{where}.summary_version", version, f"{SUMMARY_VERSION} (the version this reader knows)")
-        counts = {name: read_key(data, name, where, "int") for name in ("episodes", "valid", "optimal")}
-        rates = {name: read_key(data, name, where, "number") for name in ("valid_rate", "optimal_rate")}
-        failures = read_table(data, "failures", where, _count)
+        overall = GroupStats.from_dict(data, where)
         failure_rates = read_table(data, "failure_rates", where, _share)
         # read_table's dict[str, Any]: the keyword arguments of the by_* fields
         groups: dict[str, Any] = {name: read_table(data, name, where, GroupStats.from_dict) for name in (
@@ -369,7 +356,7 @@ class FailureSummary:
         }
         reward = read_key(data, "reward", where, "mapping")
         return cls(
-            **counts, **rates, failures=failures, failure_rates=failure_rates, **groups, fail_steps=fail_steps,
+            **vars(overall), failure_rates=failure_rates, **groups, fail_steps=fail_steps,
             fail_cells=fail_cells, instance_stats=instance_stats,
             reward_mean=read_key(reward, "mean", f"{where}.reward", "number"),
             reward_std=read_key(reward, "std", f"{where}.reward", "number"),
@@ -476,12 +463,7 @@ def summarize(episodes: Iterable[Episode | tuple[str, Episode]], exemplars_per_c
         values, counts = np.unique(steps, return_counts=True)
         fail_steps[C.FAILURE_NAMES[code]] = {str(int(v)): int(n) for v, n in zip(values, counts)}
     return FailureSummary(
-        episodes=total,
-        valid=overall.valid,
-        optimal=overall.optimal,
-        valid_rate=overall.valid_rate,
-        optimal_rate=overall.optimal_rate,
-        failures=overall.failures,
+        **vars(overall),
         failure_rates={name: (count / total if total else 0.0) for name, count in overall.failures.items()},
         by_size={str(s): group(col["size"] == s) for s in sorted(set(col["size"].tolist()))},
         by_agents={str(k): group(col["agents"] == k) for k in sorted(set(col["agents"].tolist()))},
