@@ -423,6 +423,18 @@ def _plan_actions(plan: Int32Array, arrival: Int64Array, width: int,
 
 
 @njit(cache=True)
+def _costs(arrival: Int64Array, n_agents: IntScalar) -> tuple[IntScalar, IntScalar]:
+    """The makespan and the sum of costs of a plan whose agents arrive at ``arrival``."""
+    makespan = 0
+    sum_of_costs = 0
+    for k in range(n_agents):
+        sum_of_costs += arrival[k]
+        if arrival[k] > makespan:
+            makespan = arrival[k]
+    return makespan, sum_of_costs
+
+
+@njit(cache=True)
 def _no_plan(
     status: int, expanded: IntScalar, culprits: BoolArray, lower_bound_soc: IntScalar
 ) -> tuple[int, int, int, IntScalar, Int8Array, Int32Array, BoolArray, IntScalar]:
@@ -511,12 +523,7 @@ def solve_kernel(grid: Int8Array, starts_rc: Int32Array, goals_rc: Int32Array, m
         for k in range(n_agents):
             culprits[k] = group_of[k] < 0
         return _no_plan(status, expanded, culprits, lower_bound_soc)
-    makespan = 0
-    sum_of_costs = 0
-    for k in range(n_agents):
-        sum_of_costs += arrival[k]
-        if arrival[k] > makespan:
-            makespan = arrival[k]
+    makespan, sum_of_costs = _costs(arrival, n_agents)
     if soc_bound > lower_bound_soc:
         lower_bound_soc = soc_bound
     if sum_of_costs > lower_bound_soc:
@@ -533,12 +540,7 @@ def solve_kernel(grid: Int8Array, starts_rc: Int32Array, goals_rc: Int32Array, m
             for k in range(n_agents):
                 culprits[k] = group_of[k] < 0
             return _no_plan(status, expanded, culprits, lower_bound_soc)
-        sum_of_costs = 0
-        makespan_soc = 0
-        for k in range(n_agents):
-            sum_of_costs += arrival_soc[k]
-            if arrival_soc[k] > makespan_soc:
-                makespan_soc = arrival_soc[k]
+        makespan_soc, sum_of_costs = _costs(arrival_soc, n_agents)
         if makespan_soc == makespan:
             plan = plan_soc
             arrival = arrival_soc
