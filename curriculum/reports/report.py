@@ -605,28 +605,30 @@ def render_seed_comparison(result: dict) -> str:
     lines = ["mean ± 95% interval over seeds (Student t); greedy unless p@1 (sampled pass@1)"]
     blocks = [("test set (read by nothing but this score)", [key for key in shown if key in TEST_METRICS]),
               ("evidence set (what the engineer saw)", [key for key in shown if key not in TEST_METRICS])]
+    blocks = [(title, keys) for title, keys in blocks if keys]
+
+    def table(title: str, count: str, keys: list[str], rows: list[tuple[str, int, list[str]]]) -> None:
+        lines.append(title)
+        lines.append(f"{'arm':<13}{count:>5}" + "".join(f" {labels[key]:>11}" for key in keys))
+        lines.extend(f"{name:<13}{n:>5}" + "".join(f" {cell:>11}" for cell in cells) for name, n, cells in rows)
+
+    arms = result["arms"]
     for title, keys in blocks:
-        if not keys:
-            continue
-        lines.append(f"{title}:")
-        lines.append(f"{'arm':<13}{'seeds':>5}" + "".join(f" {labels[key]:>11}" for key in keys))
-        for arm, entry in result["arms"].items():
-            lines.append(f"{arm[:12]:<13}{len(entry['seeds']):>5}"
-                         + "".join(f" {_cell(entry['metrics'].get(key)):>11}" for key in keys))
+        table(f"{title}:", "seeds", keys,
+              [(arm[:12], len(entry["seeds"]), [_cell(entry["metrics"].get(key)) for key in keys])
+               for arm, entry in arms.items()])
     if reference:
         for title, keys in blocks:
-            if not keys:
-                continue
-            lines.append(f"paired difference against {reference} (same seeds), points, {title.split(' (')[0]}")
-            lines.append(f"{'arm':<13}{'pairs':>5}" + "".join(f" {labels[key]:>11}" for key in keys))
-            for arm, entry in result["arms"].items():
+            differences = []
+            for arm, entry in arms.items():
                 if arm == reference:
                     continue
-                pairs = max((entry["vs_reference"][key]["n"] for key in keys if key in entry["vs_reference"]),
-                            default=0)
+                vs = entry["vs_reference"]
+                pairs = max((vs[key]["n"] for key in keys if key in vs), default=0)
                 name = f"{arm[:11]}!" if arm in mixed else arm[:12]
-                lines.append(f"{name:<13}{pairs:>5}"
-                             + "".join(f" {_cell(entry['vs_reference'].get(key), signed=True):>11}" for key in keys))
+                differences.append((name, pairs, [_cell(vs.get(key), signed=True) for key in keys]))
+            table(f"paired difference against {reference} (same seeds), points, {title.split(' (')[0]}", "pairs",
+                  keys, differences)
         if shown:
             lines += _p_lines(result, shown[0], labels[shown[0]])
         for arm, entry in mixed.items():
