@@ -10,11 +10,32 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from simulator.cli import Subcommands
+
+
+def add_figures_output(parser: argparse.ArgumentParser, run: Callable[[argparse.Namespace], dict[str, Any]],
+                       render: Callable[[dict[str, Any]], str]) -> None:
+    """A target's ``--json`` and handler: ``run(args)`` measures, then the figures are printed as JSON or as
+    ``render``'s table."""
+
+    def handler(args: argparse.Namespace) -> int:
+        figures = run(args)
+        print(json.dumps(figures, indent=2) if args.json else render(figures))
+        return 0
+
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.set_defaults(handler=handler)
+
+
+def add_cpu_threads(parser: argparse.ArgumentParser) -> None:
+    """``--cpu-threads``: torch threads when the target trains on a CPU."""
+    parser.add_argument("--cpu-threads", type=int, default=2, help="torch threads on a CPU (default 2, as the tiny "
+                        "preset)")
 
 
 @dataclass(frozen=True)
@@ -29,16 +50,13 @@ class FiguresTarget:
     quick_help: str = "small sizes, for smoke tests"
 
     def add_parser(self, bench: Subcommands, name: str) -> None:
-        def handler(args: argparse.Namespace) -> int:
-            module = importlib.import_module(f"curriculum.benches.{name}")
-            figures = getattr(module, self.run)(quick=args.quick)
-            print(json.dumps(figures, indent=2) if args.json else getattr(module, self.render)(figures))
-            return 0
+        def module() -> Any:
+            return importlib.import_module(f"curriculum.benches.{name}")
 
         parser = bench.add_parser(name, help=self.help, description=self.description)
-        parser.add_argument("--json", action="store_true", help="print the figures as JSON")
         parser.add_argument("--quick", action="store_true", help=self.quick_help)
-        parser.set_defaults(handler=handler)
+        add_figures_output(parser, lambda args: getattr(module(), self.run)(quick=args.quick),
+                           lambda figures: getattr(module(), self.render)(figures))
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,12 @@ chat template), built here so the benchmark does not depend on the prompt module
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import tempfile
 import time
 from typing import Any
 
+from curriculum.benches.cli import add_figures_output
 from policy.backend_base import Prompt, Sampling
 from policy.backend_hf import HFBackend
 
@@ -105,21 +105,17 @@ def add_parser(bench: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", default=None, help="a model folder (default: a fresh tiny model)")
     parser.add_argument("--batch", type=int, default=32, help="prompts per call (default 32)")
     parser.add_argument("--max-new-tokens", type=int, default=64, help="tokens per completion (default 64)")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.set_defaults(handler=main_args)
+    add_figures_output(parser, _run_args, render)
 
 
-def main_args(args: argparse.Namespace) -> int:
+def _run_args(args: argparse.Namespace) -> dict[str, Any]:
     if args.model:
-        figures = bench_hf_generation(args.model, batch=args.batch, max_new_tokens=args.max_new_tokens)
-    else:
-        figures = bench_tiny_generation(batch=args.batch, max_new_tokens=args.max_new_tokens)
-    if args.json:
-        print(json.dumps(figures, indent=2))
-    else:
-        print(
-            f"{figures['spec']} on {figures['device']} ({figures['dtype']}, {figures['torch_threads']} threads): "
+        return bench_hf_generation(args.model, batch=args.batch, max_new_tokens=args.max_new_tokens)
+    return bench_tiny_generation(batch=args.batch, max_new_tokens=args.max_new_tokens)
+
+
+def render(figures: dict[str, Any]) -> str:
+    """The figures in one line."""
+    return (f"{figures['spec']} on {figures['device']} ({figures['dtype']}, {figures['torch_threads']} threads): "
             f"batch {figures['batch']} x {figures['max_new_tokens']} new tokens in {figures['seconds']:.2f} s = "
-            f"{figures['tokens_per_s']:.0f} tokens/s, {figures['sequences_per_s']:.1f} sequences/s"
-        )
-    return 0
+            f"{figures['tokens_per_s']:.0f} tokens/s, {figures['sequences_per_s']:.1f} sequences/s")

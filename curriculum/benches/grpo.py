@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import argparse
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from curriculum.benches.cli import add_cpu_threads, add_figures_output
 from simulator.errors import ConfigError
 
 
@@ -130,17 +130,8 @@ def add_parser(bench: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-completion-length", type=int, default=40, help="tokens per completion (default 40)")
     parser.add_argument("--lora", action="store_true", help="train LoRA adapters instead of all weights")
     parser.add_argument("--lora-rank", type=int, default=16, help="LoRA rank (default 16)")
-    parser.add_argument("--cpu-threads", type=int, default=2,
-                        help="torch threads on a CPU (default 2, as the tiny preset)")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.set_defaults(handler=main_args)
-
-
-def main_args(args: argparse.Namespace) -> int:
-    import json
-
-    figures = bench_grpo(args.model, style=args.style, steps=args.steps, prompts_per_step=args.prompts_per_step,
-                         generations=args.generations, max_completion_length=args.max_completion_length,
-                         lora=args.lora, lora_rank=args.lora_rank, cpu_threads=args.cpu_threads)
-    print(json.dumps(figures, indent=2) if args.json else render(figures), file=sys.stdout)
-    return 0
+    add_cpu_threads(parser)
+    add_figures_output(parser, lambda args: bench_grpo(
+        args.model, style=args.style, steps=args.steps, prompts_per_step=args.prompts_per_step,
+        generations=args.generations, max_completion_length=args.max_completion_length, lora=args.lora,
+        lora_rank=args.lora_rank, cpu_threads=args.cpu_threads), render)

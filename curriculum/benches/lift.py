@@ -19,13 +19,13 @@ instances; with 1,200 instances the standard error of one rate near 40% is about
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from curriculum.benches.cli import add_cpu_threads, add_figures_output
 from simulator.errors import ConfigError
 
 VALIDATION_SEED = 20_011  # apart from the runs' own validation seed (10_007) and stage seeds (run_seed*1000+stage)
@@ -170,18 +170,14 @@ def add_parser(bench: argparse._SubParsersAction) -> None:
     parser.add_argument("--validation", type=int, default=1200, help="held-out instances (default 1200)")
     parser.add_argument("--sft-learning-rate", type=float, default=2e-4, help="peak SFT learning rate (default 2e-4)")
     parser.add_argument("--no-sft", action="store_true", help="GRPO only, no supervised peer")
-    parser.add_argument("--cpu-threads", type=int, default=2,
-                        help="torch threads on a CPU (default 2, as the tiny preset)")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.set_defaults(handler=main_args)
+    add_cpu_threads(parser)
+    add_figures_output(parser, _run_args, render)
 
 
-def main_args(args: argparse.Namespace) -> int:
+def _run_args(args: argparse.Namespace) -> dict[str, Any]:
     from curriculum.config import parse_overrides
 
-    figures = bench_lift(args.model, preset_name=args.preset, style=args.style, steps=args.steps,
-                         validation=args.validation, sft_learning_rate=args.sft_learning_rate,
-                         cpu_threads=args.cpu_threads, peer=not args.no_sft, seed=args.seed,
-                         overrides=parse_overrides(args.set))
-    print(json.dumps(figures, indent=2) if args.json else render(figures), file=sys.stdout)
-    return 0
+    return bench_lift(args.model, preset_name=args.preset, style=args.style, steps=args.steps,
+                      validation=args.validation, sft_learning_rate=args.sft_learning_rate,
+                      cpu_threads=args.cpu_threads, peer=not args.no_sft, seed=args.seed,
+                      overrides=parse_overrides(args.set))

@@ -9,9 +9,10 @@ per instance: ``solve`` with ``--max-nodes``, then ``needs_wait`` (its own budge
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import Any
+
+from curriculum.benches.cli import add_figures_output
 
 
 def run_solver_bench(agents: int = 5, hole_ratio: float = 0.3, sides: list[int] | None = None, n: int = 2000,
@@ -75,11 +76,5 @@ def add_parser(bench: argparse._SubParsersAction) -> None:
     parser.add_argument("-n", type=int, default=2000, help="instances (default 2000)")
     parser.add_argument("--max-nodes", type=int, default=200_000, help="the solver's node budget (default 200,000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the instances (default 0)")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.set_defaults(handler=main_args)
-
-
-def main_args(args: argparse.Namespace) -> int:
-    figures = run_solver_bench(args.agents, args.hole_ratio, args.sides, args.n, args.max_nodes, args.seed)
-    print(json.dumps(figures, indent=2) if args.json else format_solver_bench(figures))
-    return 0
+    add_figures_output(parser, lambda args: run_solver_bench(args.agents, args.hole_ratio, args.sides, args.n,
+                                                             args.max_nodes, args.seed), format_solver_bench)
