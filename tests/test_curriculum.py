@@ -38,6 +38,14 @@ def small_config(tmp_path: Path, name: str, **extra) -> RunConfig:
     return preset("tiny").with_overrides(name=name, output_dir=str(tmp_path), **{**SMALL, **extra})
 
 
+def _instances(side: int, seed: int, samples: int = 8, wait_ratio: float = 0.5) -> list:
+    """Certified 2-agent instances of one map side (hole ratio 0.2), as the trainers' tests feed them."""
+    from simulator.generator import generate
+
+    return generate(StageConfig.from_dict({"agents": 2, "samples": samples, "seed": seed, "sizes": {
+        side: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": wait_ratio}}})).instances
+
+
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
     config = small_config(tmp_path_factory.mktemp("runs"), "small")
@@ -412,11 +420,8 @@ def test_grpo_stage__lora_trains_merges_and_saves_a_loadable_checkpoint(tmp_path
     from policy.backend_base import Sampling
     from policy.backends import make_backend
     from policy.prompts import get_style
-    from simulator.config import StageConfig
-    from simulator.generator import generate
 
-    items = generate(StageConfig.from_dict({"agents": 2, "samples": 8, "seed": 3, "sizes": {
-        4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.5}}})).instances
+    items = _instances(4, seed=3)
     training = Training(steps=1, prompts_per_step=2, generations=4, max_completion_length=24, learning_rate=1e-4,
                         temperature=1.0, beta=0.0, lora=True, lora_rank=4)
     info = grpo_stage(training, str(finished_run.run_dir / "warm_start" / "model"), items,
@@ -462,11 +467,8 @@ def test_bench_grpo__times_real_steps_of_a_fresh_tiny_model():
 def test_grpo_stage__without_save_leaves_no_checkpoint(tmp_path, finished_run):
     from curriculum.training.trainers import grpo_stage
     from policy.prompts import get_style
-    from simulator.config import StageConfig
-    from simulator.generator import generate
 
-    items = generate(StageConfig.from_dict({"agents": 2, "samples": 8, "seed": 4, "sizes": {
-        3: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.5}}})).instances
+    items = _instances(3, seed=4)
     training = Training(steps=3, prompts_per_step=2, generations=2, max_completion_length=16, learning_rate=1e-4,
                         temperature=1.0, beta=0.0, lora=False, lora_rank=4)
     info = grpo_stage(training, str(finished_run.run_dir / "warm_start" / "model"), items,
@@ -499,12 +501,9 @@ def test_bench_lift__grpo_and_sft_peer_validated_on_the_same_held_out_instances(
 
 def test_best_valid_plans__count_the_instances_that_need_a_wait_apart():
     from curriculum.training.trainers import _best_valid_plans
-    from simulator.config import StageConfig
-    from simulator.generator import generate
     from simulator.types import JointPlan
 
-    items = generate(StageConfig.from_dict({"agents": 2, "samples": 8, "seed": 5, "sizes": {
-        4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.5}}})).instances
+    items = _instances(4, seed=5)
     waiting = [index for index, item in enumerate(items) if item.needs_wait]
     assert 0 < len(waiting) < len(items)
     empty = JointPlan.from_sequences([[], []])
@@ -524,12 +523,9 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     from policy.prompts import get_style
     from engineer.evidence import TrainingSignal
     from policy.rewards import StageReward
-    from simulator.config import StageConfig
-    from simulator.generator import generate
     from simulator.types import JointPlan
 
-    items = generate(StageConfig.from_dict({"agents": 2, "samples": 6, "seed": 5, "sizes": {
-        3: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})).instances
+    items = _instances(3, seed=5, samples=6, wait_ratio=0.0)
     # Two samples per instance: the solver's plan (valid) and an empty plan (never reaches the goals; starts and
     # goals differ) or no parse at all. The kept plan is always the valid one; the group agrees only when both fail.
     empty = JointPlan.from_sequences([[], []])
@@ -741,11 +737,8 @@ def test_grpo_stage__with_weight_average_saves_the_averaged_weights(tmp_path, fi
 
     from curriculum.training.trainers import AVERAGE_FILE, grpo_stage
     from policy.prompts import get_style
-    from simulator.config import StageConfig
-    from simulator.generator import generate
 
-    items = generate(StageConfig.from_dict({"agents": 2, "samples": 8, "seed": 4, "sizes": {
-        3: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.5}}})).instances
+    items = _instances(3, seed=4)
     training = Training(steps=3, prompts_per_step=2, generations=2, max_completion_length=16, learning_rate=1e-3,
                         temperature=1.0, weight_average=0.5)
     grpo_stage(training, str(finished_run.run_dir / "warm_start" / "model"), items,
@@ -787,12 +780,10 @@ def test_greedy_member__each_group_starts_with_the_greedy_answer_and_a_stage_tra
     from curriculum.training.trainers import _common_arguments, grpo_dataset, greedy_member_trainer, grpo_stage
     from policy.prompts import get_style
     from policy.rewards import StageReward
-    from simulator.generator import generate
 
     model_dir = str(finished_run.run_dir / "warm_start" / "model")
     style = get_style(finished_run.prompt_style)
-    items = generate(StageConfig.from_dict(
-        {"agents": 2, "samples": 8, "seed": 5, "sizes": {4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})).instances
+    items = _instances(4, seed=5, wait_ratio=0.0)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     args = GRPOConfig(**_common_arguments(tmp_path / "direct", 1, 1e-5, 1, 0, model), per_device_train_batch_size=8,
@@ -873,10 +864,8 @@ def test_failure_credit__negative_advantage_lands_on_the_failing_move_only(finis
 def test_failure_credit__a_stage_trains_with_it(tmp_path, finished_run):
     from curriculum.training.trainers import grpo_stage
     from policy.prompts import get_style
-    from simulator.generator import generate
 
-    items = generate(StageConfig.from_dict(
-        {"agents": 2, "samples": 8, "seed": 5, "sizes": {4: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0}}})).instances
+    items = _instances(4, seed=5, wait_ratio=0.0)
     training = Training(steps=2, prompts_per_step=2, generations=4, max_completion_length=24, failure_credit=True,
                         greedy_member=True)
     info = grpo_stage(training, str(finished_run.run_dir / "warm_start" / "model"), items,
