@@ -29,14 +29,11 @@ from typing import Any
 import numpy as np
 
 from replays.errors import ReplayError
-from replays.mining import FailureSummary, check_value, read_key, read_mapping, read_table, summarize
+from replays.mining import FailureSummary, NumberRecord, check_value, read_key, read_mapping, read_table, summarize
 from replays.reader import ReplayReader, replay_files
 from simulator.errors import ConfigError
 from simulator.generator import SizeReport
 
-_SIZE_STATS_KEYS = ("episodes", "reward_mean", "reward_std", "completion_tokens_mean", "hole_ratio_mean",
-                    "needs_wait_share", "optimal_makespan_mean", "optimal_makespan_min", "optimal_makespan_max")
-_SIZE_STATS_COUNTS = ("episodes", "optimal_makespan_min", "optimal_makespan_max")
 SIGNAL_FIGURES = ("groups", "reward_mean", "valid_rate", "zero_variance_share", "abs_advantage_mean")
 """A training signal's figures per group of sizes (:class:`SignalFigures`' fields; the context shows them in this order)."""
 
@@ -46,7 +43,7 @@ def _number(value: Any, where: str) -> float:
 
 
 @dataclass(frozen=True)
-class SizeStats:
+class SizeStats(NumberRecord):
     """One map side's episodes: reward and answer length, and what their instances were like (means over the
     side's episodes; label fields over the episodes that carry labels, 0 when none do)."""
 
@@ -64,13 +61,6 @@ class SizeStats:
     optimal_makespan_min: int
     optimal_makespan_max: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _SIZE_STATS_KEYS}
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str = "size_stats") -> "SizeStats":
-        return cls(**{name: read_key(data, name, where, "int" if name in _SIZE_STATS_COUNTS else "number")
-                      for name in _SIZE_STATS_KEYS})
 
 
 def read_size_report(data: Any, where: str = "generation") -> SizeReport:
@@ -85,7 +75,7 @@ def read_size_report(data: Any, where: str = "generation") -> SizeReport:
 
 
 @dataclass(frozen=True)
-class SignalFigures:
+class SignalFigures(NumberRecord):
     """The groups of one map side (or agents x size pair) a stage trained on (see :class:`TrainingSignal`)."""
 
     groups: int
@@ -99,13 +89,6 @@ class SignalFigures:
     abs_advantage_mean: float
     """Mean over the groups of their completions' mean absolute advantage."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in SIGNAL_FIGURES}
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str = "training_signal") -> "SignalFigures":
-        return cls(**{name: read_key(data, name, where, "int" if name == "groups" else "number")
-                      for name in SIGNAL_FIGURES})
 
 
 # What a stage's groups were, by the trainer that sampled them (the engineer's context says it in these words).

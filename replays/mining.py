@@ -48,8 +48,8 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import Field, dataclass, fields
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -182,6 +182,24 @@ def read_table(data: Any, key: str, where: str, read: Callable[[Any, str], Any])
     return read_mapping(read_key(data, key, where, "mapping"), f"{where}.{key}", read)
 
 
+Record = TypeVar("Record", bound="NumberRecord")
+
+
+class NumberRecord:
+    """Base of a frozen dataclass of numbers: its document is its fields in order, and :meth:`from_dict` reads an
+    ``int`` field as an integer, any other as a number (a missing or ill-typed key names its path)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {item.name: getattr(self, item.name) for item in fields(self)}
+
+    @classmethod
+    def from_dict(cls: type[Record], data: Any, where: str = "record") -> Record:
+        return cls(**{item.name: read_key(data, item.name, where, "int" if item.type in ("int", int) else "number")
+                      for item in fields(cls)})
+
+
 def _count(value: Any, where: str) -> int:
     count: int = check_value(value, where, "int")
     return count
@@ -227,7 +245,7 @@ class GroupStats:
 
 
 @dataclass(frozen=True)
-class InstanceStats:
+class InstanceStats(NumberRecord):
     """What the instances of a set of episodes were like (means over its episodes; label fields over those that
     carry labels, 0 when none do)."""
 
@@ -239,17 +257,6 @@ class InstanceStats:
     optimal_makespan_mean: float
     """The solver's optimal makespan, in steps."""
     agents_mean: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"episodes": self.episodes, "hole_ratio_mean": self.hole_ratio_mean,
-                "needs_wait_share": self.needs_wait_share, "optimal_makespan_mean": self.optimal_makespan_mean,
-                "agents_mean": self.agents_mean}
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str = "instance_stats") -> "InstanceStats":
-        return cls(episodes=read_key(data, "episodes", where, "int"),
-                   **{name: read_key(data, name, where, "number") for name in (
-                       "hole_ratio_mean", "needs_wait_share", "optimal_makespan_mean", "agents_mean")})
 
 
 @dataclass(frozen=True)
