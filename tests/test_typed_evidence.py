@@ -126,6 +126,8 @@ def _set(document: dict, path: tuple, value) -> dict:
     (("reward", "std"), None, "summary.reward.std"),
     (("instance_stats", "failed"), ..., "summary.instance_stats.failed"),
     (("instance_stats", "succeeded", "agents_mean"), "2", "summary.instance_stats.succeeded.agents_mean"),
+    (("instance_stats", "failed", "episodes"), 2.5, "summary.instance_stats.failed.episodes"),
+    (("size_stats", "3", "reward_mean"), [0.5], "summary.size_stats.3.reward_mean"),
     (("fail_cells", "3", 0), "row", r"summary.fail_cells.3\[0\]"),
     (("exemplars", 0, "text"), 7, r"summary.exemplars\[0\].text"),
     (("summary_version",), 2, "summary.summary_version"),
