@@ -34,9 +34,6 @@ from replays.reader import ReplayReader, replay_files
 from simulator.errors import ConfigError
 from simulator.generator import SizeReport
 
-SIGNAL_FIGURES = ("groups", "reward_mean", "valid_rate", "zero_variance_share", "abs_advantage_mean")
-"""A training signal's figures per group of sizes (:class:`SignalFigures`' fields; the context shows them in this order)."""
-
 
 def _number(value: Any, where: str) -> float:
     return check_value(value, where, "number")
@@ -60,7 +57,6 @@ class SizeStats(NumberRecord):
     """The solver's optimal makespan, in steps."""
     optimal_makespan_min: int
     optimal_makespan_max: int
-
 
 
 def read_size_report(data: Any, where: str = "generation") -> SizeReport:
@@ -89,6 +85,9 @@ class SignalFigures(NumberRecord):
     abs_advantage_mean: float
     """Mean over the groups of their completions' mean absolute advantage."""
 
+
+SIGNAL_FIGURES = tuple(item.name for item in fields(SignalFigures))
+"""A training signal's figures per group of sizes (:class:`SignalFigures`' fields; the context shows them in this order)."""
 
 
 # What a stage's groups were, by the trainer that sampled them (the engineer's context says it in these words).
