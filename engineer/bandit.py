@@ -19,11 +19,12 @@ change. Ratios are rounded to 4 decimals.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.rule import check_options, filled_values, floored_shares, reweighted, side_table
+from engineer.options import check_options, number, state
+from engineer.rule import filled_values, floored_shares, reweighted, side_table
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
@@ -38,19 +39,18 @@ def softmax_shares(values: dict[int, float], temperature: float, floor: float) -
 class BanditEngineer:
     """See the module docstring. Options: ``make_engineer("bandit", temperature=0.2, step_size=0.5)``."""
 
-    step_size: float = 0.5
+    step_size: float = number(0.5, 1e-6, 1.0)
     """How far a trained arm's value moves toward the stage's signal, in (0, 1]."""
-    temperature: float = 0.2
+    temperature: float = number(0.2, 1e-3, 100.0)
     """Softmax temperature over the values (mean absolute advantages, about 0..1)."""
-    floor: float = 0.05
+    floor: float = number(0.05, 0.0, 1.0)
     """Least data ratio of every arm."""
     name: str = "bandit"
-    values: dict = field(default_factory=dict)
-    counts: dict = field(default_factory=dict)
+    values: dict = state(dict)
+    counts: dict = state(dict)
 
     def __post_init__(self) -> None:
-        check_options("bandit", self, numbers=(("step_size", 1e-6, 1.0), ("temperature", 1e-3, 100.0),
-                                               ("floor", 0.0, 1.0)))
+        check_options(self)
         self.load_state({"values": self.values, "counts": self.counts})
 
     def load_state(self, state: dict | None) -> None:

@@ -95,7 +95,50 @@ def _engineer(args: argparse.Namespace) -> int:
     return 0
 
 
+def _engineers(args: argparse.Namespace) -> int:
+    import shutil
+    import textwrap
+
+    from engineer.engineers import ENGINEERS, engineer_forms, engineer_summary
+    from engineer.options import format_option_table, option_table
+    from simulator.errors import ConfigError
+
+    width = min(max(shutil.get_terminal_size((80, 24)).columns, 60), 100)
+    if args.name is None:
+        forms = dict(zip(ENGINEERS, engineer_forms()))
+        form_width = max(len(form) for form in forms.values()) + 2
+        print("Engineers (a run config's engineer.spec, or mapf-lake engineer --engineer SPEC):")
+        for name, form in forms.items():
+            print(textwrap.fill(engineer_summary(name), width, initial_indent=f"  {form:<{form_width}}",
+                                subsequent_indent=" " * (form_width + 2)))
+        print("One engineer's options: mapf-lake engineers NAME")
+        return 0
+    kind = ENGINEERS.get(args.name.partition(":")[0])
+    if kind is None:
+        raise ConfigError("engineers NAME", args.name, f"one of {', '.join(ENGINEERS)}")
+    name = args.name.partition(":")[0]
+    rows = option_table(kind.build)  # type: ignore[arg-type]  # every build is a dataclass
+    print(textwrap.fill(f"{name}: {engineer_summary(name)}", width))
+    if not rows:
+        print("No options.")
+        return 0
+    print(textwrap.fill("Options: engineer.options.KEY=VALUE in a run config (or mapf-lake train --set "
+                        "engineer.options.KEY=VALUE), --option KEY=VALUE for mapf-lake engineer.", width))
+    print(format_option_table(rows, width))
+    return 0
+
+
 def register(commands: argparse._SubParsersAction) -> None:
+    listing = commands.add_parser(
+        "engineers",
+        help="list the engineers, or one engineer's options with their defaults and allowed values",
+        description="Without NAME: every registered engineer and what it does. With NAME: its options, each with "
+                    "its default, the values it takes and what it does (the same declarations that check them).",
+        epilog="examples:\n  mapf-lake engineers\n  mapf-lake engineers window",
+    )
+    listing.add_argument("name", nargs="?", metavar="NAME", help="an engineer's name (e.g. rule, window, llm)")
+    listing.set_defaults(handler=_engineers)
+
     parser = commands.add_parser(
         "engineer",
         help="read a stage's replays and write the next stage's config",

@@ -264,6 +264,16 @@ class Decider:
                              seconds=time.perf_counter() - self.started,
                              details={"state": state()} if callable(state) else None, instances=instances)
 
+    def keep(self, note: str, reason: str = "nothing to change") -> EngineerDecision:
+        """The decision that keeps the config, ``note`` added to the rationale and the reason ``NAME: reason``."""
+        self.notes.append(note)
+        return self.decide(self.config, f"{self.engineer.name}: {reason}")
+
+    def without_behavior(self) -> EngineerDecision:
+        """The decision of an engineer that reads the behavior section when the context has none."""
+        return self.keep("kept the config: no evidence of behavior",
+                         "no behavior section in the context, nothing to act on")
+
 
 def decision_instances(document: Any, where: str = "decision") -> list[LabelledInstance]:
     """The ``instances`` of a decision record (:meth:`EngineerDecision.to_dict`), read back; [] when it has none.

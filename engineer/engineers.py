@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ from engineer.gap import GapEngineer
 from engineer.learnability import LearnabilityEngineer
 from engineer.llm import LLMEngineer
 from engineer.mutate import MutateEngineer
+from engineer.options import check_options, integer, number, option_names
 from engineer.progress import ProgressEngineer
 from engineer.replay import ReplayEngineer
 from engineer.rule import RuleEngineer, hole_ratio_cap, rounded_shares
@@ -92,9 +94,13 @@ class RandomEngineer:
     """
 
     sides: tuple[int, ...] = (3, 4, 5, 6, 7, 8, 9, 10)
-    max_sizes: int = 4
-    max_hole_ratio: float = 0.5
+    """The sides a config's sizes are drawn from (each 3..10)."""
+    max_sizes: int = integer(4, 1)
+    """Most sizes in one config."""
+    max_hole_ratio: float = number(0.5, 0, MAX_HOLE_RATIO)
+    """Most hole ratio drawn (capped so that the agents still fit)."""
     agents: tuple[int, int] | None = None
+    """None: the previous agent range; a count or ``[low, high]``: the count drawn from ``low..high``."""
     name: str = "random"
 
     def __post_init__(self) -> None:
@@ -102,10 +108,7 @@ class RandomEngineer:
         if not self.sides or any(isinstance(s, bool) or not isinstance(s, int) or not MIN_SIZE <= s <= MAX_SIZE
                                  for s in self.sides):
             raise ConfigError("random.sides", self.sides, f"a non-empty list of sides {MIN_SIZE}..{MAX_SIZE}")
-        if isinstance(self.max_sizes, bool) or not isinstance(self.max_sizes, int) or self.max_sizes < 1:
-            raise ConfigError("random.max_sizes", self.max_sizes, "an integer >= 1")
-        if not isinstance(self.max_hole_ratio, (int, float)) or not 0 <= self.max_hole_ratio <= MAX_HOLE_RATIO:
-            raise ConfigError("random.max_hole_ratio", self.max_hole_ratio, f"a number in [0, {MAX_HOLE_RATIO}]")
+        check_options(self)
         if isinstance(self.agents, int) and not isinstance(self.agents, bool):
             self.agents = (self.agents, self.agents)  # one count: every proposal uses it
         if self.agents is not None:
@@ -205,6 +208,20 @@ def compare_specs() -> tuple[str, ...]:
     return tuple(kind.compare or name for name, kind in ENGINEERS.items() if kind.compare is not None)
 
 
+def engineer_summary(name: str) -> str:
+    """What the registered engineer ``name`` does, in a sentence: its module's first line after "The NAME
+    engineer:", or for one defined here its class docstring's first sentence."""
+    build = ENGINEERS[name].build
+    module = sys.modules.get(build.__module__)
+    if module is not None and module.__name__ != __name__ and module.__doc__:
+        first = module.__doc__.strip().splitlines()[0]
+        text = first.partition(": ")[2] or first
+    else:
+        text = (build.__doc__ or "").strip().split(". ")[0].split("\n")[0].rstrip(".") + "."
+    text = text.replace("``", "")
+    return text[:1].upper() + text[1:]
+
+
 ENGINEER_FORMS = ", ".join(form if not kind.examples else f"{form} ({kind.examples})"
                            for form, kind in zip(engineer_forms(), ENGINEERS.values()))
 
@@ -217,8 +234,7 @@ def make_engineer(spec: str, **options: Any) -> Engineer:
     kind = ENGINEERS.get(kind_name)
     if kind is None or (kind.takes_target and not target.strip()) or (not kind.takes_target and colon):
         raise ConfigError("engineer", spec, ENGINEER_FORMS)
-    allowed = [f.name for f in dataclasses.fields(kind.build)  # type: ignore[arg-type]  # every build is a dataclass
-               if f.init and f.name not in ("name", "backend_spec")]
+    allowed = option_names(kind.build)  # type: ignore[arg-type]  # every build is a dataclass
     for option in options:
         if option not in allowed:
             raise ConfigError(f"{kind_name}.{option}", options[option],
@@ -227,4 +243,4 @@ def make_engineer(spec: str, **options: Any) -> Engineer:
 
 
 __all__ = ["ENGINEERS", "Engineer", "EngineerKind", "FixedEngineer", "RandomEngineer", "compare_specs", "engineer_names",
-           "make_engineer"]
+           "engineer_summary", "make_engineer"]

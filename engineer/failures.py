@@ -41,7 +41,7 @@ import numpy as np
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.material import StageMaterial
-from engineer.rule import check_options
+from engineer.options import check_options, number
 from replays.types import Episode
 from simulator import constants as C
 from simulator.config import StageConfig
@@ -77,12 +77,12 @@ def failing_board(episode: Episode) -> tuple[Instance, int] | None:
 class FailuresEngineer:
     """See the module docstring. Options: ``make_engineer("failures", share=0.25)``."""
 
-    share: float = 0.25
+    share: float = number(0.25, 0.0, 0.9)
     """Most of the next stage's samples that are cut from failures, in [0, 0.9]."""
     name: str = "failures"
 
     def __post_init__(self) -> None:
-        check_options("failures", self, numbers=(("share", 0.0, 0.9),))
+        check_options(self)
         self.material: StageMaterial | None = None
 
     def load_material(self, material: StageMaterial) -> None:

@@ -67,13 +67,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from engineer.bands import makespan_levels
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.progress import rate_series
-from engineer.rule import RULE_METRICS, check_options, floored_shares, hole_ratio_cap, reweighted
+from engineer.options import check_options, choice, integer, number, state
+from engineer.rule import RULE_METRICS, floored_shares, hole_ratio_cap, reweighted
 from replays.mining import GroupStats
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -115,47 +116,42 @@ class GapEngineer:
     hole_step=0.0, advance=0.15, remedy="lesson", weigh="keep", reach=0.05, floor=0.1, lengths="keep",
     solved=0.8, min_length_episodes=5)``."""
 
-    ratio: float = 0.5
+    ratio: float = number(0.5, 0.0, 1.0)
     """A size has a gap when its rate on instances that need a wait is below this share of its other rate."""
-    lesson_holes: float = 0.0
+    lesson_holes: float = number(0.0, 0.0, 0.9)
     """Hole ratio of the lesson size while there is a gap (capped so that the agents still fit)."""
-    lesson_wait: float = 1.0
+    lesson_wait: float = number(1.0, 0.0, 1.0)
     """Wait ratio of the lesson size while there is a gap."""
-    hole_step: float = 0.0
+    hole_step: float = number(0.0, 0.0, 0.9)
     """How much the lesson's hole ratio rises after a stage whose last round reached ``advance`` (0: never)."""
-    advance: float = 0.15
+    advance: float = number(0.15, 0.0, 1.0)
     """The lesson size's sampled valid rate in the last training round at which the lesson moves on."""
-    min_episodes: int = 10
+    min_episodes: int = integer(10, 0)
     """Fewer validation episodes of either kind of a size than this: no evidence from that size."""
-    remedy: str = "lesson"
+    remedy: str = choice("lesson", GAP_REMEDIES)
     """``lesson`` (teach waiting on the smallest size) or ``drop`` (train each size with a gap without waits)."""
-    weigh: str = "keep"
+    weigh: str = choice("keep", GAP_WEIGHS)
     """``keep`` (data ratios never change) or ``yield`` (data toward the sizes whose samples solve least, above
     ``reach``)."""
-    reach: float = 0.05
+    reach: float = number(0.05, 0.0, 1.0)
     """With ``weigh="yield"``: a size whose yield is below this gets only ``floor``."""
-    floor: float = 0.1
+    floor: float = number(0.1, 0.0, 1.0)
     """With ``weigh="yield"``: least data share of each size with a yield (times the share they hold together)."""
-    lengths: str = "keep"
+    lengths: str = choice("keep", GAP_LENGTHS)
     """``keep`` (makespan bounds never change) or ``frontier`` (each size without waits trains on the plan lengths
     its validation solves sometimes but not mostly)."""
-    solved: float = 0.8
+    solved: float = number(0.8, 0.0, 1.0)
     """With ``lengths="frontier"``: a makespan solved at least this often is below the band."""
-    min_length_episodes: int = 5
+    min_length_episodes: int = integer(5, 0)
     """With ``lengths="frontier"``: fewer validation episodes of a size and makespan than this: no evidence."""
-    metric: str = "valid_rate"
+    metric: str = choice("valid_rate", RULE_METRICS)
+    """The evidence's rate it reads per size: ``valid_rate`` or ``optimal_rate``."""
     name: str = "gap"
-    start: dict = field(default_factory=dict)
-    lesson: float | None = None
+    start: dict = state(dict)
+    lesson: float | None = state()
 
     def __post_init__(self) -> None:
-        check_options("gap", self, numbers=(("ratio", 0.0, 1.0), ("lesson_holes", 0.0, 0.9),
-                                            ("lesson_wait", 0.0, 1.0), ("hole_step", 0.0, 0.9),
-                                            ("advance", 0.0, 1.0), ("reach", 0.0, 1.0), ("floor", 0.0, 1.0),
-                                            ("solved", 0.0, 1.0)),
-                      integers=(("min_episodes", 0, None), ("min_length_episodes", 0, None)),
-                      choices=(("remedy", GAP_REMEDIES), ("weigh", GAP_WEIGHS), ("lengths", GAP_LENGTHS),
-                               ("metric", RULE_METRICS)))
+        check_options(self)
         self.load_state({"start": self.start, "lesson": self.lesson})
 
     def load_state(self, state: dict | None) -> None:
@@ -285,11 +281,9 @@ class GapEngineer:
 
         by_size_wait = context.behavior.by_size_wait if context.behavior is not None else {}
         if config.agents_max < 2:
-            notes.append("one agent: nothing ever waits")
-            return decide(config, "gap: nothing to change")
+            return decider.keep("one agent: nothing ever waits")
         if not by_size_wait:
-            notes.append("no validation split by need of a wait (behavior.by_size_wait): no evidence")
-            return decide(config, "gap: nothing to change")
+            return decider.keep("no validation split by need of a wait (behavior.by_size_wait): no evidence")
         used = config.used_sizes()
         gaps, evidenced_sides = [], []
         for side in used:
@@ -309,8 +303,7 @@ class GapEngineer:
             else:
                 notes.append(f"{seen}: no gap")
         if not evidenced_sides:
-            notes.append("no size with evidence: nothing to change")
-            return decide(config, "gap: nothing to change")
+            return decider.keep("no size with evidence: nothing to change")
         if self.remedy == "drop":
             proposal = self._drop(config, gaps, evidenced_sides, notes)
         else:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.rule import RULE_METRICS, check_options, rounded_shares, size_rates
+from engineer.options import check_options, choice, integer, number
+from engineer.rule import RULE_METRICS, rounded_shares, size_rates
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
@@ -51,18 +52,18 @@ def learnability_weights(rates: dict[int, float], previous: dict[int, float], fl
 class LearnabilityEngineer:
     """See the module docstring. Options: ``make_engineer("learnability", floor=0.1, smoothing=0.5)``."""
 
-    floor: float = 0.05
+    floor: float = number(0.05, 0, 1.0)
     """Least share of the scored sizes' weight each keeps (times their total weight)."""
-    smoothing: float = 0.0
+    smoothing: float = number(0.0, 0, 0.99)
     """Share of the previous weights kept, in [0, 1)."""
-    min_episodes: int = 4
+    min_episodes: int = integer(4, 0)
     """Fewer validation episodes of a size than this: no evidence, the size keeps its weight."""
-    metric: str = "valid_rate"
+    metric: str = choice("valid_rate", RULE_METRICS)
+    """The evidence's rate it reads per size: ``valid_rate`` or ``optimal_rate``."""
     name: str = "learnability"
 
     def __post_init__(self) -> None:
-        check_options("learnability", self, numbers=(("floor", 0, 1.0), ("smoothing", 0, 0.99)),
-                      integers=(("min_episodes", 0, None),), choices=(("metric", RULE_METRICS),))
+        check_options(self)
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """The next config's weights by ``p(1 - p)``; ``seed`` is unused (the rule is deterministic)."""
@@ -71,8 +72,7 @@ class LearnabilityEngineer:
 
         behavior = context.behavior
         if behavior is None:
-            notes.append("kept the config: no evidence of behavior")
-            return decide(config, "learnability: no behavior section in the context, nothing to act on")
+            return decider.without_behavior()
         rates = size_rates(behavior.by_size, config, self.min_episodes, self.metric, notes,
                            "keeps its weight")
         previous = {side: spec.data_ratio for side, spec in config.sizes.items()}

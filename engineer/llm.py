@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
+from engineer.options import python_object
 from engineer.prompt import build_messages, build_text_prompt
 from engineer.proposal import decide_from_answer
 from simulator.config import StageConfig
@@ -71,9 +72,13 @@ class LLMEngineer:
     backend_spec: str
     """A policy backend spec: ``hf:PATH``, ``vllm:PATH`` or ``openai:MODEL`` (see :mod:`policy.backends`)."""
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
+    """Most tokens the model writes for one answer."""
     temperature: float = DEFAULT_TEMPERATURE
+    """Sampling temperature (0: greedy)."""
     top_p: float = 0.95
+    """Nucleus sampling's probability mass."""
     enable_thinking: bool = False
+    """Let a model with a thinking mode think before it answers (its chat template's ``enable_thinking``)."""
     timeout_s: float = DEFAULT_TIMEOUT_S
     """Bound on loading plus generating, in seconds; beyond it the fallback is taken."""
     show_schema: bool = True
@@ -82,7 +87,7 @@ class LLMEngineer:
     """``chat`` messages, raw ``text``, or ``auto``: text for a backend whose tokenizer has no chat template."""
     fit_prompt: bool = True
     """Fit the prompt to a small model's tokenizer and window (module docstring); recorded when it acts."""
-    backend: Any = None
+    backend: Any = python_object()
     """A ready backend to use instead of loading ``backend_spec``."""
     name: str = field(init=False)
 

@@ -23,7 +23,8 @@ import numpy as np
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.rule import RULE_METRICS, check_options, hole_ratio_cap, rounded_shares, size_rates
+from engineer.options import check_options, choice, integer, number
+from engineer.rule import RULE_METRICS, hole_ratio_cap, rounded_shares, size_rates
 from simulator.config import MAX_HOLE_RATIO, MAX_SIZE, SizeSpec, StageConfig
 from simulator.errors import ConfigError
 
@@ -35,22 +36,26 @@ _DIGITS = 4
 class MutateEngineer:
     """See the module docstring. Options: ``make_engineer("mutate", low=0.3, grow=0.25)``."""
 
-    low: float = 0.2
-    high: float = 0.8
-    """The learnable band of success rates: only sizes inside it are edited."""
-    hole_step: float = 0.05
-    wait_step: float = 0.1
-    grow: float = 0.5
+    low: float = number(0.2, 0, 1)
+    """Lower end of the learnable band of success rates: only sizes inside the band are edited."""
+    high: float = number(0.8, 0, 1)
+    """Upper end of the learnable band."""
+    hole_step: float = number(0.05, 0, 1)
+    """Hole ratio a ``holes`` edit adds."""
+    wait_step: float = number(0.1, 0, 1)
+    """Wait ratio a ``waits`` edit adds."""
+    grow: float = number(0.5, 0, 1)
     """Share of a size's data ratio that a ``bigger`` edit moves to the next side."""
-    max_hole_ratio: float = 0.5
-    min_episodes: int = 4
-    metric: str = "valid_rate"
+    max_hole_ratio: float = number(0.5, 0, MAX_HOLE_RATIO)
+    """A ``holes`` edit never raises a hole ratio past this."""
+    min_episodes: int = integer(4, 0)
+    """Fewer validation episodes of a size than this: no evidence, the size is left alone."""
+    metric: str = choice("valid_rate", RULE_METRICS)
+    """The evidence's rate it reads per size: ``valid_rate`` or ``optimal_rate``."""
     name: str = "mutate"
 
     def __post_init__(self) -> None:
-        check_options("mutate", self, numbers=[*((option, 0, 1) for option in (
-            "low", "high", "hole_step", "wait_step", "grow")), ("max_hole_ratio", 0, MAX_HOLE_RATIO)],
-            integers=(("min_episodes", 0, None),), choices=(("metric", RULE_METRICS),))
+        check_options(self)
         if self.low > self.high:
             raise ConfigError("mutate.low", self.low, f"at most mutate.high ({self.high})")
 
@@ -72,8 +77,7 @@ class MutateEngineer:
 
         behavior = context.behavior
         if behavior is None:
-            notes.append("kept the config: no evidence of behavior")
-            return decide(config, "mutate: no behavior section in the context, nothing to act on")
+            return decider.without_behavior()
         by_size = behavior.by_size
         rng = np.random.default_rng([seed % (2**63), 0xACCE1])
         agents = config.agents_max

@@ -30,12 +30,13 @@ wait ratios, agents, samples, seed, slip and horizon never change. Ratios are ro
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.evidence import TrainingSignal
-from engineer.rule import check_options, filled_values, floored_shares, reweighted, side_table
+from engineer.options import check_options, choice, number, state
+from engineer.rule import filled_values, floored_shares, reweighted, side_table
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
@@ -82,19 +83,18 @@ def progress_shares(values: dict[int, float], floor: float) -> dict[int, float] 
 class ProgressEngineer:
     """See the module docstring. Options: ``make_engineer("progress", floor=0.1, step_size=0.5, scale="logit")``."""
 
-    step_size: float = 0.5
+    step_size: float = number(0.5, 1e-6, 1.0)
     """How far a size's value moves toward each new observation of its progress, in (0, 1]."""
-    floor: float = 0.1
+    floor: float = number(0.1, 0.0, 1.0)
     """Least data ratio of every size."""
-    scale: str = "logit"
+    scale: str = choice("logit", PROGRESS_SCALES)
     """What a change of rate is measured on: ``logit`` (log-odds) or ``absolute``."""
     name: str = "progress"
-    values: dict = field(default_factory=dict)
-    rates: dict = field(default_factory=dict)
+    values: dict = state(dict)
+    rates: dict = state(dict)
 
     def __post_init__(self) -> None:
-        check_options("progress", self, numbers=(("step_size", 1e-6, 1.0), ("floor", 0.0, 1.0)),
-                      choices=(("scale", PROGRESS_SCALES),))
+        check_options(self)
         self.load_state({"values": self.values, "rates": self.rates})
 
     def load_state(self, state: dict | None) -> None:

@@ -37,14 +37,15 @@ from the same buffer.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.material import StageMaterial
-from engineer.rule import RULE_METRICS, check_options
+from engineer.options import check_options, choice, integer, number, state
+from engineer.rule import RULE_METRICS
 from replays.mining import FailureSummary
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -85,27 +86,25 @@ def replay_probabilities(scores: list[float], seen: list[int], now: int, tempera
 class ReplayEngineer:
     """See the module docstring. Options: ``make_engineer("replay", share=0.25, buffer_size=1000)``."""
 
-    share: float = 0.25
+    share: float = number(0.25, 0.0, 0.9)
     """Share of the next stage's samples that are replayed, in [0, 0.9] (PLR's replay probability)."""
-    buffer_size: int = 1000
+    buffer_size: int = integer(1000, 1, MAX_BUFFER)
     """Most instances kept in the buffer."""
-    temperature: float = 0.1
+    temperature: float = number(0.1, 0.05, 100.0)
     """PLR's rank temperature ``beta``: smaller replays the top ranks more."""
-    staleness: float = 0.1
+    staleness: float = number(0.1, 0.0, 1.0)
     """PLR's staleness weight ``rho``, in [0, 1]."""
-    min_episodes: int = 4
+    min_episodes: int = integer(4, 0, 10**9)
     """Least evidence episodes of an instance's kind (size and makespan, or size) to score it by them."""
-    min_samples: int = 2
+    min_samples: int = integer(2, 1, 10**9)
     """Least samples of an instance itself (the stage's own, when it records them) to score it by them."""
-    metric: str = "valid_rate"
+    metric: str = choice("valid_rate", RULE_METRICS)
+    """The evidence's rate it reads per size: ``valid_rate`` or ``optimal_rate``."""
     name: str = "replay"
-    buffer: list = field(default_factory=list)
+    buffer: list = state(list)
 
     def __post_init__(self) -> None:
-        check_options("replay", self, numbers=(("share", 0.0, 0.9), ("temperature", 0.05, 100.0),
-                                               ("staleness", 0.0, 1.0)),
-                      integers=(("buffer_size", 1, MAX_BUFFER), ("min_episodes", 0, 10**9), ("min_samples", 1, 10**9)),
-                      choices=(("metric", RULE_METRICS),))
+        check_options(self)
         self.material: StageMaterial | None = None
         self.load_state({"buffer": self.buffer})
 

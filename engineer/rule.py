@@ -29,6 +29,7 @@ from fractions import Fraction
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
+from engineer.options import check_options, choice, integer, number
 from replays.mining import GroupStats
 from simulator.config import MAX_HOLE_RATIO, SizeSpec, StageConfig
 from simulator.errors import ConfigError
@@ -55,26 +56,6 @@ def floored_shares(weights: dict[int, float], floor: float) -> dict[int, float]:
     floor = min(floor, 1.0 / len(weights))
     spread = 1.0 - floor * len(weights)
     return {side: floor + spread * weight / total for side, weight in weights.items()}
-
-
-def check_options(engineer: str, owner, numbers=(), integers=(), choices=()) -> None:
-    """ConfigError naming ``engineer.option`` for the first option of ``owner`` out of its bounds, in this order:
-    ``numbers`` as ``(option, low, high)`` (an int or float, not a bool, in ``[low, high]``), ``integers`` as
-    ``(option, low, high)`` (an int, not a bool, at least ``low`` and at most ``high`` unless it is None), and
-    ``choices`` as ``(option, allowed)`` (one of the ``allowed`` names)."""
-    for option, low, high in numbers:
-        value = getattr(owner, option)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-            raise ConfigError(f"{engineer}.{option}", value, f"a number in [{low}, {high}]")
-    for option, low, high in integers:
-        value = getattr(owner, option)
-        if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-            raise ConfigError(f"{engineer}.{option}", value,
-                              f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]")
-    for option, allowed in choices:
-        value = getattr(owner, option)
-        if value not in allowed:
-            raise ConfigError(f"{engineer}.{option}", value, f"one of {', '.join(allowed)}")
 
 
 def side_table(state: dict, key: str, cast) -> dict[int, float]:
@@ -129,27 +110,28 @@ def size_rates(by_size: Mapping[str, GroupStats], config: StageConfig, min_episo
 class RuleEngineer:
     """See the module docstring. Thresholds are options (``make_engineer("rule", low=0.1, ...)``)."""
 
-    low: float = 0.2
+    low: float = number(0.2, 0, 1)
     """Rate below which a size is hopeless."""
-    high: float = 0.8
+    high: float = number(0.8, 0, 1)
     """Rate above which a size is solved."""
-    shift: float = 0.5
+    shift: float = number(0.5, 0, 1)
     """Share of a solved or hopeless size's weight moved to mid-range sizes per stage."""
-    cope: float = 0.6
+    cope: float = number(0.6, 0, 1)
     """Rate at or above which holes and waits are raised."""
-    hole_step: float = 0.05
-    wait_step: float = 0.1
-    max_hole_ratio: float = 0.5
+    hole_step: float = number(0.05, 0, 1)
+    """Hole ratio added to a size it raises."""
+    wait_step: float = number(0.1, 0, 1)
+    """Wait ratio added to a size it raises."""
+    max_hole_ratio: float = number(0.5, 0, 1)
     """The rule never raises a hole ratio past this (the benchmark goes up to 0.5)."""
-    min_episodes: int = 4
+    min_episodes: int = integer(4, 0)
     """Fewer validation episodes of a size than this: no evidence, the size is left alone."""
-    metric: str = "valid_rate"
+    metric: str = choice("valid_rate", RULE_METRICS)
+    """The evidence's rate it reads per size: ``valid_rate`` or ``optimal_rate``."""
     name: str = "rule"
 
     def __post_init__(self) -> None:
-        check_options("rule", self, numbers=[(option, 0, 1) for option in (
-            "low", "high", "shift", "cope", "hole_step", "wait_step", "max_hole_ratio")],
-            integers=(("min_episodes", 0, None),), choices=(("metric", RULE_METRICS),))
+        check_options(self)
         if self.low > self.high:
             raise ConfigError("rule.low", self.low, f"at most rule.high ({self.high})")
 
@@ -167,8 +149,7 @@ class RuleEngineer:
         notes = decider.notes
         behavior = context.behavior
         if behavior is None:
-            notes.append("kept the config: no evidence of behavior")
-            return decider.decide(config, "rule: no behavior section in the context, nothing to act on")
+            return decider.without_behavior()
         rates = size_rates(behavior.by_size, config, self.min_episodes, self.metric, notes)
         classes = {side: self.classify(rate) for side, rate in rates.items()}
 

@@ -34,13 +34,14 @@ the same targets. Data, hole and wait ratios, agents, samples, seed, slip and ho
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from engineer.bands import fillable_band, makespan_levels
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.evidence import SignalFigures
-from engineer.rule import check_options, side_table
+from engineer.options import check_options, integer, number, state
+from engineer.rule import side_table
 from simulator.config import MAX_HORIZON, StageConfig
 from simulator.errors import ConfigError
 
@@ -54,23 +55,21 @@ def next_target(target: float, reward: float, eta: float, alpha: float, beta: fl
 class TargetEngineer:
     """See the module docstring. Options: ``make_engineer("target", eta=1.0, alpha=2.0, beta=0.5, radius=1)``."""
 
-    eta: float = 1.0
+    eta: float = number(1.0, 1e-6, 100.0)
     """Step size: the most the target moves per stage, in makespan steps (AdaRFT's ``eta``, on our scale)."""
-    alpha: float = 2.0
+    alpha: float = number(2.0, 1e-6, 100.0)
     """Sensitivity of the step to the reward's distance from ``beta``."""
-    beta: float = 0.5
+    beta: float = number(0.5, 0.0, 1.0)
     """The sampled valid rate the curriculum aims at: above it the target rises, below it falls."""
-    start: float = 1.0
+    start: float = number(1.0, 1.0, float(MAX_HORIZON))
     """A size's first target (an optimal makespan)."""
-    radius: int = 1
+    radius: int = integer(1, 0, MAX_HORIZON)
     """Half width of the makespan band around the target."""
     name: str = "target"
-    targets: dict = field(default_factory=dict)
+    targets: dict = state(dict)
 
     def __post_init__(self) -> None:
-        check_options("target", self, numbers=(("eta", 1e-6, 100.0), ("alpha", 1e-6, 100.0), ("beta", 0.0, 1.0),
-                                               ("start", 1.0, float(MAX_HORIZON))),
-                      integers=(("radius", 0, MAX_HORIZON),))
+        check_options(self)
         self.load_state({"targets": self.targets})
 
     def load_state(self, state: dict | None) -> None:
@@ -97,8 +96,7 @@ class TargetEngineer:
 
         by_length = context.behavior.by_size_makespan if context.behavior is not None else {}
         if not by_length:
-            notes.append("no evidence split by optimal makespan (behavior.by_size_makespan): the targets stay")
-            return decide(config, "target: nothing to change")
+            return decider.keep("no evidence split by optimal makespan (behavior.by_size_makespan): the targets stay")
         signal = context.signal.by_size if context.signal is not None else {}
         sizes = dict(config.sizes)
         for side in config.used_sizes():

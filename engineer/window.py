@@ -39,7 +39,8 @@ from dataclasses import dataclass, replace
 from engineer.bands import fillable_band, makespan_levels
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.rule import RULE_METRICS, check_options, hole_ratio_cap
+from engineer.options import check_options, choice, integer, number
+from engineer.rule import RULE_METRICS, hole_ratio_cap
 from simulator.config import MAX_HOLE_RATIO, MAX_HORIZON, StageConfig
 
 _DIGITS = 4
@@ -49,26 +50,24 @@ _DIGITS = 4
 class WindowEngineer:
     """See the module docstring. Options: ``make_engineer("window", threshold=0.9, min_episodes=8, width=3)``."""
 
-    threshold: float = 0.9
+    threshold: float = number(0.9, 0.0, 1.0)
     """Rate on the top level at or above which the top rises (RLVE's 0.9)."""
-    min_episodes: int = 8
+    min_episodes: int = integer(8, 1, MAX_HORIZON)
     """Least evidence episodes of the top level before it can rise (RLVE's 8 problems)."""
-    width: int = 3
+    width: int = integer(3, 1, MAX_HORIZON)
     """Levels in a window once the top has risen past them: the lower bound is ``top - width + 1``."""
-    start: int = 1
+    start: int = integer(1, 1, MAX_HORIZON)
     """Top of the first window of a size whose config has no upper bound."""
-    hole_step: float = 0.0
+    hole_step: float = number(0.0, 0.0, 1.0)
     """Hole ratio added per level the top rises, in [0, 1]; 0 keeps the holes."""
-    max_hole_ratio: float = 0.5
+    max_hole_ratio: float = number(0.5, 0.0, MAX_HOLE_RATIO)
     """The engineer never raises a hole ratio past this."""
-    metric: str = "valid_rate"
+    metric: str = choice("valid_rate", RULE_METRICS)
+    """The evidence's rate it reads per size: ``valid_rate`` or ``optimal_rate``."""
     name: str = "window"
 
     def __post_init__(self) -> None:
-        check_options("window", self, numbers=(("threshold", 0.0, 1.0), ("hole_step", 0.0, 1.0),
-                                               ("max_hole_ratio", 0.0, MAX_HOLE_RATIO)),
-                      integers=[(option, 1, MAX_HORIZON) for option in ("min_episodes", "width", "start")],
-                      choices=(("metric", RULE_METRICS),))
+        check_options(self)
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Each used size's window moved by its evidence (see the module docstring); ``seed`` is unused."""
@@ -79,8 +78,7 @@ class WindowEngineer:
 
         by_length = context.behavior.by_size_makespan if context.behavior is not None else {}
         if not by_length:
-            notes.append("no evidence split by optimal makespan (behavior.by_size_makespan): the windows stay")
-            return decide(config, "window: nothing to change")
+            return decider.keep("no evidence split by optimal makespan (behavior.by_size_makespan): the windows stay")
         sizes = dict(config.sizes)
         for side in config.used_sizes():
             sizes[side] = self._slide(config, side, makespan_levels(by_length, side, self.metric), notes)

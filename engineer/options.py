@@ -1,0 +1,162 @@
+"""An engineer's options, declared once: each option is a field of the engineer's dataclass, and the field says
+which values it takes (``low: float = number(0.2, 0, 1)``). The checks and their ConfigError (naming
+``ENGINEER.OPTION``, the value and what is allowed), the unknown-option error of ``make_engineer`` and the option
+table (``mapf-lake engineers NAME``, the docs' engineer reference) all read that one declaration; an option's
+help is the docstring under its field.
+
+Fields that are an engineer's state between stages (``state(dict)``) or objects only Python code passes
+(``python_object()``), its ``name`` and an ``llm`` engineer's ``backend_spec`` are not rows of the table.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.errors import ConfigError
+
+ALLOWED = "allowed"
+STATE = "state"
+OBJECT = "object"
+NOT_OPTIONS = ("name", "backend_spec")
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """The values an option takes: ``choices`` (names), else a number (an integer when ``integer``) in ``[low,
+    high]``, ``high`` None for no upper bound. Bools are no numbers here."""
+
+    low: float | None = None
+    high: float | None = None
+    integer: bool = False
+    choices: tuple[str, ...] = ()
+
+    def admits(self, value: Any) -> bool:
+        if self.choices:
+            return value in self.choices
+        if isinstance(value, bool) or not isinstance(value, int if self.integer else (int, float)):
+            return False
+        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+
+    def __str__(self) -> str:
+        if self.choices:
+            return f"one of {', '.join(self.choices)}"
+        if self.integer:
+            return f"an integer >= {self.low}" if self.high is None else f"an integer in [{self.low}, {self.high}]"
+        return f"a number in [{self.low}, {self.high}]"
+
+
+def number(default: float, low: float, high: float) -> Any:
+    """An option that is an int or float in ``[low, high]``."""
+    return dataclasses.field(default=default, metadata={ALLOWED: Allowed(low, high)})
+
+
+def integer(default: int, low: int, high: int | None = None) -> Any:
+    """An option that is an integer at least ``low`` and at most ``high`` (None: no upper bound)."""
+    return dataclasses.field(default=default, metadata={ALLOWED: Allowed(low, high, integer=True)})
+
+
+def choice(default: str, choices: tuple[str, ...]) -> Any:
+    """An option that is one of ``choices``."""
+    return dataclasses.field(default=default, metadata={ALLOWED: Allowed(choices=tuple(choices))})
+
+
+def state(factory: Callable[[], Any] | None = None) -> Any:
+    """A field that carries the engineer's state from stage to stage (see its ``load_state``), not an option:
+    empty from ``factory``, or None without one."""
+    if factory is None:
+        return dataclasses.field(default=None, metadata={STATE: True})
+    return dataclasses.field(default_factory=factory, metadata={STATE: True})
+
+
+def python_object(default: Any = None) -> Any:
+    """An option only Python code passes (an object, such as a ready backend), not a value a config file holds:
+    ``make_engineer`` takes it, the option table leaves it out."""
+    return dataclasses.field(default=default, metadata={OBJECT: True})
+
+
+def check_options(owner: Any) -> None:
+    """ConfigError naming ``NAME.OPTION`` for the first field of ``owner`` (in declaration order) whose value its
+    declaration does not allow."""
+    for field in dataclasses.fields(owner):
+        allowed = field.metadata.get(ALLOWED)
+        value = getattr(owner, field.name)
+        if allowed is not None and not allowed.admits(value):
+            raise ConfigError(f"{owner.name}.{field.name}", value, str(allowed))
+
+
+@dataclass(frozen=True)
+class Option:
+    """One row of an engineer's option table."""
+
+    name: str
+    default: Any
+    allowed: str
+    """What the declaration allows ("a number in [0, 1]"), else the field's type."""
+    help: str
+    """The docstring under the field ("" when it has none)."""
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstrings under the fields of ``cls`` (attribute docstrings), by field name; {} without its source."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs = {}
+    for statement, after in zip(body, body[1:]):
+        if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+                and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)):
+            docs[statement.target.id] = " ".join(inspect.cleandoc(after.value.value).split())
+    return docs
+
+
+def option_names(cls: type) -> list[str]:
+    """The options ``make_engineer`` takes for an engineer class: its init fields but the name (and
+    ``backend_spec``), state fields included (a decision's state continues through them)."""
+    return [field.name for field in dataclasses.fields(cls) if field.init and field.name not in NOT_OPTIONS]
+
+
+def option_table(cls: type) -> list[Option]:
+    """The options of an engineer class for people: its option fields without the state ones, in order."""
+    docs = field_docs(cls)
+    rows = []
+    for field in dataclasses.fields(cls):
+        if not field.init or field.name in NOT_OPTIONS or field.metadata.get(STATE) or field.metadata.get(OBJECT):
+            continue
+        allowed = field.metadata.get(ALLOWED)
+        default = field.default if field.default is not dataclasses.MISSING else None
+        rows.append(Option(field.name, default, str(allowed) if allowed is not None else str(field.type),
+                           docs.get(field.name, "")))
+    return rows
+
+
+def _as_written(value: Any) -> str:
+    """A default as a config file writes it: ``true``, ``null``, ``valid_rate``, ``0.5``."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "null" if value is None else str(value)
+
+
+def format_option_table(rows: list[Option], width: int = 80) -> str:
+    """``rows`` as text for a terminal ``width`` columns wide: each option's name, default and allowed values on
+    a line, its help wrapped and indented under them."""
+    name_width = max((len(row.name) for row in rows), default=0) + 2
+    lines = []
+    for row in rows:
+        lines.append(f"  {row.name:<{name_width}}{_as_written(row.default):<12} {row.allowed}".rstrip())
+        if row.help:
+            lines.extend(textwrap.wrap(row.help.replace("``", ""), width, initial_indent=" " * 6,
+                                       subsequent_indent=" " * 6))
+    return "\n".join(lines)
+
+
+__all__ = ["Allowed", "Option", "check_options", "choice", "field_docs", "format_option_table", "integer", "number", "option_names",
+           "option_table", "python_object", "state"]
