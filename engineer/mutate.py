@@ -23,9 +23,9 @@ import numpy as np
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.options import check_options, choice, integer, number
-from engineer.rule import RULE_METRICS, hole_ratio_cap, rounded_shares, size_rates
-from simulator.config import MAX_HOLE_RATIO, MAX_SIZE, SizeSpec, StageConfig
+from engineer.options import number
+from engineer.rule import RateBand, hole_ratio_cap, rounded_shares, size_rates
+from simulator.config import MAX_SIZE, SizeSpec, StageConfig
 from simulator.errors import ConfigError
 
 MUTATIONS = ("holes", "waits", "bigger")
@@ -33,31 +33,13 @@ _DIGITS = 4
 
 
 @dataclass
-class MutateEngineer:
-    """See the module docstring. Options: ``make_engineer("mutate", low=0.3, grow=0.25)``."""
+class MutateEngineer(RateBand):
+    """See the module docstring; the band and the steps are :class:`engineer.rule.RateBand`'s. Options:
+    ``make_engineer("mutate", low=0.3, grow=0.25)``."""
 
-    low: float = number(0.2, 0, 1)
-    """Lower end of the learnable band of success rates: only sizes inside the band are edited."""
-    high: float = number(0.8, 0, 1)
-    """Upper end of the learnable band."""
-    hole_step: float = number(0.05, 0, 1)
-    """Hole ratio a ``holes`` edit adds."""
-    wait_step: float = number(0.1, 0, 1)
-    """Wait ratio a ``waits`` edit adds."""
     grow: float = number(0.5, 0, 1)
     """Share of a size's data ratio that a ``bigger`` edit moves to the next side."""
-    max_hole_ratio: float = number(0.5, 0, MAX_HOLE_RATIO)
-    """A ``holes`` edit never raises a hole ratio past this."""
-    min_episodes: int = integer(4, 0)
-    """Fewer validation episodes of a size than this: no evidence, the size is left alone."""
-    metric: str = choice("valid_rate", RULE_METRICS)
-    """The evidence's rate it reads per size: ``valid_rate`` or ``optimal_rate``."""
     name: str = "mutate"
-
-    def __post_init__(self) -> None:
-        check_options(self)
-        if self.low > self.high:
-            raise ConfigError("mutate.low", self.low, f"at most mutate.high ({self.high})")
 
     def _edits(self, side: int, spec: SizeSpec, agents: int) -> list[str]:
         """The edits that change something for this size."""

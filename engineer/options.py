@@ -103,18 +103,20 @@ class Option:
 
 
 def field_docs(cls: type) -> dict[str, str]:
-    """The docstrings under the fields of ``cls`` (attribute docstrings), by field name; {} without its source."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    except (OSError, TypeError, SyntaxError):
-        return {}
-    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-    docs = {}
-    for statement, after in zip(body, body[1:]):
-        if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
-                and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-                and isinstance(after.value.value, str)):
-            docs[statement.target.id] = " ".join(inspect.cleandoc(after.value.value).split())
+    """The docstrings under the fields of ``cls`` and of the classes it derives from (attribute docstrings), by
+    field name, the nearest class's winning; a class whose source cannot be read adds none."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for statement, after in zip(body, body[1:]):
+            if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+                    and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                    and isinstance(after.value.value, str)):
+                docs[statement.target.id] = " ".join(inspect.cleandoc(after.value.value).split())
     return docs
 
 

@@ -107,33 +107,43 @@ def size_rates(by_size: Mapping[str, GroupStats], config: StageConfig, min_episo
 
 
 @dataclass
-class RuleEngineer:
-    """See the module docstring. Thresholds are options (``make_engineer("rule", low=0.1, ...)``)."""
+class RateBand:
+    """The options the ``rule`` and ``mutate`` engineers share: a band of success rates, how far they raise a
+    size's holes and waits, and which evidence they read."""
 
     low: float = number(0.2, 0, 1)
-    """Rate below which a size is hopeless."""
+    """Lower end of the band of success rates (rule: below it a size is hopeless; mutate: only sizes inside the
+    band are edited)."""
     high: float = number(0.8, 0, 1)
-    """Rate above which a size is solved."""
-    shift: float = number(0.5, 0, 1)
-    """Share of a solved or hopeless size's weight moved to mid-range sizes per stage."""
-    cope: float = number(0.6, 0, 1)
-    """Rate at or above which holes and waits are raised."""
+    """Upper end of the band (rule: above it a size is solved)."""
     hole_step: float = number(0.05, 0, 1)
-    """Hole ratio added to a size it raises."""
+    """Hole ratio added to a size whose holes are raised."""
     wait_step: float = number(0.1, 0, 1)
-    """Wait ratio added to a size it raises."""
-    max_hole_ratio: float = number(0.5, 0, 1)
-    """The rule never raises a hole ratio past this (the benchmark goes up to 0.5)."""
+    """Wait ratio added to a size whose waits are raised."""
+    max_hole_ratio: float = number(0.5, 0, MAX_HOLE_RATIO)
+    """Holes are never raised past this ratio (the benchmark goes up to 0.5), nor so far that fewer free cells than
+    agents remain."""
     min_episodes: int = integer(4, 0)
     """Fewer validation episodes of a size than this: no evidence, the size is left alone."""
     metric: str = choice("valid_rate", RULE_METRICS)
     """The evidence's rate it reads per size: ``valid_rate`` or ``optimal_rate``."""
-    name: str = "rule"
+    name: str = "band"
 
     def __post_init__(self) -> None:
         check_options(self)
         if self.low > self.high:
-            raise ConfigError("rule.low", self.low, f"at most rule.high ({self.high})")
+            raise ConfigError(f"{self.name}.low", self.low, f"at most {self.name}.high ({self.high})")
+
+
+@dataclass
+class RuleEngineer(RateBand):
+    """See the module docstring. Thresholds are options (``make_engineer("rule", low=0.1, ...)``)."""
+
+    shift: float = number(0.5, 0, 1)
+    """Share of a solved or hopeless size's weight moved to mid-range sizes per stage."""
+    cope: float = number(0.6, 0, 1)
+    """Rate at or above which holes and waits are raised."""
+    name: str = "rule"
 
     def classify(self, rate: float) -> str:
         """``"hopeless"``, ``"mid"`` or ``"solved"`` for a success rate."""

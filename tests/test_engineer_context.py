@@ -17,24 +17,16 @@ from replays.mining import FailureSummary, summarize
 from replays.types import ReplayHeader
 from replays.writer import write_replay
 from simulator import constants as C
-from simulator.config import StageConfig
+from simulator.config import SizeSpec, StageConfig
 from simulator.errors import ConfigError
 from simulator.generator import generate
 
-STAGE = {
-    "agents": [2, 3],
-    "samples": 48,
-    "seed": 5,
-    "sizes": {
-        3: {"data_ratio": 0.25, "hole_ratio": 0.2, "wait_ratio": 0.5},
-        5: {"data_ratio": 0.75, "hole_ratio": 0.3, "wait_ratio": 0.5},
-    },
-}
+STAGE = StageConfig(2, 3, samples=48, seed=5, sizes={3: SizeSpec(0.25, 0.2, 0.5), 5: SizeSpec(0.75, 0.3, 0.5)})
 
 
 @pytest.fixture(scope="module")
 def stage_config():
-    return StageConfig.from_dict(STAGE)
+    return STAGE
 
 
 @pytest.fixture(scope="module")

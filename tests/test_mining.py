@@ -13,17 +13,9 @@ from replays.mining import FailureSummary, render_summary, summarize, summarize_
 from replays.types import ReplayHeader
 from replays.writer import write_replay
 from simulator import constants as C
-from simulator.config import StageConfig
+from simulator.config import SizeSpec, StageConfig
 
-CONFIG = StageConfig.from_dict({
-    "agents": [2, 3],
-    "samples": 60,
-    "seed": 11,
-    "sizes": {
-        4: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.6},
-        7: {"data_ratio": 0.5, "hole_ratio": 0.3, "wait_ratio": 0.6},
-    },
-})
+CONFIG = StageConfig(2, 3, samples=60, seed=11, sizes={4: SizeSpec(0.5, 0.2, 0.6), 7: SizeSpec(0.5, 0.3, 0.6)})
 
 
 @pytest.fixture(scope="module")

@@ -18,21 +18,13 @@ from engineer.evidence import (SampledPass, SignalFigures, StageEvidence, Traini
 from policy.rollout import judge_episodes
 from policy.scripted import make_scripted
 from replays.mining import FailureSummary, GroupStats, render_summary, summarize
-from simulator.config import StageConfig, default_stage_config
+from simulator.config import SizeSpec, StageConfig, default_stage_config
 from simulator.errors import ConfigError
 from simulator.generator import generate
 from tests.documents import DELETE, set_at
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "replay_v1.mlr"
-STAGE = StageConfig.from_dict({
-    "agents": [2, 3],
-    "samples": 40,
-    "seed": 9,
-    "sizes": {
-        3: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.5},
-        5: {"data_ratio": 0.5, "hole_ratio": 0.3, "wait_ratio": 0.5},
-    },
-})
+STAGE = StageConfig(2, 3, samples=40, seed=9, sizes={3: SizeSpec(0.5, 0.2, 0.5), 5: SizeSpec(0.5, 0.3, 0.5)})
 
 
 @pytest.fixture(scope="module")
