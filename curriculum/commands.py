@@ -7,6 +7,7 @@ import sys
 
 from curriculum.config import parse_overrides
 from engineer.engineers import compare_specs
+from simulator.cli import add_command
 
 # The comparison set of ``train --compare``: same budget and seeds, only the engineer differs.
 COMPARE_ENGINEERS = compare_specs()  # one per registered engineer (engineer.engineers.ENGINEERS)
@@ -223,8 +224,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    train = commands.add_parser(
-        "train",
+    train = add_command(
+        commands, "train", _train,
         help="a curriculum run: warm start, then GRPO stages with the environment engineer in the loop",
         description=(
             "Run (or resume) a curriculum: generate the stage's instances from its config, train with TRL GRPO "
@@ -269,24 +270,32 @@ def register(commands: argparse._SubParsersAction) -> None:
                             "real tokenizer and chat template for hub models, 2 stages of 2 steps, 8 validation "
                             "instances, paper-quick evaluation; everything else as configured (run name + "
                             "'-rehearsal')")
-    train.set_defaults(handler=_train)
 
-    report = commands.add_parser("report", help="per-stage metrics, config trajectory and PNG plots of a run",
-                                 description="Prints per-stage metrics and the config trajectory; writes rates.png "
-                                             "and mix.png into the run folder (or --plots DIR).")
+    report = add_command(
+        commands, "report", _report,
+        help="per-stage metrics, config trajectory and PNG plots of a run",
+        description=(
+            "Prints per-stage metrics and the config trajectory; writes rates.png "
+            "and mix.png into the run folder (or --plots DIR)."
+        ),
+    )
     report.add_argument("run", nargs="+", help="run folder(s); several: learning curves per arm over seeds too")
     report.add_argument("--plots", help="folder for the PNG plots (default: the (first) run folder)")
-    report.set_defaults(handler=_report)
 
-    compare = commands.add_parser("compare", help="paper-style table across runs (final evaluation)",
-                                  description="Rows = runs, columns = map sizes (valid/optimal %), mean column; then "
-                                              "the runs grouped by arm over seeds: mean ± 95% interval of the "
-                                              "held-out validation rates, the lift over the warm start and the "
-                                              "final suite, and paired differences against --reference with the "
-                                              "p of a paired t test that each is 0, Holm-adjusted over the arms "
-                                              "compared (the first metric's p is printed; --json has all). Each "
-                                              "pair must come from one installation (the library versions in the "
-                                              "runs' manifest.json).")
+    compare = add_command(
+        commands, "compare", _compare,
+        help="paper-style table across runs (final evaluation)",
+        description=(
+            "Rows = runs, columns = map sizes (valid/optimal %), mean column; then "
+            "the runs grouped by arm over seeds: mean ± 95% interval of the "
+            "held-out validation rates, the lift over the warm start and the "
+            "final suite, and paired differences against --reference with the "
+            "p of a paired t test that each is 0, Holm-adjusted over the arms "
+            "compared (the first metric's p is printed; --json has all). Each "
+            "pair must come from one installation (the library versions in the "
+            "runs' manifest.json)."
+        ),
+    )
     compare.add_argument("runs", nargs="+", help="run folders")
     compare.add_argument("--reference", default="fixed", help="arm the paired differences are taken against "
                          "(default fixed)")
@@ -298,4 +307,3 @@ def register(commands: argparse._SubParsersAction) -> None:
                          "its differences then mix library effects with the arm's (default: refuse)")
     compare.add_argument("--json", action="store_true", help="print the seed comparison as JSON (p, p_holm, "
                          "per-seed figures, primary, mixed installations)")
-    compare.set_defaults(handler=_compare)

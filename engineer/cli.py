@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engineer.engineers import engineer_names
+from simulator.cli import add_command
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from engineer.context import HistoryEntry
@@ -129,18 +130,22 @@ def _engineers(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    listing = commands.add_parser(
-        "engineers",
+    listing = add_command(
+        commands, "engineers", _engineers,
         help="list the engineers, or one engineer's options with their defaults and allowed values",
-        description="Without NAME: every registered engineer and what it does. With NAME: its options, each with "
-                    "its default, the values it takes and what it does (the same declarations that check them).",
-        epilog="examples:\n  mapf-lake engineers\n  mapf-lake engineers window",
+        description=(
+            "Without NAME: every registered engineer and what it does. With NAME: its options, each with "
+            "its default, the values it takes and what it does (the same declarations that check them)."
+        ),
+        examples=(
+            "mapf-lake engineers",
+            "mapf-lake engineers window",
+        ),
     )
     listing.add_argument("name", nargs="?", metavar="NAME", help="an engineer's name (e.g. rule, window, llm)")
-    listing.set_defaults(handler=_engineers)
 
-    parser = commands.add_parser(
-        "engineer",
+    parser = add_command(
+        commands, "engineer", _engineer,
         help="read a stage's replays and write the next stage's config",
         description=(
             "Builds the engineer's context from the replays (behavior, failures, env_stats, history), asks the "
@@ -169,4 +174,3 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="an engineer option, repeatable (e.g. timeout_s=60, temperature=0, low=0.1)",
     )
     parser.add_argument("--show-context", action="store_true", help="print the context the engineer read")
-    parser.set_defaults(handler=_engineer)

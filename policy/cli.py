@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from policy.prompts import PROMPT_STYLES
+from simulator.cli import add_command
 
 
 def rollout_file_name(policy: str, config) -> str:
@@ -172,8 +173,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     register_model_commands(commands)
 
-    export = commands.add_parser(
-        "export",
+    export = add_command(
+        commands, "export", _export,
         help="a suite or a stage config as a dataset file for other trainers (verl, OpenRLHF, datasets)",
         description=(
             "Generate a benchmark suite (--suite) or a stage config's instances (--config) and write them as a "
@@ -197,19 +198,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     export.add_argument("--style", choices=sorted(PROMPT_STYLES), default="natural",
                         help="prompt style of the rows (default natural: chat messages for real models)")
     export.add_argument("--split", default="test", help="split name written into verl's extra_info (default test)")
-    export.set_defaults(handler=_export)
 
-    rollout = commands.add_parser(
-        "rollout",
+    rollout = add_command(
+        commands, "rollout", _rollout,
         help="run a scripted policy on generated instances, judge the plans, write replays",
         description=(
             "Generate a stage's instances (from --config or the gen flags), run a scripted policy (random, greedy, "
             "oracle), judge every plan in one batch and write a replay file into --out; prints the failure summary."
         ),
-        epilog=(
-            "examples:\n"
-            "  mapf-lake rollout --policy greedy --size 6 --agents 2 --n 200 --out runs/rollouts\n"
-            "  mapf-lake rollout --policy random --config stage.yaml --out runs/rollouts"
+        examples=(
+            "mapf-lake rollout --policy greedy --size 6 --agents 2 --n 200 --out runs/rollouts",
+            "mapf-lake rollout --policy random --config stage.yaml --out runs/rollouts",
         ),
     )
     rollout.add_argument("--policy", required=True, choices=sorted(SCRIPTED_POLICIES), help="scripted policy")
@@ -218,10 +217,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     rollout.add_argument("--run-id", default=None, help="run id recorded in the replay header (default: random)")
     rollout.add_argument("--config", help="stage config file (.yaml, .yml or .json)")
     add_stage_flags(rollout, n_default=100)
-    rollout.set_defaults(handler=_rollout)
 
-    evaluation = commands.add_parser(
-        "eval",
+    evaluation = add_command(
+        commands, "eval", _eval,
         help="paper-style evaluation of a policy on a benchmark suite, your own instances or a stage config "
              "(resumable)",
         description=(
@@ -233,13 +231,12 @@ def register(commands: argparse._SubParsersAction) -> None:
             "config document). Re-running with the same --out skips finished cells. POLICY: random, greedy, "
             "oracle, or a model backend spec hf:PATH, vllm:PATH, openai:MODEL."
         ),
-        epilog=(
-            "examples:\n"
-            "  mapf-lake eval --policy greedy --suite paper --quick\n"
-            "  mapf-lake eval --policy oracle --instances mine.jsonl\n"
-            "  mapf-lake eval --policy greedy --config stage.yaml --seed 7\n"
-            "  mapf-lake eval --policy hf:runs/tiny-rule/stage-03/model --suite paper --out runs/eval-tiny\n"
-            "  mapf-lake eval --policy openai:MODEL --suite paper-quick   # with MAPF_LAKE_OPENAI_BASE_URL set"
+        examples=(
+            "mapf-lake eval --policy greedy --suite paper --quick",
+            "mapf-lake eval --policy oracle --instances mine.jsonl",
+            "mapf-lake eval --policy greedy --config stage.yaml --seed 7",
+            "mapf-lake eval --policy hf:runs/tiny-rule/stage-03/model --suite paper --out runs/eval-tiny",
+            "mapf-lake eval --policy openai:MODEL --suite paper-quick   # with MAPF_LAKE_OPENAI_BASE_URL set",
         ),
     )
     evaluation.add_argument("--policy", required=True, help="scripted name or backend spec")
@@ -267,4 +264,3 @@ def register(commands: argparse._SubParsersAction) -> None:
     evaluation.add_argument("--top-k", type=int, default=0, help="keep the k likeliest tokens (default 0: off; the "
                             "paper's thinking decoding: --thinking --temperature 0.6 --top-p 0.95 --top-k 20)")
     evaluation.add_argument("--thinking", action="store_true", help="Qwen3 thinking mode on")
-    evaluation.set_defaults(handler=_eval)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from simulator.cli import add_command
 
 
 def _resolution(text: str) -> tuple[int, int]:
@@ -142,8 +143,8 @@ def play_start(args: argparse.Namespace) -> tuple:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    watch = commands.add_parser(
-        "watch",
+    watch = add_command(
+        commands, "watch", _watch,
         help="watch replays: a pygame window, the terminal (--terminal), or files (--png/--gif/--svg/--mp4)",
         description=(
             "Show the episodes of a replay file, or of a folder of them, step by step: the lake, the agents, each "
@@ -154,11 +155,10 @@ def register(commands: argparse._SubParsersAction) -> None:
             "--gif, --svg or --mp4 nothing opens: the frame or the whole episode is written to a file (no display "
             "needed); several of them can be given at once."
         ),
-        epilog=(
-            "examples:\n"
-            "  mapf-lake watch runs/rollouts\n"
-            "  mapf-lake watch runs/rollouts --terminal --episode 3\n"
-            "  mapf-lake watch runs/rollouts --episode 3 --gif episode.gif   # a folder of replays, or one .mlr file"
+        examples=(
+            "mapf-lake watch runs/rollouts",
+            "mapf-lake watch runs/rollouts --terminal --episode 3",
+            "mapf-lake watch runs/rollouts --episode 3 --gif episode.gif   # a folder of replays, or one .mlr file",
         ),
     )
     watch.add_argument("path", help="a replay file (.mlr) or a folder of them")
@@ -186,10 +186,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                             "down to even sizes for the MP4; the SVG is vector and ignores it)")
     watch.add_argument("--terminal", action="store_true", help="show the replays in the terminal (Textual)")
     watch.add_argument("--paused", action="store_true", help="start paused")
-    watch.set_defaults(handler=_watch)
 
-    play = commands.add_parser(
-        "play",
+    play = add_command(
+        commands, "play", _play,
         help="play an instance by hand in the terminal (Textual) and save the game as a replay",
         description=(
             "Play MAPF-FrozenLake in the terminal. With map flags a certified instance is generated and the game "
@@ -197,11 +196,10 @@ def register(commands: argparse._SubParsersAction) -> None:
             "digit select an agent, arrows or WASD move it, space waits, enter commits the joint step, u undo, "
             "r restart, h hint (the optimal plan from here), ctrl+s save, n new game, q quit."
         ),
-        epilog=(
-            "examples:\n"
-            "  mapf-lake play --size 5 --agents 2 --seed 3\n"
-            "  mapf-lake gen --size 5 --n 10 --out five.jsonl && mapf-lake play --load five.jsonl --episode 3\n"
-            "  mapf-lake play --map arena.map --scen arena-even-1.scen --agents 3 --episode 2"
+        examples=(
+            "mapf-lake play --size 5 --agents 2 --seed 3",
+            "mapf-lake gen --size 5 --n 10 --out five.jsonl && mapf-lake play --load five.jsonl --episode 3",
+            "mapf-lake play --map arena.map --scen arena-even-1.scen --agents 3 --episode 2",
         ),
     )
     play.add_argument("--size", type=int, default=None, help="map side, 3..32 (default 6)")
@@ -222,4 +220,3 @@ def register(commands: argparse._SubParsersAction) -> None:
     play.add_argument("--scen", metavar="FILE.scen", help="the MovingAI scenario of --map (x = column, y = row)")
     play.add_argument("--save", metavar="OUT", default=None,
                       help="replay file that ctrl+s writes (default play-<date>-<time>.mlr here)")
-    play.set_defaults(handler=_play)

@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 from typing import TYPE_CHECKING, Any
+from simulator.cli import add_command
 
 if TYPE_CHECKING:
     from simulator.cli import Subcommands
@@ -35,21 +36,19 @@ def _summarize(args: argparse.Namespace) -> int:
 
 
 def register(commands: Subcommands) -> None:
-    summarize = commands.add_parser(
-        "summarize",
+    summarize = add_command(
+        commands, "summarize", _summarize,
         help="failure summary of replay files (what the environment engineer reads)",
         description=(
             "Counts and rates per failure category, map size and agent count; when and where failures happen; "
             "instance statistics of failures vs successes; a few failed episodes as text. PATH is a replay file "
             "or a folder of them."
         ),
-        epilog=(
-            "examples:\n"
-            "  mapf-lake summarize runs/rollouts\n"
-            "  mapf-lake summarize runs/tiny-rule/stage-01/validation.mlr --json --exemplars 0"
+        examples=(
+            "mapf-lake summarize runs/rollouts",
+            "mapf-lake summarize runs/tiny-rule/stage-01/validation.mlr --json --exemplars 0",
         ),
     )
     summarize.add_argument("path", nargs="+", help="replay file(s) or folder(s)")
     summarize.add_argument("--json", action="store_true", help="print the summary's JSON structure")
     summarize.add_argument("--exemplars", type=int, default=2, help="failed examples per category (default 2)")
-    summarize.set_defaults(handler=_summarize)

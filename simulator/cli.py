@@ -8,7 +8,7 @@ import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without loading numba or the solver
     from simulator.config import StageConfig
@@ -19,6 +19,16 @@ if TYPE_CHECKING:  # imported where used: the CLI starts without loading numba o
     # What argparse's add_subparsers() returns, which the packages' register() functions add their commands to
     # (a generic class for the type checker only: not subscriptable at run time).
     Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def add_command(commands: Subcommands, name: str, handler: Callable[[argparse.Namespace], int], help: str,
+                description: str, examples: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """Register the subcommand ``name``, run by ``handler``: its one-line ``help`` (the command list), its
+    ``description`` (wrapped) and its ``examples`` (command lines, shown whole under ``examples:``)."""
+    epilog = "examples:\n" + "\n".join(f"  {example}" for example in examples) if examples else None
+    parser = commands.add_parser(name, help=help, description=description, epilog=epilog)
+    parser.set_defaults(handler=handler)
+    return parser
 
 
 # The flags that describe a stage's maps (``add_stage_flags``), their attribute names and defaults. They default to
@@ -307,20 +317,19 @@ def _demo(args: argparse.Namespace) -> int:
 def register(commands: Subcommands) -> None:
     from simulator.suites import SUITES
 
-    gen = commands.add_parser(
-        "gen",
+    gen = add_command(
+        commands, "gen", _gen,
         help="generate certified, labelled instances from a stage config or flags",
         description=(
             "Generate instances: every one certified solvable by the optimal solver and labelled with its optimal "
             "makespan, optimal sum of costs, shortest-distance sum and needs_wait. Same config and seed, same bytes. "
             "Without --out the instances are printed as text; with --out they are written as JSON lines."
         ),
-        epilog=(
-            "examples:\n"
-            "  mapf-lake gen --size 8 --agents 3 --holes 0.3 --wait-ratio 0.5 --n 5 --seed 1\n"
-            "  mapf-lake gen --size 4 5 6 --n 300 --out train.jsonl\n"
-            "  mapf-lake gen --suite paper-quick --quiet\n"
-            "  mapf-lake gen --map arena.map --scen arena-even-1.scen --agents 3 --out arena.jsonl"
+        examples=(
+            "mapf-lake gen --size 8 --agents 3 --holes 0.3 --wait-ratio 0.5 --n 5 --seed 1",
+            "mapf-lake gen --size 4 5 6 --n 300 --out train.jsonl",
+            "mapf-lake gen --suite paper-quick --quiet",
+            "mapf-lake gen --map arena.map --scen arena-even-1.scen --agents 3 --out arena.jsonl",
         ),
     )
     source = gen.add_mutually_exclusive_group()
@@ -336,32 +345,28 @@ def register(commands: Subcommands) -> None:
     gen.add_argument("--out", help="write JSON lines here (atomically) instead of printing the instances")
     gen.add_argument("--quiet", action="store_true", help="print only the report")
     gen.add_argument("--schema", action="store_true", help="print the stage config's JSON Schema and exit")
-    gen.set_defaults(handler=_gen)
 
-    solve = commands.add_parser(
-        "solve",
+    solve = add_command(
+        commands, "solve", _solve,
         help="solve one instance optimally (map text or JSON in, optimal plan out)",
         description=(
             "Solve one instance. Input: the map text that `gen` prints (tokens '.', 'H', 'A<k>', 'G<k>') or an "
             "instance as JSON ({grid, starts, goals}); a file path or - for stdin. Exit status 1 when unsolvable "
             "or over the limits."
         ),
-        epilog=(
-            "examples:\n"
-            "  mapf-lake gen --size 5 --n 1 --out one.jsonl && mapf-lake solve one.jsonl\n"
-            "  printf 'A0 .  G1\\nH  .  .\\nA1 .  G0\\n' | mapf-lake solve -"
+        examples=(
+            "mapf-lake gen --size 5 --n 1 --out one.jsonl && mapf-lake solve one.jsonl",
+            "printf 'A0 .  G1\\nH  .  .\\nA1 .  G0\\n' | mapf-lake solve -",
         ),
     )
     solve.add_argument("instance", help="file with the instance, or - for stdin")
     solve.add_argument("--max-nodes", type=int, default=1_000_000, help="search node budget (default 1,000,000)")
     solve.add_argument("--time-limit", type=float, default=None, help="seconds (default: none)")
     solve.add_argument("--json", action="store_true", help="print the result as JSON")
-    solve.set_defaults(handler=_solve)
 
-    demo = commands.add_parser(
-        "demo",
+    demo = add_command(
+        commands, "demo", _demo,
         help="generate a benchmark suite and judge the optimal solver's plans on it (a table)",
         description="Generates a suite, judges the solver's certificate plans in one batch, prints valid%/optimal%.",
     )
     demo.add_argument("--suite", choices=sorted(SUITES), default="paper-quick", help="suite (default paper-quick)")
-    demo.set_defaults(handler=_demo)
