@@ -140,7 +140,7 @@ def option_table(cls: type) -> list[Option]:
     return rows
 
 
-def _as_written(value: Any) -> str:
+def as_written(value: Any) -> str:
     """A default as a config file writes it: ``true``, ``null``, ``valid_rate``, ``0.5``."""
     if isinstance(value, bool):
         return str(value).lower()
@@ -153,12 +153,12 @@ def format_option_table(rows: list[Option], width: int = 80) -> str:
     name_width = max((len(row.name) for row in rows), default=0) + 2
     lines = []
     for row in rows:
-        lines.append(f"  {row.name:<{name_width}}{_as_written(row.default):<12} {row.allowed}".rstrip())
+        lines.append(f"  {row.name:<{name_width}}{as_written(row.default):<12} {row.allowed}".rstrip())
         if row.help:
             lines.extend(textwrap.wrap(row.help.replace("``", ""), width, initial_indent=" " * 6,
                                        subsequent_indent=" " * 6))
     return "\n".join(lines)
 
 
-__all__ = ["Allowed", "Option", "check_options", "choice", "field_docs", "format_option_table", "integer", "number", "option_names",
-           "option_table", "python_object", "state"]
+__all__ = ["Allowed", "Option", "as_written", "check_options", "choice", "field_docs", "format_option_table",
+           "integer", "number", "option_names", "option_table", "python_object", "state"]

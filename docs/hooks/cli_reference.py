@@ -1,8 +1,11 @@
-"""MkDocs hook: the CLI reference is rendered from the argparse parsers at build time, so it cannot drift.
+"""MkDocs hook: the CLI reference and the engineer reference are rendered from the program at build time, so
+they cannot drift.
 
 A page that holds the marker ``<!-- cli-reference -->`` gets, in its place, the ``--help`` of ``mapf-lake`` and of
 every subcommand under it (``bench`` targets included), each under a heading named after the command
-(``mapf-lake gen`` -> anchor ``#mapf-lake-gen``). Registered in ``mkdocs.yml`` under ``hooks:``.
+(``mapf-lake gen`` -> anchor ``#mapf-lake-gen``). A page that holds ``<!-- engineer-reference -->`` gets every
+registered engineer (``engineer.engineers.ENGINEERS``) under a heading of its name, with its option table as
+``mapf-lake engineers NAME`` prints it (``engineer.options``). Registered in ``mkdocs.yml`` under ``hooks:``.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import os
 
 MARKER = "<!-- cli-reference -->"
+ENGINEER_MARKER = "<!-- engineer-reference -->"
 HELP_WIDTH = "100"  # argparse wraps to $COLUMNS; a fixed width makes the page the same on every machine
 
 
@@ -32,7 +36,32 @@ def render_cli_reference() -> str:
             os.environ["COLUMNS"] = saved
 
 
+def _cell(text: str) -> str:
+    """``text`` (reST literals allowed) inside a Markdown table cell: its pipes escaped, literals in backticks."""
+    return text.replace("|", "\\|").replace("``", "`")
+
+
+def render_engineer_reference() -> str:
+    """Markdown: per registered engineer a heading, what it does, and a table of its options."""
+    from engineer.engineers import ENGINEERS, engineer_forms, engineer_summary
+    from engineer.options import as_written, option_table
+
+    blocks = []
+    for (name, kind), form in zip(ENGINEERS.items(), engineer_forms()):
+        rows = option_table(kind.build)  # type: ignore[arg-type]  # every build is a dataclass
+        block = [f"## `{form}`", "", engineer_summary(name), ""]
+        if rows:
+            block += ["| option | default | allowed | what it does |", "| --- | --- | --- | --- |"]
+            block += [f"| `{row.name}` | `{as_written(row.default)}` | {_cell(row.allowed)} | {_cell(row.help)} |" for row in rows]
+        else:
+            block.append("No options.")
+        blocks.append("\n".join(block) + "\n")
+    return "\n".join(blocks)
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    if MARKER not in markdown:
-        return markdown
-    return markdown.replace(MARKER, render_cli_reference())
+    if MARKER in markdown:
+        markdown = markdown.replace(MARKER, render_cli_reference())
+    if ENGINEER_MARKER in markdown:
+        markdown = markdown.replace(ENGINEER_MARKER, render_engineer_reference())
+    return markdown
