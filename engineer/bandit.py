@@ -23,10 +23,9 @@ from dataclasses import dataclass
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.options import check_options, number, state
-from engineer.rule import filled_values, floored_shares, reweighted, side_table
+from engineer.options import DeclaredOptions, SideTableState, number, side_state
+from engineer.rule import filled_values, floored_shares, reweighted
 from simulator.config import StageConfig
-from simulator.errors import ConfigError
 
 
 def softmax_shares(values: dict[int, float], temperature: float, floor: float) -> dict[int, float]:
@@ -36,7 +35,7 @@ def softmax_shares(values: dict[int, float], temperature: float, floor: float) -
 
 
 @dataclass
-class BanditEngineer:
+class BanditEngineer(SideTableState, DeclaredOptions):
     """See the module docstring. Options: ``make_engineer("bandit", temperature=0.2, step_size=0.5)``."""
 
     step_size: float = number(0.5, 1e-6, 1.0)
@@ -46,25 +45,8 @@ class BanditEngineer:
     floor: float = number(0.05, 0.0, 1.0)
     """Least data ratio of every arm."""
     name: str = "bandit"
-    values: dict = state(dict)
-    counts: dict = state(dict)
-
-    def __post_init__(self) -> None:
-        check_options(self)
-        self.load_state({"values": self.values, "counts": self.counts})
-
-    def load_state(self, state: dict | None) -> None:
-        """Continue from a previous decision's ``details["state"]`` (None or {}: a fresh bandit)."""
-        state = state or {}
-        try:
-            self.values = side_table(state, "values", float)
-            self.counts = side_table(state, "counts", int)
-        except (TypeError, ValueError, AttributeError) as error:
-            raise ConfigError("bandit state", state, f"{{values: {{side: number}}, counts: {{side: int}}}} ({error})") from error
-
-    def state(self) -> dict:
-        return {"values": {str(side): value for side, value in sorted(self.values.items())},
-                "counts": {str(side): count for side, count in sorted(self.counts.items())}}
+    values: dict = side_state()
+    counts: dict = side_state(integer=True)
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Update the values from the stage's training signal, then the softmax weights; ``seed`` is unused."""

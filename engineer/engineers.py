@@ -53,7 +53,7 @@ from engineer.gap import GapEngineer
 from engineer.learnability import LearnabilityEngineer
 from engineer.llm import LLMEngineer
 from engineer.mutate import MutateEngineer
-from engineer.options import check_options, integer, number, option_names
+from engineer.options import DeclaredOptions, integer, number, option_names
 from engineer.progress import ProgressEngineer
 from engineer.replay import ReplayEngineer
 from engineer.rule import RuleEngineer, hole_ratio_cap, rounded_shares
@@ -83,7 +83,7 @@ class FixedEngineer:
 
 
 @dataclass
-class RandomEngineer:
+class RandomEngineer(DeclaredOptions):
     """Samples a valid config, ignoring the evidence (the "GRPO (random)" baseline). Same seed, same config.
 
     It draws 1..``max_sizes`` distinct sides from ``sides``, data ratios from a flat Dirichlet, each hole ratio
@@ -108,7 +108,7 @@ class RandomEngineer:
         if not self.sides or any(isinstance(s, bool) or not isinstance(s, int) or not MIN_SIZE <= s <= MAX_SIZE
                                  for s in self.sides):
             raise ConfigError("random.sides", self.sides, f"a non-empty list of sides {MIN_SIZE}..{MAX_SIZE}")
-        check_options(self)
+        super().__post_init__()
         if isinstance(self.agents, int) and not isinstance(self.agents, bool):
             self.agents = (self.agents, self.agents)  # one count: every proposal uses it
         if self.agents is not None:

@@ -40,8 +40,8 @@ import numpy as np
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.material import StageMaterial
-from engineer.options import check_options, number
+from engineer.material import ReadsMaterial
+from engineer.options import DeclaredOptions, number
 from replays.types import Episode
 from simulator import constants as C
 from simulator.config import StageConfig
@@ -74,20 +74,12 @@ def failing_board(episode: Episode) -> tuple[Instance, int] | None:
 
 
 @dataclass
-class FailuresEngineer:
+class FailuresEngineer(ReadsMaterial, DeclaredOptions):
     """See the module docstring. Options: ``make_engineer("failures", share=0.25)``."""
 
     share: float = number(0.25, 0.0, 0.9)
     """Most of the next stage's samples that are cut from failures, in [0, 0.9]."""
     name: str = "failures"
-
-    def __post_init__(self) -> None:
-        check_options(self)
-        self.material: StageMaterial | None = None
-
-    def load_material(self, material: StageMaterial) -> None:
-        """The evidence's episodes and the protected content (see :mod:`engineer.material`), before :meth:`propose`."""
-        self.material = material
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Cut, certify and pick the failing boards (see the module docstring)."""

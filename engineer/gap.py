@@ -73,7 +73,7 @@ from engineer.bands import makespan_levels
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.progress import rate_series
-from engineer.options import check_options, choice, integer, number, state
+from engineer.options import DeclaredOptions, choice, integer, number, state
 from engineer.rule import RULE_METRICS, floored_shares, hole_ratio_cap, reweighted
 from replays.mining import GroupStats
 from simulator.config import StageConfig
@@ -111,7 +111,7 @@ def wait_rates(by_size_wait: Mapping[str, GroupStats], side: int, min_episodes: 
 
 
 @dataclass
-class GapEngineer:
+class GapEngineer(DeclaredOptions):
     """See the module docstring. Options: ``make_engineer("gap", ratio=0.5, lesson_holes=0.0, lesson_wait=1.0,
     hole_step=0.0, advance=0.15, remedy="lesson", weigh="keep", reach=0.05, floor=0.1, lengths="keep",
     solved=0.8, min_length_episodes=5)``."""
@@ -149,10 +149,6 @@ class GapEngineer:
     name: str = "gap"
     start: dict = state(dict)
     lesson: float | None = state()
-
-    def __post_init__(self) -> None:
-        check_options(self)
-        self.load_state({"start": self.start, "lesson": self.lesson})
 
     def load_state(self, state: dict | None) -> None:
         """Continue from a previous decision's ``details["state"]`` (None or {}: a fresh engineer)."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.options import check_options, choice, integer, number
+from engineer.options import DeclaredOptions, choice, integer, number
 from engineer.rule import RULE_METRICS, rounded_shares, size_rates
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -49,7 +49,7 @@ def learnability_weights(rates: dict[int, float], previous: dict[int, float], fl
 
 
 @dataclass
-class LearnabilityEngineer:
+class LearnabilityEngineer(DeclaredOptions):
     """See the module docstring. Options: ``make_engineer("learnability", floor=0.1, smoothing=0.5)``."""
 
     floor: float = number(0.05, 0, 1.0)
@@ -61,9 +61,6 @@ class LearnabilityEngineer:
     metric: str = choice("valid_rate", RULE_METRICS)
     """The evidence's rate it reads per size: ``valid_rate`` or ``optimal_rate``."""
     name: str = "learnability"
-
-    def __post_init__(self) -> None:
-        check_options(self)
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """The next config's weights by ``p(1 - p)``; ``seed`` is unused (the rule is deterministic)."""

@@ -4,8 +4,9 @@ Most engineers edit the stage config, a distribution, from the evidence's figure
 hand the next stage explicit instances (``EngineerDecision.instances``): ``replay`` replays instances the stage
 trained on (:mod:`engineer.replay`), ``failures`` cuts new ones from the evidence set's failed episodes
 (:mod:`engineer.failures`). They need the instances themselves, which the context does not carry, and the content
-a training instance must never have. An engineer that wants them has a ``load_material(material)`` method; the stage
-loop (``curriculum.loop.run``) calls it with a :class:`StageMaterial` before each proposal. Without it (``mapf-lake
+a training instance must never have. An engineer that wants them derives :class:`ReadsMaterial`, whose
+``load_material(material)`` the stage loop (``curriculum.loop.run``) calls with a :class:`StageMaterial` before each
+proposal. Without it (``mapf-lake
 engineer`` on replays alone) such an engineer proposes no instances and says why.
 """
 
@@ -56,4 +57,15 @@ def read_outcomes(document: Any, where: str = "outcomes") -> dict[bytes, tuple[i
     return out
 
 
-__all__ = ["StageMaterial", "read_outcomes"]
+class ReadsMaterial:
+    """Base of an engineer that reads the stage's material: ``material`` is None until the stage loop calls
+    :meth:`load_material` (never, for ``mapf-lake engineer`` on replays alone)."""
+
+    material: StageMaterial | None = None
+
+    def load_material(self, material: StageMaterial) -> None:
+        """The stage's instances, the evidence's episodes and the protected content, before ``propose``."""
+        self.material = material
+
+
+__all__ = ["ReadsMaterial", "StageMaterial", "read_outcomes"]

@@ -4,8 +4,12 @@ which values it takes (``low: float = number(0.2, 0, 1)``). The checks and their
 table (``mapf-lake engineers NAME``, the docs' engineer reference) all read that one declaration; an option's
 help is the docstring under its field.
 
-Fields that are an engineer's state between stages (``state(dict)``) or objects only Python code passes
-(``python_object()``), its ``name`` and an ``llm`` engineer's ``backend_spec`` are not rows of the table.
+Fields that are an engineer's state between stages (``state(dict)``, ``side_state()``) or objects only Python code
+passes (``python_object()``), its ``name`` and an ``llm`` engineer's ``backend_spec`` are not rows of the table.
+
+An engineer derived from :class:`DeclaredOptions` needs no ``__post_init__`` of its own: construction checks the
+options and hands the state fields' values to its ``load_state``. One whose state is tables of map sides to numbers
+(``values: dict = side_state()``) derives :class:`SideTableState` as well, which reads and writes them.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import math
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,14 +27,15 @@ from simulator.errors import ConfigError
 
 ALLOWED = "allowed"
 STATE = "state"
+SIDE_TABLE = "side_table"
 OBJECT = "object"
 NOT_OPTIONS = ("name", "backend_spec")
 
 
 @dataclass(frozen=True)
 class Allowed:
-    """The values an option takes: ``choices`` (names), else a number (an integer when ``integer``) in ``[low,
-    high]``, ``high`` None for no upper bound. Bools are no numbers here."""
+    """The values an option takes: ``choices`` (names), else a finite number (an integer when ``integer``) in
+    ``[low, high]``, None for no bound at that end. Bools are no numbers here."""
 
     low: float | None = None
     high: float | None = None
@@ -41,14 +47,18 @@ class Allowed:
             return value in self.choices
         if isinstance(value, bool) or not isinstance(value, int if self.integer else (int, float)):
             return False
-        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+        return math.isfinite(value) and (self.low is None or value >= self.low) and (
+            self.high is None or value <= self.high)
 
     def __str__(self) -> str:
         if self.choices:
             return f"one of {', '.join(self.choices)}"
-        if self.integer:
-            return f"an integer >= {self.low}" if self.high is None else f"an integer in [{self.low}, {self.high}]"
-        return f"a number in [{self.low}, {self.high}]"
+        kind = "an integer" if self.integer else "a number"
+        if self.low is not None and self.high is not None:
+            return f"{kind} in [{self.low}, {self.high}]"
+        if self.low is not None:
+            return f"{kind} >= {self.low}"
+        return kind if self.high is None else f"{kind} <= {self.high}"
 
 
 def number(default: float, low: float, high: float) -> Any:
@@ -74,6 +84,23 @@ def state(factory: Callable[[], Any] | None = None) -> Any:
     return dataclasses.field(default_factory=factory, metadata={STATE: True})
 
 
+def side_state(integer: bool = False, low: float | None = None) -> Any:
+    """State that is a table of map sides to numbers (integers when ``integer``; each at least ``low`` unless it
+    is None), empty at first; :class:`SideTableState` reads and writes it."""
+    return dataclasses.field(default_factory=dict, metadata={STATE: True, SIDE_TABLE: Allowed(low, integer=integer)})
+
+
+def _side_table(state: dict, key: str, cast: Callable[[Any], float]) -> dict[int, float]:
+    """``state[key]`` (a mapping of map sides to values, absent or None: empty) with int sides and ``cast``
+    values; TypeError, ValueError or AttributeError when it is not one."""
+    return {int(side): cast(value) for side, value in (state.get(key) or {}).items()}
+
+
+def declared_state(owner: Any) -> dict[str, Any]:
+    """The values of ``owner``'s state fields (``state(...)``) by name: the document its ``load_state`` reads."""
+    return {field.name: getattr(owner, field.name) for field in dataclasses.fields(owner) if field.metadata.get(STATE)}
+
+
 def python_object(default: Any = None) -> Any:
     """An option only Python code passes (an object, such as a ready backend), not a value a config file holds:
     ``make_engineer`` takes it, the option table leaves it out."""
@@ -88,6 +115,48 @@ def check_options(owner: Any) -> None:
         value = getattr(owner, field.name)
         if allowed is not None and not allowed.admits(value):
             raise ConfigError(f"{owner.name}.{field.name}", value, str(allowed))
+
+
+class DeclaredOptions:
+    """Base of an engineer dataclass whose options are declared (see the module docstring): construction checks
+    them, then an engineer with state fields continues from their values through its ``load_state``. A subclass
+    with checks of its own calls ``super().__post_init__()`` first."""
+
+    def __post_init__(self) -> None:
+        check_options(self)
+        load_state = getattr(self, "load_state", None)
+        if load_state is not None:
+            load_state(declared_state(self))
+
+
+class SideTableState:
+    """``load_state`` and ``state`` of an engineer whose state is its ``side_state()`` fields: the document is
+    ``{FIELD: {"SIDE": number}}``, sides ascending; a document that is not one raises ConfigError naming
+    ``NAME state`` and the expected shape."""
+
+    name: str
+
+    def _tables(self) -> dict[str, Allowed]:
+        return {field.name: field.metadata[SIDE_TABLE] for field in dataclasses.fields(self)  # type: ignore[arg-type]
+                if SIDE_TABLE in field.metadata}
+
+    def load_state(self, state: dict | None) -> None:
+        """Continue from a previous decision's ``details["state"]`` (None or {}: empty tables)."""
+        tables = self._tables()
+        expected = "{" + ", ".join(f"{name}: {{side: {allowed}}}" for name, allowed in tables.items()) + "}"
+        try:
+            read = {name: _side_table(state or {}, name, int if allowed.integer else float)
+                    for name, allowed in tables.items()}
+        except (TypeError, ValueError, AttributeError) as error:
+            raise ConfigError(f"{self.name} state", state, f"{expected} ({error})") from error
+        if not all(allowed.admits(value) for name, allowed in tables.items() for value in read[name].values()):
+            raise ConfigError(f"{self.name} state", state, expected)
+        for name, table in read.items():
+            setattr(self, name, table)
+
+    def state(self) -> dict:
+        return {name: {str(side): value for side, value in sorted(getattr(self, name).items())}
+                for name in self._tables()}
 
 
 @dataclass(frozen=True)
@@ -160,5 +229,5 @@ def format_option_table(rows: list[Option], width: int = 80) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Allowed", "Option", "as_written", "check_options", "choice", "field_docs", "format_option_table",
-           "integer", "number", "option_names", "option_table", "python_object", "state"]
+__all__ = ["Allowed", "DeclaredOptions", "Option", "SideTableState", "as_written", "check_options", "choice", "declared_state", "field_docs", "format_option_table",
+           "integer", "number", "option_names", "option_table", "python_object", "side_state", "state"]

@@ -35,10 +35,9 @@ from dataclasses import dataclass
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.evidence import TrainingSignal
-from engineer.options import check_options, choice, number, state
-from engineer.rule import filled_values, floored_shares, reweighted, side_table
+from engineer.options import DeclaredOptions, SideTableState, choice, number, side_state
+from engineer.rule import filled_values, floored_shares, reweighted
 from simulator.config import StageConfig
-from simulator.errors import ConfigError
 
 
 def _rate(value) -> float | None:
@@ -80,7 +79,7 @@ def progress_shares(values: dict[int, float], floor: float) -> dict[int, float] 
 
 
 @dataclass
-class ProgressEngineer:
+class ProgressEngineer(SideTableState, DeclaredOptions):
     """See the module docstring. Options: ``make_engineer("progress", floor=0.1, step_size=0.5, scale="logit")``."""
 
     step_size: float = number(0.5, 1e-6, 1.0)
@@ -90,26 +89,8 @@ class ProgressEngineer:
     scale: str = choice("logit", PROGRESS_SCALES)
     """What a change of rate is measured on: ``logit`` (log-odds) or ``absolute``."""
     name: str = "progress"
-    values: dict = state(dict)
-    rates: dict = state(dict)
-
-    def __post_init__(self) -> None:
-        check_options(self)
-        self.load_state({"values": self.values, "rates": self.rates})
-
-    def load_state(self, state: dict | None) -> None:
-        """Continue from a previous decision's ``details["state"]`` (None or {}: a fresh engineer)."""
-        state = state or {}
-        try:
-            self.values = side_table(state, "values", float)
-            self.rates = side_table(state, "rates", float)
-        except (TypeError, ValueError, AttributeError) as error:
-            raise ConfigError("progress state", state, f"{{values: {{side: number}}, rates: {{side: number}}}} "
-                                                       f"({error})") from error
-
-    def state(self) -> dict:
-        return {"values": {str(side): value for side, value in sorted(self.values.items())},
-                "rates": {str(side): value for side, value in sorted(self.rates.items())}}
+    values: dict = side_state()
+    rates: dict = side_state()
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Update each size's progress from the stage's sampled rates, then the weights; ``seed`` is unused."""

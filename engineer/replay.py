@@ -43,8 +43,8 @@ import numpy as np
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.material import StageMaterial
-from engineer.options import check_options, choice, integer, number, state
+from engineer.material import ReadsMaterial
+from engineer.options import DeclaredOptions, choice, integer, number, state
 from engineer.rule import RULE_METRICS
 from replays.mining import FailureSummary
 from simulator.config import StageConfig
@@ -83,7 +83,7 @@ def replay_probabilities(scores: list[float], seen: list[int], now: int, tempera
 
 
 @dataclass
-class ReplayEngineer:
+class ReplayEngineer(ReadsMaterial, DeclaredOptions):
     """See the module docstring. Options: ``make_engineer("replay", share=0.25, buffer_size=1000)``."""
 
     share: float = number(0.25, 0.0, 0.9)
@@ -102,15 +102,6 @@ class ReplayEngineer:
     """The evidence's rate it reads per size: ``valid_rate`` or ``optimal_rate``."""
     name: str = "replay"
     buffer: list = state(list)
-
-    def __post_init__(self) -> None:
-        check_options(self)
-        self.material: StageMaterial | None = None
-        self.load_state({"buffer": self.buffer})
-
-    def load_material(self, material: StageMaterial) -> None:
-        """The stage's instances (see :mod:`engineer.material`), before :meth:`propose`."""
-        self.material = material
 
     def load_state(self, state: dict | None) -> None:
         """Continue from a previous decision's ``details["state"]`` (None or {}: an empty buffer)."""

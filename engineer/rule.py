@@ -29,7 +29,7 @@ from fractions import Fraction
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.options import check_options, choice, integer, number
+from engineer.options import DeclaredOptions, choice, integer, number
 from replays.mining import GroupStats
 from simulator.config import MAX_HOLE_RATIO, SizeSpec, StageConfig
 from simulator.errors import ConfigError
@@ -56,12 +56,6 @@ def floored_shares(weights: dict[int, float], floor: float) -> dict[int, float]:
     floor = min(floor, 1.0 / len(weights))
     spread = 1.0 - floor * len(weights)
     return {side: floor + spread * weight / total for side, weight in weights.items()}
-
-
-def side_table(state: dict, key: str, cast) -> dict[int, float]:
-    """``state[key]`` (a mapping of map sides to values, absent or None: empty) with int sides and ``cast``
-    values; TypeError or ValueError when it is not one."""
-    return {int(side): cast(value) for side, value in (state.get(key) or {}).items()}
 
 
 def filled_values(values: dict[int, float], sides) -> dict[int, float] | None:
@@ -107,7 +101,7 @@ def size_rates(by_size: Mapping[str, GroupStats], config: StageConfig, min_episo
 
 
 @dataclass
-class RateBand:
+class RateBand(DeclaredOptions):
     """The options the ``rule`` and ``mutate`` engineers share: a band of success rates, how far they raise a
     size's holes and waits, and which evidence they read."""
 
@@ -130,7 +124,7 @@ class RateBand:
     name: str = "band"
 
     def __post_init__(self) -> None:
-        check_options(self)
+        super().__post_init__()
         if self.low > self.high:
             raise ConfigError(f"{self.name}.low", self.low, f"at most {self.name}.high ({self.high})")
 

@@ -40,10 +40,8 @@ from engineer.bands import fillable_band, makespan_levels
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.evidence import SignalFigures
-from engineer.options import check_options, integer, number, state
-from engineer.rule import side_table
+from engineer.options import DeclaredOptions, SideTableState, integer, number, side_state
 from simulator.config import MAX_HORIZON, StageConfig
-from simulator.errors import ConfigError
 
 
 def next_target(target: float, reward: float, eta: float, alpha: float, beta: float, high: float) -> float:
@@ -52,7 +50,7 @@ def next_target(target: float, reward: float, eta: float, alpha: float, beta: fl
 
 
 @dataclass
-class TargetEngineer:
+class TargetEngineer(SideTableState, DeclaredOptions):
     """See the module docstring. Options: ``make_engineer("target", eta=1.0, alpha=2.0, beta=0.5, radius=1)``."""
 
     eta: float = number(1.0, 1e-6, 100.0)
@@ -66,25 +64,7 @@ class TargetEngineer:
     radius: int = integer(1, 0, MAX_HORIZON)
     """Half width of the makespan band around the target."""
     name: str = "target"
-    targets: dict = state(dict)
-
-    def __post_init__(self) -> None:
-        check_options(self)
-        self.load_state({"targets": self.targets})
-
-    def load_state(self, state: dict | None) -> None:
-        """Continue from a previous decision's ``details["state"]`` (None or {}: fresh targets)."""
-        state = state or {}
-        try:
-            targets = side_table(state, "targets", float)
-        except (TypeError, ValueError, AttributeError) as error:
-            raise ConfigError("target state", state, f"{{targets: {{side: number}}}} ({error})") from error
-        if not all(math.isfinite(value) and value >= 1.0 for value in targets.values()):
-            raise ConfigError("target state", state, "{targets: {side: a finite number >= 1}}")
-        self.targets = targets
-
-    def state(self) -> dict:
-        return {"targets": {str(side): value for side, value in sorted(self.targets.items())}}
+    targets: dict = side_state(low=1.0)
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Each used size's target moved by its training reward, then its band (see the module docstring);

@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from engineer.bands import fillable_band, makespan_levels
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.options import check_options, choice, integer, number
+from engineer.options import DeclaredOptions, choice, integer, number
 from engineer.rule import RULE_METRICS, hole_ratio_cap
 from simulator.config import MAX_HOLE_RATIO, MAX_HORIZON, StageConfig
 
@@ -47,7 +47,7 @@ _DIGITS = 4
 
 
 @dataclass
-class WindowEngineer:
+class WindowEngineer(DeclaredOptions):
     """See the module docstring. Options: ``make_engineer("window", threshold=0.9, min_episodes=8, width=3)``."""
 
     threshold: float = number(0.9, 0.0, 1.0)
@@ -65,9 +65,6 @@ class WindowEngineer:
     metric: str = choice("valid_rate", RULE_METRICS)
     """The evidence's rate it reads per size: ``valid_rate`` or ``optimal_rate``."""
     name: str = "window"
-
-    def __post_init__(self) -> None:
-        check_options(self)
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Each used size's window moved by its evidence (see the module docstring); ``seed`` is unused."""

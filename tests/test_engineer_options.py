@@ -100,3 +100,27 @@ def test_engineers_command__an_unknown_name_is_one_line_listing_the_names():
     result = _cli("nope")
     assert result.returncode == 2 and result.stdout == ""
     assert "'nope'" in result.stderr and "window" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_allowed__one_sided_and_unbounded_numbers_say_so_and_refuse_infinities():
+    assert str(Allowed(1.0)) == "a number >= 1.0" and str(Allowed(high=5, integer=True)) == "an integer <= 5"
+    assert str(Allowed()) == "a number" and Allowed().admits(-1e300)
+    assert not Allowed().admits(math.inf) and not Allowed(1.0).admits(math.nan) and Allowed(1.0).admits(10**6)
+
+
+@pytest.mark.parametrize("name", ["bandit", "progress", "target"])
+def test_side_table_state__round_trips_and_a_bad_document_names_the_engineer_and_the_shape(name):
+    first = make_engineer(name)
+    tables = [field.name for field in dataclasses.fields(first) if field.metadata.get("side_table")]
+    first.load_state({table: {"5": 2, "3": 1} for table in tables})
+    assert [list(table) for table in first.state().values()] == [["3", "5"]] * len(tables)  # sides ascending
+    assert first.state() == {table: {"3": 1, "5": 2} for table in tables}
+    again = make_engineer(name)
+    again.load_state(first.state())
+    assert again.state() == first.state() and make_engineer(name).state() == {table: {} for table in tables}
+    for bad in ({tables[0]: {"x": 1.0}}, {tables[0]: ["3"]}, {tables[0]: {"3": "high"}}, {tables[0]: {"3": math.nan}}):
+        with pytest.raises(ConfigError) as caught:
+            make_engineer(name).load_state(bad)
+        assert f"{name} state" in str(caught.value) and f"{tables[0]}: {{side: " in str(caught.value)
+    with pytest.raises(ConfigError, match="target state"):
+        make_engineer("target").load_state({"targets": {"4": 0.5}})  # a target below makespan 1
