@@ -114,10 +114,10 @@ def _engineers(args: argparse.Namespace) -> int:
                                 subsequent_indent=" " * (form_width + 2)))
         print("One engineer's options: mapf-lake engineers NAME")
         return 0
-    kind = ENGINEERS.get(args.name.partition(":")[0])
-    if kind is None:
-        raise ConfigError("engineers NAME", args.name, f"one of {', '.join(ENGINEERS)}")
     name = args.name.partition(":")[0]
+    if name not in ENGINEERS:
+        raise ConfigError("engineers NAME", args.name, f"one of {', '.join(ENGINEERS)}")
+    kind = ENGINEERS[name]
     rows = option_table(kind.build)  # type: ignore[arg-type]  # every build is a dataclass
     print(textwrap.fill(f"{name}: {engineer_summary(name)}", width))
     if not rows:

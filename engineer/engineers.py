@@ -212,8 +212,8 @@ def engineer_summary(name: str) -> str:
     """What the registered engineer ``name`` does, in a sentence: its module's first line after "The NAME
     engineer:", or for one defined here its class docstring's first sentence."""
     build = ENGINEERS[name].build
-    module = sys.modules.get(build.__module__)
-    if module is not None and module.__name__ != __name__ and module.__doc__:
+    module = sys.modules[build.__module__]  # the class's module, imported with it
+    if module.__name__ != __name__ and module.__doc__:
         first = module.__doc__.strip().splitlines()[0]
         text = first.partition(": ")[2] or first
     else:

@@ -98,7 +98,7 @@ def _side_table(state: dict, key: str, cast: Callable[[Any], float]) -> dict[int
 
 def declared_state(owner: Any) -> dict[str, Any]:
     """The values of ``owner``'s state fields (``state(...)``) by name: the document its ``load_state`` reads."""
-    return {field.name: getattr(owner, field.name) for field in dataclasses.fields(owner) if field.metadata.get(STATE)}
+    return {field.name: getattr(owner, field.name) for field in dataclasses.fields(owner) if STATE in field.metadata}
 
 
 def python_object(default: Any = None) -> Any:
@@ -111,10 +111,9 @@ def check_options(owner: Any) -> None:
     """ConfigError naming ``NAME.OPTION`` for the first field of ``owner`` (in declaration order) whose value its
     declaration does not allow."""
     for field in dataclasses.fields(owner):
-        allowed = field.metadata.get(ALLOWED)
         value = getattr(owner, field.name)
-        if allowed is not None and not allowed.admits(value):
-            raise ConfigError(f"{owner.name}.{field.name}", value, str(allowed))
+        if ALLOWED in field.metadata and not field.metadata[ALLOWED].admits(value):
+            raise ConfigError(f"{owner.name}.{field.name}", value, str(field.metadata[ALLOWED]))
 
 
 class DeclaredOptions:
@@ -200,12 +199,11 @@ def option_table(cls: type) -> list[Option]:
     docs = field_docs(cls)
     rows = []
     for field in dataclasses.fields(cls):
-        if not field.init or field.name in NOT_OPTIONS or field.metadata.get(STATE) or field.metadata.get(OBJECT):
+        if not field.init or field.name in NOT_OPTIONS or STATE in field.metadata or OBJECT in field.metadata:
             continue
-        allowed = field.metadata.get(ALLOWED)
         default = field.default if field.default is not dataclasses.MISSING else None
-        rows.append(Option(field.name, default, str(allowed) if allowed is not None else str(field.type),
-                           docs.get(field.name, "")))
+        allowed = field.metadata[ALLOWED] if ALLOWED in field.metadata else field.type
+        rows.append(Option(field.name, default, str(allowed), docs[field.name] if field.name in docs else ""))
     return rows
 
 
