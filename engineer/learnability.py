@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.options import DeclaredOptions, choice, integer, number
-from engineer.rule import RULE_METRICS, rounded_shares, size_rates
+from engineer.rule import RULE_METRICS, behavior_rates, rounded_shares
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
@@ -67,11 +67,9 @@ class LearnabilityEngineer(DeclaredOptions):
         decider = Decider(self, context.text, config)
         notes, decide = decider.notes, decider.decide
 
-        behavior = context.behavior
-        if behavior is None:
+        rates = behavior_rates(decider, context, "keeps its weight")
+        if rates is None:
             return decider.without_behavior()
-        rates = size_rates(behavior.by_size, config, self.min_episodes, self.metric, notes,
-                           "keeps its weight")
         previous = {side: spec.data_ratio for side, spec in config.sizes.items()}
         weights = learnability_weights(rates, previous, self.floor, self.smoothing) if rates else None
         if weights is None:

@@ -24,7 +24,7 @@ import numpy as np
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.options import number
-from engineer.rule import RateBand, hole_ratio_cap, rounded_shares, size_rates
+from engineer.rule import RateBand, behavior_rates, hole_ratio_cap, rounded_shares
 from simulator.config import MAX_SIZE, SizeSpec, StageConfig
 from simulator.errors import ConfigError
 
@@ -57,16 +57,15 @@ class MutateEngineer(RateBand):
         decider = Decider(self, context.text, config)
         notes, decide = decider.notes, decider.decide
 
-        behavior = context.behavior
-        if behavior is None:
+        rates = behavior_rates(decider, context)
+        if rates is None:
             return decider.without_behavior()
-        by_size = behavior.by_size
         rng = np.random.default_rng([seed % (2**63), 0xACCE1])
         agents = config.agents_max
         specs = {side: spec for side, spec in config.sizes.items()}
         weights = {side: spec.data_ratio for side, spec in specs.items()}
         edited = 0
-        for side, rate in size_rates(by_size, config, self.min_episodes, self.metric, notes).items():
+        for side, rate in rates.items():
             if not self.low <= rate <= self.high:
                 notes.append(f"size {side}: {self.metric} {rate:.3f} outside [{self.low}, {self.high}], left alone")
                 continue

@@ -85,6 +85,17 @@ def hole_ratio_cap(side: int, agents: int, digits: int = _DIGITS) -> float:
     return max(ratio, 0.0)
 
 
+def behavior_rates(decider: Decider, context: EngineerContext, left: str = "left alone") -> dict[int, float] | None:
+    """Each used size's rate in the behavior evidence (the engineer's ``metric``, for sizes with at least its
+    ``min_episodes`` episodes; the others get a note ending in ``left``, what the engineer does with them); None
+    when the context has no behavior section."""
+    if context.behavior is None:
+        return None
+    engineer = decider.engineer
+    return size_rates(context.behavior.by_size, decider.config, engineer.min_episodes, engineer.metric,
+                      decider.notes, left)
+
+
 def size_rates(by_size: Mapping[str, GroupStats], config: StageConfig, min_episodes: int, metric: str,
                notes: list[str], left: str = "left alone") -> dict[int, float]:
     """Each used size's ``metric`` from the evidence's ``by_size``, for sizes with at least ``min_episodes``
@@ -151,10 +162,9 @@ class RuleEngineer(RateBand):
         """The next config by the rules above; ``seed`` is unused (the rules are deterministic)."""
         decider = Decider(self, context.text, config)
         notes = decider.notes
-        behavior = context.behavior
-        if behavior is None:
+        rates = behavior_rates(decider, context)
+        if rates is None:
             return decider.without_behavior()
-        rates = size_rates(behavior.by_size, config, self.min_episodes, self.metric, notes)
         classes = {side: self.classify(rate) for side, rate in rates.items()}
 
         weights = {side: spec.data_ratio for side, spec in config.sizes.items()}
@@ -202,4 +212,4 @@ class RuleEngineer(RateBand):
         return f"size {side}: {self.metric} {rate:.3f} {what}{copes}: " + (", ".join(changes) or "unchanged")
 
 
-__all__ = ["RULE_METRICS", "RuleEngineer", "hole_ratio_cap", "rounded_shares", "size_rates"]
+__all__ = ["RULE_METRICS", "RateBand", "RuleEngineer", "behavior_rates", "hole_ratio_cap", "rounded_shares", "size_rates"]
