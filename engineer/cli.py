@@ -130,20 +130,6 @@ def _engineers(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    listing = add_command(
-        commands, "engineers", _engineers,
-        help="list the engineers, or one engineer's options with their defaults and allowed values",
-        description=(
-            "Without NAME: every registered engineer and what it does. With NAME: its options, each with "
-            "its default, the values it takes and what it does (the same declarations that check them)."
-        ),
-        examples=(
-            "mapf-lake engineers",
-            "mapf-lake engineers window",
-        ),
-    )
-    listing.add_argument("name", nargs="?", metavar="NAME", help="an engineer's name (e.g. rule, window, llm)")
-
     parser = add_command(
         commands, "engineer", _engineer,
         help="read a stage's replays and write the next stage's config",
@@ -151,7 +137,8 @@ def register(commands: argparse._SubParsersAction) -> None:
             "Builds the engineer's context from the replays (behavior, failures, env_stats, history), asks the "
             "engineer for the next config, repairs or rejects its proposal, and writes the result. A rejected "
             f"proposal keeps the current config. Engineers: {engineer_names()} (e.g. llm:hf:PATH, "
-            "llm:openai:MODEL); their options with --option (e.g. --engineer gap --option remedy=drop --option "
+            "llm:openai:MODEL); their options with --option (each engineer's: mapf-lake engineers NAME; e.g. "
+            "--engineer gap --option remedy=drop --option "
             "weigh=yield). replay and failures hand the next stage instances, which only a run's stage loop "
             "gives them material for: here they propose none."
         ),
@@ -174,3 +161,17 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="an engineer option, repeatable (e.g. timeout_s=60, temperature=0, low=0.1)",
     )
     parser.add_argument("--show-context", action="store_true", help="print the context the engineer read")
+
+    listing = add_command(
+        commands, "engineers", _engineers,
+        help="list the engineers, or one engineer's options with their defaults and allowed values",
+        description=(
+            "Without NAME: every registered engineer and what it does. With NAME: its options, each with "
+            "its default, the values it takes and what it does (the same declarations that check them)."
+        ),
+        examples=(
+            "mapf-lake engineers",
+            "mapf-lake engineers window",
+        ),
+    )
+    listing.add_argument("name", nargs="?", metavar="NAME", help="an engineer's name (e.g. rule, window, llm)")
