@@ -419,6 +419,7 @@ def test_needs_wait__ctrl_c_stops_a_search_without_a_time_limit():
 
     script = (
         "import os, signal, threading, time\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"  # as in a terminal, even when run in background
         "from tests.test_solver import documented_maxima_instance\n"
         "from simulator.needs_wait import needs_wait_search\n"
         "instance = documented_maxima_instance()\n"
