@@ -188,14 +188,14 @@ def test_init_random_qwen3__rejects_a_vocabulary_smaller_than_the_tokenizer(tmp_
 
 
 def _cli(*argv: str) -> int:
-    from curriculum.benches.generation import add_parser as add_generation_bench
+    from curriculum.benches.cli import BENCHES
     from policy.model_cli import register_model_commands
 
     parser = argparse.ArgumentParser(prog="mapf-lake")
     commands = parser.add_subparsers(dest="command", required=True)
     bench = commands.add_parser("bench").add_subparsers(dest="bench_target", required=True)
     register_model_commands(commands)
-    add_generation_bench(bench)
+    BENCHES["generation"].add_parser(bench, "generation")
     args = parser.parse_args(list(argv))
     return args.handler(args)
 

@@ -1,8 +1,8 @@
 """``mapf-lake bench NAME``: the targets, registered from one table (:data:`BENCHES`), in help order.
 
 Every target is the module ``curriculum.benches.NAME``. Registration stays cheap: a figures target imports its
-module only when it runs; a target with flags of its own imports its module to call ``add_parser(bench)``, so such
-a module imports nothing heavy at its top.
+module only when it runs; a target with flags of its own imports its module to call ``add_flags(parser)``, so such
+a module imports nothing heavy at its top. Every target's help line and description stand in the table.
 """
 
 from __future__ import annotations
@@ -60,14 +60,18 @@ class FiguresTarget:
 
 
 @dataclass(frozen=True)
-class OwnFlagsTarget:
-    """A target with flags of its own: its module's ``add_parser(bench)`` adds the parser, help and handler."""
+class FlagsTarget:
+    """A target with flags of its own: its module's ``add_flags(parser)`` adds them and the handler."""
+
+    help: str
+    description: str
 
     def add_parser(self, bench: Subcommands, name: str) -> None:
-        importlib.import_module(f"curriculum.benches.{name}").add_parser(bench)
+        parser = bench.add_parser(name, help=self.help, description=self.description)
+        importlib.import_module(f"curriculum.benches.{name}").add_flags(parser)
 
 
-BENCHES: dict[str, FiguresTarget | OwnFlagsTarget] = {
+BENCHES: dict[str, FiguresTarget | FlagsTarget] = {
     "sim": FiguresTarget(
         "batched step, plan judge and cold-start speed of the simulator",
         "Measures, in one run: the batched step (4096 envs x 4 agents on 8x8, and x 16 agents on 32x32, one "
@@ -81,14 +85,21 @@ BENCHES: dict[str, FiguresTarget | OwnFlagsTarget] = {
         "50% holes) and the solver's median time against pymapf's CBS on the same instances.",
         "run_gen_bench", "format_gen_bench",
     ),
-    "solver": OwnFlagsTarget(),
+    "solver": FlagsTarget(
+        "solve and needs_wait times on random instances (median, mean, p99), one core",
+        "Time solve and needs_wait on random instances of one agent count and hole ratio, on map sides drawn from "
+        "--sides, one core; prints the median, mean and tail per call and the solver's statuses.",
+    ),
     "replay": FiguresTarget(
         "replay write/read throughput and bytes per episode, against JSON lines",
         "Writes and reads 2-agent 8x8 episodes with plans of length 20 and compares with JSON lines; times the "
         "failure summary of 100,000 episodes.",
         "run_replay_bench", "format_replay_bench",
     ),
-    "generation": OwnFlagsTarget(),
+    "generation": FlagsTarget(
+        "tokens/s of hf generation (the tiny model by default)",
+        "Time one batched hf generate call of fixed length, after a warm-up.",
+    ),
     "tokens": FiguresTarget(
         "Qwen3 token counts of the qwen3-4b preset's policy and engineer prompts vs its limits",
         "Counts, with the real Qwen3 tokenizer built offline and its chat template, the natural-style policy prompt "
@@ -108,9 +119,31 @@ BENCHES: dict[str, FiguresTarget | OwnFlagsTarget] = {
         "Times the default reward on a GRPO batch of 512 completions (64 instances x 8, 2 agents, 8x8).",
         "run_reward_bench", "format_reward_bench",
     ),
-    "grpo": OwnFlagsTarget(),
-    "gpu": OwnFlagsTarget(),  # the paper's setting on one GPU
-    "lift": OwnFlagsTarget(),
+    "grpo": FlagsTarget(
+        "seconds per GRPO step and peak memory (the tiny preset's batch on CPU by default)",
+        "A few real GRPO steps (TRL GRPOTrainer, reward = the plan judge) on certified 2-agent instances; prints "
+        "seconds per step after the first and the peak memory (GPU: allocated; CPU: process peak RSS). For the "
+        "paper's model size on a GPU see the recipe in curriculum.benches.grpo.",
+    ),
+    "gpu": FlagsTarget(
+        "the paper's setting on one GPU: GRPO (full, LoRA) with vLLM, generation, engineer (JSON)",
+        "One JSON report of what a Qwen3-4B-sized model (its architecture with random weights and the real Qwen3 "
+        "tokenizer, built locally on the GPU) costs on this GPU. Its parts (--parts) are each timed and guarded on "
+        "their own: a failed part records its error and the next runs. The report names the GPU and the versions "
+        "of torch, transformers, trl, vllm and peft. Expected to take about 10 minutes on one H200 with the "
+        "defaults; the stage part needs ~7x the model's size free disk under TMPDIR. Needs a CUDA GPU and vLLM "
+        "(without them: one line on stderr, exit status 2); exit status 1 when a part failed. Example: mapf-lake "
+        "bench gpu --out gpu.json; mapf-lake bench gpu --parts generation,engineer",
+    ),
+    "lift": FlagsTarget(
+        "valid-rate lift of RL over a checkpoint, against more supervised steps (held-out, greedy)",
+        "Train two copies of a checkpoint on the same instances of the preset's training distribution: the "
+        "preset's stage trainer (GRPO or rejection-sampling fine-tuning) with its knobs, and supervised fine-tuning "
+        "on the instances' optimal plans for the same number of steps. Validate all three greedily on the same "
+        "held-out instances and print the valid rate per map side, the lift over the checkpoint and the training "
+        "seconds. Without --model the preset's warm start is trained first. Example: mapf-lake bench lift --preset "
+        "small",
+    ),
     "render": FiguresTarget(
         "viewer drawing speed and time to the first frame of a 10,000-episode replay",
         "Measures pygame frame drawing (10x10 with 5 agents, target 120 frames/s; 32x32 with 32 agents, target "

@@ -96,12 +96,8 @@ def bench_tiny_generation(batch: int = 32, max_new_tokens: int = 64) -> dict[str
     return figures
 
 
-def add_parser(bench: argparse._SubParsersAction) -> None:
-    """Register ``mapf-lake bench generation`` on ``bench``."""
-    parser = bench.add_parser(
-        "generation", help="tokens/s of hf generation (the tiny model by default)",
-        description="Time one batched hf generate call of fixed length, after a warm-up.",
-    )
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags and handler of ``mapf-lake bench generation``."""
     parser.add_argument("--model", default=None, help="a model folder (default: a fresh tiny model)")
     parser.add_argument("--batch", type=int, default=32, help="prompts per call (default 32)")
     parser.add_argument("--max-new-tokens", type=int, default=64, help="tokens per completion (default 64)")

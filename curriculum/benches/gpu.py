@@ -540,23 +540,12 @@ def _part_list(text: str) -> list[str]:
     return names
 
 
-def add_parser(bench: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Register ``mapf-lake bench gpu`` on ``bench`` (cheap: nothing heavy is imported until it runs)."""
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags and handler of ``mapf-lake bench gpu`` (cheap: nothing heavy is imported until it runs)."""
     parts = "; ".join(f"{name}: {part.help}" for name, part in PARTS.items())
-    parser = bench.add_parser(
-        "gpu", help="the paper's setting on one GPU: GRPO (full, LoRA) with vLLM, generation, engineer (JSON)",
-        description=("One JSON report of what a Qwen3-4B-sized model (its architecture with random weights and the "
-                     "real Qwen3 tokenizer, built locally on the GPU) costs on this GPU. Parts, each timed and "
-                     f"guarded on its own (a failed part records its error and the next runs): {parts}. The report "
-                     "names the GPU and the versions of torch, transformers, trl, vllm and peft. Expected to take "
-                     "about 10 minutes on one H200 with the defaults; the stage part needs ~7x the model's size "
-                     "free disk under TMPDIR. Needs a CUDA GPU and vLLM (without them: one line on stderr, "
-                     "exit status 2); exit status 1 when a part failed. Example: mapf-lake bench gpu --out "
-                     "gpu.json; mapf-lake bench gpu --parts generation,engineer"),
-    )
     defaults = GpuBenchSettings.__dataclass_fields__
     parser.add_argument("--parts", type=_part_list, default=list(PARTS), metavar="PART[,PART...]",
-                        help=f"the parts to run, comma-separated (default all: {','.join(PARTS)})")
+                        help=f"the parts to run, comma-separated, default all, in this order: {parts}")
     parser.add_argument("--out", help="also write the report to this JSON file (atomically, after every part)")
     parser.add_argument("--model", help="a model folder to time instead of a random Qwen3-4B (e.g. Qwen/Qwen3-4B "
                         "downloaded with its tokenizer)")
@@ -584,7 +573,6 @@ def add_parser(bench: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         help="share of the GPU the generation/engineer vLLM engine may take (default 0.5)")
     parser.add_argument("--seed", type=int, default=defaults["seed"].default, help="seed (default 0)")
     parser.set_defaults(handler=main_args)
-    return parser
 
 
 def main_args(args: argparse.Namespace) -> int:

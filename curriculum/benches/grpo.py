@@ -110,17 +110,10 @@ def render(figures: dict[str, Any]) -> str:
             f"{figures['trainable_parameters']:,} of {figures['parameters']:,} parameters trained")
 
 
-def add_parser(bench: argparse._SubParsersAction) -> None:
-    """Register ``mapf-lake bench grpo`` on ``bench``."""
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags and handler of ``mapf-lake bench grpo``."""
     from policy.prompts import PROMPT_STYLES
 
-    parser = bench.add_parser(
-        "grpo", help="seconds per GRPO step and peak memory (the tiny preset's batch on CPU by default)",
-        description="A few real GRPO steps (TRL GRPOTrainer, reward = the plan judge) on certified 2-agent "
-                    "instances; prints seconds per step after the first and the peak memory (GPU: allocated; CPU: "
-                    "process peak RSS). For the paper's model size on a GPU see the recipe in "
-                    "curriculum.benches.grpo.",
-    )
     parser.add_argument("--model", default=None, help="a model folder (default: a fresh embedded tiny model)")
     parser.add_argument("--style", default="compact-nb", choices=sorted(PROMPT_STYLES),
                         help="prompt style (default compact-nb, the tiny preset's)")

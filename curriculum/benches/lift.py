@@ -142,19 +142,10 @@ def render(figures: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def add_parser(bench: argparse._SubParsersAction) -> None:
-    """Register ``mapf-lake bench lift`` on ``bench``."""
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags and handler of ``mapf-lake bench lift``."""
     from policy.prompts import PROMPT_STYLES
 
-    parser = bench.add_parser(
-        "lift", help="valid-rate lift of RL over a checkpoint, against more supervised steps (held-out, greedy)",
-        description="Train two copies of a checkpoint on the same instances of the preset's training "
-                    "distribution: the preset's stage trainer (GRPO or rejection-sampling fine-tuning) with its "
-                    "knobs, and supervised fine-tuning on the instances' optimal plans for the same number of "
-                    "steps. Validate all three greedily on the same held-out instances and print the valid rate per "
-                    "map side, the lift over the checkpoint and the training seconds. Without --model the preset's "
-                    "warm start is trained first. Example: mapf-lake bench lift --preset small",
-    )
     parser.add_argument("--model", help="checkpoint folder, e.g. RUN/warm_start/model (default: train the "
                         "preset's own warm start first)")
     parser.add_argument("--preset", default="tiny", help="preset whose training and validation distributions and "

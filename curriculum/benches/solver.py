@@ -62,14 +62,8 @@ def format_solver_bench(figures: dict[str, Any]) -> str:
     )
 
 
-def add_parser(bench: argparse._SubParsersAction) -> None:
-    """Register ``mapf-lake bench solver`` on ``bench``."""
-    parser = bench.add_parser(
-        "solver", help="solve and needs_wait times on random instances (median, mean, p99), one core",
-        description="Time solve and needs_wait on random instances of one agent count and hole ratio, on map "
-                    "sides drawn from --sides, one core; prints the median, mean and tail per call and the "
-                    "solver's statuses.",
-    )
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags and handler of ``mapf-lake bench solver``."""
     parser.add_argument("--agents", type=int, default=5, help="agents per instance (default 5)")
     parser.add_argument("--hole-ratio", type=float, default=0.3, help="hole probability per cell (default 0.3)")
     parser.add_argument("--sides", type=int, nargs="+", default=[10], help="map sides to draw from (default 10)")
