@@ -227,5 +227,6 @@ def format_option_table(rows: list[Option], width: int = 80) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Allowed", "DeclaredOptions", "Option", "SideTableState", "as_written", "check_options", "choice", "declared_state", "field_docs", "format_option_table",
-           "integer", "number", "option_names", "option_table", "python_object", "side_state", "state"]
+__all__ = ["Allowed", "DeclaredOptions", "Option", "SideTableState", "as_written", "check_options", "choice",
+           "declared_state", "field_docs", "format_option_table", "integer", "number", "option_names", "option_table",
+           "python_object", "side_state", "state"]

@@ -212,4 +212,5 @@ class RuleEngineer(RateBand):
         return f"size {side}: {self.metric} {rate:.3f} {what}{copes}: " + (", ".join(changes) or "unchanged")
 
 
-__all__ = ["RULE_METRICS", "RateBand", "RuleEngineer", "behavior_rates", "hole_ratio_cap", "rounded_shares", "size_rates"]
+__all__ = ["RULE_METRICS", "RateBand", "RuleEngineer", "behavior_rates", "hole_ratio_cap", "rounded_shares",
+           "size_rates"]

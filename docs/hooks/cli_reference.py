@@ -52,7 +52,8 @@ def render_engineer_reference() -> str:
         block = [f"## `{form}`", "", engineer_summary(name), ""]
         if rows:
             block += ["| option | default | allowed | what it does |", "| --- | --- | --- | --- |"]
-            block += [f"| `{row.name}` | `{as_written(row.default)}` | {_cell(row.allowed)} | {_cell(row.help)} |" for row in rows]
+            block += [f"| `{row.name}` | `{as_written(row.default)}` | {_cell(row.allowed)} | {_cell(row.help)} |"
+                      for row in rows]
         else:
             block.append("No options.")
         blocks.append("\n".join(block) + "\n")
