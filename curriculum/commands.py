@@ -34,7 +34,8 @@ def _train(args: argparse.Namespace) -> int:
     from curriculum.config import load_run_config, preset
     from curriculum.reports.report import (compare_table, load_run, render_report, render_seed_comparison, seed_comparison,
                                    write_curves, write_plots)
-    from curriculum.loop.run import Run, resume, share_warm_start
+    from curriculum.loop.run import Run, resume
+    from curriculum.loop.sharing import share_warm_start
 
     from simulator.errors import ConfigError
 

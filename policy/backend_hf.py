@@ -80,7 +80,26 @@ class HFBackend:
         if cpu_threads is not None and (not isinstance(cpu_threads, int) or cpu_threads < 1):
             raise ConfigError("hf.cpu_threads", cpu_threads, "an integer >= 1, or None for the default")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.tokenizer, self.model = self._load(target)
+        self._ready(*self._load(target), cpu_threads)
+
+    @classmethod
+    def loaded(cls, model: Any, tokenizer: Any, name: str = "trainer-model",
+               cpu_threads: int | None = None) -> "HFBackend":
+        """A backend over a model already in memory (a trainer's own, mid-training): nothing is loaded or copied
+        but the tokenizer (its padding side is set for generation here, and a trainer may want its own). The
+        caller puts the model in eval mode while it generates (``model.eval()``) and back afterwards."""
+        import copy
+
+        if cpu_threads is not None and (not isinstance(cpu_threads, int) or cpu_threads < 1):
+            raise ConfigError("hf.cpu_threads", cpu_threads, "an integer >= 1, or None for the default")
+        backend = cls.__new__(cls)
+        backend.spec = f"hf:{name}"
+        backend.device = str(model.device)
+        backend._ready(copy.deepcopy(tokenizer), model, cpu_threads)
+        return backend
+
+    def _ready(self, tokenizer: Any, model: Any, cpu_threads: int | None) -> None:
+        self.tokenizer, self.model = tokenizer, model
         self.cpu_threads = default_cpu_threads(self.model, cpu_threads)
         self.tokenizer.padding_side = "left"  # decoder-only: new tokens must follow the prompt directly
         if self.tokenizer.pad_token_id is None:

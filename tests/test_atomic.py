@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from curriculum.loop.run import Run, share_stage, share_warm_start, stage_seed
+from curriculum.loop.curriculum import stage_seed
+from curriculum.loop.run import Run
+from curriculum.loop.sharing import share_stage, share_warm_start
 from simulator.config import save_config
 from simulator.atomic import atomic_folder, atomic_write
 from tests.test_curriculum import small_config
@@ -137,11 +139,11 @@ def test_run__a_manifest_written_before_a_field_existed_still_matches_its_config
 
     config = small_config(tmp_path, "old")
     run = Run(config, log=lambda message: None)
-    run._start()
+    run.curriculum.open()
     manifest = config.run_dir / "manifest.json"
     data = json.loads(manifest.read_text())
     del data["run_config"]["training"]["loss_type"]  # as a run recorded by an older version has it
     manifest.write_text(json.dumps(data))
-    Run(config, log=lambda message: None)._start()  # the missing field has its default: the same run
+    Run(config, log=lambda message: None).curriculum.open()  # the missing field has its default: the same run
     with pytest.raises(ConfigError, match="the same run config"):
-        Run(config.with_overrides(**{"training.loss_type": "grpo"}), log=lambda message: None)._start()
+        Run(config.with_overrides(**{"training.loss_type": "grpo"}), log=lambda message: None).curriculum.open()

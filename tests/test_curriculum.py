@@ -354,7 +354,7 @@ def test_run__the_progress_engineer_steers_by_the_rejection_sampling_rounds(tmp_
 def test_read_summary__a_summary_without_the_makespan_split_gets_it_from_the_replays_beside_it(finished_run, tmp_path):
     import shutil
 
-    from curriculum.loop.run import _read_summary
+    from curriculum.loop.folder import read_summary as _read_summary
 
     stage = finished_run.run_dir / "stage-01"
     fresh = _read_summary(stage / "summary.json")
@@ -877,7 +877,7 @@ def test_failure_credit__a_stage_trains_with_it(tmp_path, finished_run):
 
 
 def test_run__a_stage_the_sibling_arm_trained_on_the_same_configs_is_copied_not_trained(tmp_path):
-    from curriculum.loop.run import share_warm_start
+    from curriculum.loop.sharing import share_warm_start
 
     first = small_config(tmp_path, "first", **{"engineer.spec": "fixed", "arm": "first", "warm_start.enabled": False})
     Run(first, log=lambda message: None).execute()
@@ -903,7 +903,7 @@ def test_run__a_stage_the_sibling_arm_trained_on_the_same_configs_is_copied_not_
     assert "shared_from" not in json.loads((other.run_dir / "stage-02" / "stage.json").read_text())
     # a different initial_config whose stage 1 (an engineer's plan) is the sibling's: the same experiment, shared;
     # with a warm start trained on initial_config (no warm-start config of its own) it is not
-    from curriculum.loop.run import share_stage
+    from curriculum.loop.sharing import share_stage
 
     stage1 = StageConfig.from_dict(json.loads((first.run_dir / "stage-01" / "stage.json").read_text())["config"])
     planned = small_config(tmp_path, "planned", **{"engineer.spec": "gap", "arm": "planned",

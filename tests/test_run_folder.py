@@ -15,7 +15,8 @@ import pytest
 
 from curriculum.config import preset, save_run_config
 from curriculum.reports.report import load_run
-from curriculum.loop.run import RUN_PROTOCOL, Run, resume
+from curriculum.loop.folder import RUN_PROTOCOL
+from curriculum.loop.run import Run, resume
 from simulator.errors import ConfigError
 
 
@@ -43,11 +44,11 @@ def make_run_folder(output_dir: Path, name: str = "run", finished: tuple[int, ..
 
 @pytest.fixture
 def started(monkeypatch):
-    """``resume`` up to the point where the run has accepted its folder (``Run._start``), without training."""
+    """``resume`` up to the point where the run has accepted its folder (``Curriculum.open``), without training."""
     runs = []
 
     def start_only(run):
-        run._start()
+        run.curriculum.open()
         runs.append(run)
         return {}
 
@@ -84,14 +85,14 @@ def test_resume__a_run_folder_is_resumed_by_the_folder_however_it_is_spelled_or_
     (run,) = started
     assert run.dir.resolve() == folder.resolve() and run.config.stages == config.stages
     # the finished stage's checkpoint is the one in the folder now, not where the folder was made
-    (record,) = run.completed_stages()
+    (record,) = run.curriculum.folder.completed_stages()
     assert Path(record.model).resolve() == (folder / "stage-01" / "model").resolve()
 
 
 def test_run__another_config_in_the_folder_is_refused_naming_what_differs(tmp_path):
     config = make_run_folder(tmp_path)
     with pytest.raises(ConfigError) as refused:
-        Run(config.with_overrides(**{"training.steps": config.training.steps + 1}))._start()
+        Run(config.with_overrides(**{"training.steps": config.training.steps + 1})).curriculum.open()
     assert "training.steps" in str(refused.value)
 
 
@@ -108,9 +109,9 @@ def test_run__a_gap_in_the_stage_folders_is_refused_naming_the_missing_stage(tmp
         (config.run_dir / f"stage-{stage:02d}" / "validation.mlr").write_bytes(b"")
     run = Run(config)
     with pytest.raises(ConfigError, match=missing):
-        run._start()  # refused before anything is trained or validated
+        run.curriculum.open()  # refused before anything is trained or validated
     with pytest.raises(ConfigError, match=missing):
-        run.completed_stages()
+        run.curriculum.folder.completed_stages()
 
 
 @pytest.mark.parametrize("finished, missing", [((2,), "stage-01"), ((1, 3), "stage-02")])
@@ -123,7 +124,7 @@ def test_load_run__a_gap_in_the_stages_is_refused_naming_the_missing_stage(tmp_p
 def test_run__stages_without_a_gap_are_read_in_order(tmp_path):
     config = make_run_folder(tmp_path, finished=(1, 2), stages=3)
     (config.run_dir / "stage-03").mkdir()  # the stage in progress
-    assert [record.stage for record in Run(config).completed_stages()] == [1, 2]
+    assert [record.stage for record in Run(config).curriculum.folder.completed_stages()] == [1, 2]
     assert [record.stage for record in load_run(config.run_dir).stages] == [1, 2]
 
 
@@ -136,13 +137,13 @@ def _read_back(config, name: str):
     """The code path of ``train --resume`` that reads the record ``name`` of the folder."""
     run = Run(config)
     if name == "manifest.json":
-        return run._start()
+        return run.curriculum.open()
     if name == "stage.json":
-        return run.completed_stages()
+        return run.curriculum.folder.completed_stages()
     if name == "summary.json":  # a finished validation is read back instead of run again
-        return run.validate("unused-model", config.run_dir / "untrained", 0, [])
-    return run._decide(1, "unused", "unused", config.initial_config, None, [],
-                       config.run_dir / "stage-01" / "decision.json")
+        return run.curriculum.validate("unused-model", config.run_dir / "untrained", 0)
+    return run.curriculum.decide(1, "unused", config.initial_config, None, [],
+                                 config.run_dir / "stage-01" / "decision.json")
 
 
 @pytest.mark.parametrize("how", ["truncated", "empty"])
@@ -171,7 +172,7 @@ def test_run__a_manifest_that_is_not_a_run_manifest_is_named(tmp_path, content, 
     config = make_run_folder(tmp_path)
     (config.run_dir / "manifest.json").write_text(content)
     with pytest.raises(ConfigError, match=says) as caught:
-        Run(config)._start()
+        Run(config).curriculum.open()
     assert "manifest.json" in str(caught.value)
 
 
@@ -182,8 +183,8 @@ def test_run__a_record_that_is_a_folder_or_too_large_is_named(tmp_path, monkeypa
     path = config.run_dir / "stage-01" / "stage.json"
     monkeypatch.setattr(records_module, "MAX_RECORD_BYTES", 100)
     with pytest.raises(ConfigError, match="100 bytes"):
-        Run(config).completed_stages()
+        Run(config).curriculum.folder.completed_stages()
     path.unlink()
     path.mkdir()
     with pytest.raises(ConfigError, match="regular file"):
-        Run(config).completed_stages()
+        Run(config).curriculum.folder.completed_stages()

@@ -111,14 +111,15 @@ def test_run__a_folder_made_before_the_three_set_protocol_is_not_resumed(tmp_pat
     protocols in one run, so it is refused with a message that says what to do; a protocol-2 folder resumes."""
     import json
 
-    from curriculum.loop.run import RUN_PROTOCOL, Run
+    from curriculum.loop.folder import RUN_PROTOCOL
+    from curriculum.loop.run import Run
 
     config = preset("tiny").with_overrides(name="old", output_dir=str(tmp_path))
     folder = tmp_path / "old"
     folder.mkdir()
     (folder / "manifest.json").write_text(json.dumps({"run_config": config.to_dict(), "versions": {}}))
     with pytest.raises(ConfigError, match="protocol 2") as refused:
-        Run(config)._start()
+        Run(config).curriculum.open()
     assert "start a new run" in str(refused.value)
     (folder / "manifest.json").write_text(json.dumps({"protocol": RUN_PROTOCOL, "run_config": config.to_dict()}))
-    Run(config)._start()  # the same config, the current protocol: accepted
+    Run(config).curriculum.open()  # the same config, the current protocol: accepted

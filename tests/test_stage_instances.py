@@ -8,7 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from curriculum.loop.run import REPLAY_FILE, Run, share_stage, stage_instances, stage_seed
+from curriculum.loop.curriculum import stage_instances, stage_seed
+from curriculum.loop.folder import HANDED_FILE
+from curriculum.loop.run import Run
+from curriculum.loop.sharing import share_stage
 from curriculum.loop.sets import RunSets, training_seed
 from engineer.decision import make_decision
 from simulator.config import StageConfig, save_config
@@ -49,7 +52,7 @@ def _finished_stage(run, number: int, config, handed: bytes = b"") -> None:
         (stage / name).write_text(name)
     save_config(config, stage / "config.yaml")
     if handed:
-        (stage / REPLAY_FILE).write_bytes(handed)
+        (stage / HANDED_FILE).write_bytes(handed)
 
 
 def test_share_stage__only_between_stages_handed_the_same_instances(tmp_path):
@@ -72,18 +75,18 @@ def test_share_stage__only_between_stages_handed_the_same_instances(tmp_path):
 def test_run__the_next_stage_takes_the_instances_its_previous_decision_recorded(tmp_path):
     config = small_config(tmp_path, "handed", **{"engineer.spec": "replay"})
     run = Run(config, log=lambda message: None)
-    assert run._given_instances(1) == ([], "") and run._given_instances(2) == ([], "")
+    assert run.curriculum._given_instances(1) == ([], "") and run.curriculum._given_instances(2) == ([], "")
     given = _given(2)
     decision = make_decision("replay", CONFIG, CONFIG, "replay: 2 instances replayed", instances=given).to_dict()
-    (run.stage_dir(1)).mkdir(parents=True)
-    (run.stage_dir(1) / "decision.json").write_text(json.dumps(decision))
-    taken, source = run._given_instances(2)
+    (run.curriculum.stage_dir(1)).mkdir(parents=True)
+    (run.curriculum.stage_dir(1) / "decision.json").write_text(json.dumps(decision))
+    taken, source = run.curriculum._given_instances(2)
     assert [item.to_dict() for item in taken] == [item.to_dict() for item in given]
     assert source.endswith("stage-01/decision.json")
     planned = Run(small_config(tmp_path, "planned", **{"engineer.plan_first": True}), log=lambda message: None)
-    planned._plan_path().parent.mkdir(parents=True)
-    planned._plan_path().write_text(json.dumps(decision))
-    assert len(planned._given_instances(1)[0]) == 2  # stage 1 takes the plan's
+    planned.curriculum.folder.plan_path().parent.mkdir(parents=True)
+    planned.curriculum.folder.plan_path().write_text(json.dumps(decision))
+    assert len(planned.curriculum._given_instances(1)[0]) == 2  # stage 1 takes the plan's
 
 
 def test_run__an_engineer_that_writes_instances_reads_the_stage_s_bank_evidence_and_protected_sets(tmp_path):
@@ -93,14 +96,14 @@ def test_run__an_engineer_that_writes_instances_reads_the_stage_s_bank_evidence_
     from replays.writer import write_replay
 
     run = Run(small_config(tmp_path, "material", **{"engineer.spec": "replay"}), log=lambda message: None)
-    items = run.validation_items()
-    folder = run.stage_dir(1)
+    items = run.curriculum.evidence_items
+    folder = run.curriculum.stage_dir(1)
     folder.mkdir(parents=True)
     header = ReplayHeader.new("material", 1, "validation", {"name": "random"}, run.config.validation.config.to_dict())
     write_replay(folder / "validation.mlr", header, judge_episodes(items, make_scripted("random").plans(items)))
     bank = _given(3)
-    material = run._material(1, bank, folder / "validation.mlr")
+    material = run.curriculum.material(1, bank, folder / "validation.mlr")
     assert material.stage == 1 and material.bank == tuple(bank) and len(material.evidence) == len(items)
     assert [episode.instance for episode in material.evidence] == [item.instance for item in items]
-    assert material.protected == run.sets.test | run.sets.evidence_keys
+    assert material.protected == run.curriculum.sets.test | run.curriculum.sets.evidence_keys
     assert {item.instance.content_key() for item in items} <= material.protected

@@ -91,7 +91,7 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
             items = generate(replace(ws.config or run.stage_one, samples=ws.samples,
                                      seed=1000 * seed)).instances
             log(f"warm start of preset {preset_name}: {ws.steps} supervised steps on {len(items)} optimal plans")
-            warm_start(runner.initial_model(), items, runner.style, Path(tmp) / "warm", steps=ws.steps,
+            warm_start(runner.initial_model(), items, runner.curriculum.style, Path(tmp) / "warm", steps=ws.steps,
                        batch_size=ws.batch_size, learning_rate=ws.learning_rate, max_length=ws.max_length,
                        seed=seed, cpu_threads=cpu_threads)
             model = str(Path(tmp) / "warm" / "model")

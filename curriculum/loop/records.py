@@ -29,6 +29,9 @@ MAX_FIGURE = 1e12  # bound of a trainer's figure or a phase's seconds: finite an
 TRAIN_FIGURES = ("step_seconds", "reward_mean", "zero_variance_share", "completion_tokens_mean")
 
 
+OUTCOMES_FILE = "outcomes.json"
+"""In a rejection-sampling stage's folder: each sampled instance's own ``[valid, samples]`` (the trainer writes it,
+an engineer that scores instances reads it)."""
 MAX_RECORD_BYTES = 64 * 2**20  # a run record (manifest, stage record, summary, decision) is kilobytes; a decision
 # keeps the engineer's raw answer, so the bound is generous, but a file of gigabytes is not read into memory
 
@@ -311,4 +314,4 @@ def _config(document: Any, where: str) -> StageConfig:
         raise ConfigError(f"{where}.{error.field}", error.value, error.allowed) from None
 
 
-__all__ = ["MAX_RECORD_BYTES", "StageDecision", "StageRecord", "StageScores", "TrainingReport", "read_record"]
+__all__ = ["MAX_RECORD_BYTES", "OUTCOMES_FILE", "StageDecision", "StageRecord", "StageScores", "TrainingReport", "read_record"]

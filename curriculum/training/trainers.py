@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from curriculum.loop.distributed import is_main_process
-from curriculum.loop.records import TrainingReport, read_record
+from curriculum.loop.records import OUTCOMES_FILE, TrainingReport, read_record
 from engineer.evidence import TrainingSignal
 from policy.backend_hf import set_cpu_threads as _cpu_threads
 from policy.prompts import PromptStyle, save_checkpoint_style
@@ -76,7 +76,6 @@ def _checkpoint_done(path: Path) -> bool:
     return (path / "checkpoint_done.json").exists()
 
 
-OUTCOMES_FILE = "outcomes.json"
 """Beside a rejection-sampling stage's model: each sampled instance's own ``[valid samples, samples]`` by its content
 key in hex (``{"outcomes": {...}}``), what the ``replay`` engineer scores an instance by (``engineer.material``)."""
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from curriculum.reports.report import load_run, run_arm, run_seed
-from curriculum.loop.run import _read_summary
+from curriculum.loop.folder import read_summary as _read_summary
 
 
 def by_size(summary: Path) -> dict[str, float]:

@@ -1,0 +1,484 @@
+"""The curriculum as one trainer-free object: what any trainer plugs in to train with the environment engineer.
+
+A :class:`Curriculum` owns everything of a run but the training itself:
+
+* the run's protected sets (training / evidence / test, disjoint by content: :mod:`curriculum.loop.sets`);
+* the current stage's config and certified sampling from it (:meth:`Curriculum.sample`, :meth:`training_row`);
+* the stage boundary (:meth:`Curriculum.end_stage`): the model's answers on the evidence set, their failure
+  summary, the engineer's decision with its reasons, the next stage's config;
+* its state (the run folder's records, plus :meth:`state_dict` for a trainer's checkpoint) and the run-folder
+  records that ``mapf-lake report`` and ``compare`` read.
+
+Trainers drive it through their own hooks: TRL through :mod:`curriculum.plugins.trl_hooks` (an IterableDataset,
+a TrainerCallback, an ``environment_factory`` environment), verl through :mod:`curriculum.plugins.verl_sampler`;
+``mapf-lake train`` (:mod:`curriculum.loop.run`) is one more user: its stage trainers train on
+:meth:`Curriculum.prepare_stage`'s instances and hand the checkpoint to :meth:`Curriculum.end_stage`.
+
+Nothing here imports a trainer, torch or transformers at import time (a test holds it); a model's answers come from
+``policy``'s backends, loaded when a boundary needs them.
+
+Use::
+
+    curriculum = Curriculum(preset("demo").with_overrides(name="mine")).open()
+    curriculum.begin(start_model)            # validates the start model, plans stage 1 (engineer.plan_first)
+    while not curriculum.finished:
+        rows = [curriculum.training_row(item) for item in curriculum.sample(64)]
+        ...                                  # the user's trainer trains on rows
+        record = curriculum.end_stage(model) # evidence, decision, next config; record.decision says why
+    table = curriculum.evaluate(model)       # the test set, read by nothing else
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from curriculum.config import RunConfig
+from curriculum.loop.distributed import wait_for_file
+from curriculum.loop.folder import (HANDED_FILE, SHARED_FROM_FILE, Log, RunFolder, read_decision, read_summary, stage_folder,
+                                    write_json)
+from curriculum.loop.records import (OUTCOMES_FILE, StageDecision, StageRecord, StageScores, TrainingReport,
+                                     read_record)
+from curriculum.loop.sets import RunSets, training_seed
+from curriculum.loop.validation import EvaluationModels, LoadedModel, Model, answer_churn, model_name, validate
+from engineer import HistoryEntry, StageEvidence
+from engineer.decision import EngineerDecision
+from policy.prompts import get_style
+from simulator.atomic import atomic_write
+from simulator.config import StageConfig, save_config
+from simulator.errors import ConfigError
+from simulator.generator import GeneratedStage, LabelledInstance, to_jsonl
+from simulator.text import counted
+
+
+def log_to_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def stage_seed(run_seed: int, stage: int) -> int:
+    """Seed of stage ``stage``'s trainer and engineer (random streams of torch, numpy and the engineers, which
+    want seeds below 2**32): fixed by the run seed, distinct per stage. The stage's *instances* take
+    ``curriculum.loop.sets.training_seed``, in a domain no evidence or test seed shares."""
+    return run_seed * 1000 + stage
+
+
+class PhaseClock:
+    """Seconds per phase of a stage: ``lap(name)`` closes the phase that began at the previous lap."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = self.laps.get(name, 0.0) + now - self._last
+        self._last = now
+
+
+@dataclass(frozen=True)
+class StageInputs:
+    """What a stage trains on: its config (the stage's training seed set), the instances the previous decision
+    handed it (and their bytes as ``replay.jsonl`` holds them), and all its instances with the generator's
+    report per map side."""
+
+    stage: int
+    config: StageConfig
+    given: tuple[LabelledInstance, ...]
+    given_bytes: bytes
+    generated: GeneratedStage
+
+    @property
+    def instances(self) -> list[LabelledInstance]:
+        return self.generated.instances
+
+
+def stage_instances(sets: RunSets, config: StageConfig, given: Sequence[LabelledInstance],
+                    source: str = "decision") -> GeneratedStage:
+    """A stage's training instances: ``config``'s, generated with ``samples - len(given)`` (every test and evidence
+    instance excluded, :meth:`RunSets.training`), then ``given``, the instances the previous decision handed over
+    (``source``: its record, named in errors). The reports are the generator's, of the generated part.
+
+    ``given`` must leave room for one generated instance, and none of it may be a test or evidence instance (the
+    engineers that hand instances over exclude them; this is the proof, as generation's exclusion is): else
+    ConfigError naming the record."""
+    if not given:
+        return sets.training(config)
+    if len(given) >= config.samples:
+        raise ConfigError(f"{source}: instances", len(given), f"fewer than the stage's {config.samples} samples")
+    protected = sets.test | sets.evidence_keys
+    for index, item in enumerate(given):
+        if item.instance.content_key() in protected:
+            raise ConfigError(f"{source}: instances[{index}]", "a test or evidence instance",
+                              "training instances apart from the run's test and evidence sets")
+    generated = sets.training(replace(config, samples=config.samples - len(given)))
+    return GeneratedStage(generated.instances + list(given), generated.reports)
+
+
+_OUTCOME_WORDS = {"changed": "changed the config", "kept": "kept the config (nothing to change)",
+                  "rejected": "rejected the proposal, kept the config"}
+
+
+def scores_of(summary: StageEvidence) -> dict:
+    """The validation scores a history entry and a stage record keep of an evidence summary."""
+    failures = summary.failures
+    scores = {"valid_rate": failures.valid_rate, "optimal_rate": failures.optimal_rate,
+              "reward_mean": failures.reward_mean}
+    if summary.sampled is not None:
+        scores["sampled_valid_rate"] = summary.sampled.valid_rate
+    return scores
+
+
+class Curriculum:
+    """One run's curriculum: protected sets, stage configs, certified sampling, stage boundaries, records.
+
+    Stages are 1-based; :attr:`stage` is the one being trained (``stages + 1`` once every stage is finished:
+    :attr:`finished`). Every registered engineer works through it (``engineer.spec`` of the run config).
+    """
+
+    def __init__(self, config: RunConfig, log: Log = log_to_stderr) -> None:
+        self.config = config
+        self.dir = config.run_dir
+        self.log = log
+        self.style = get_style(config.prompt_style)
+        self.folder = RunFolder(config, log)
+        self.models = EvaluationModels(config, self.style)
+        self.history: list[HistoryEntry] = []
+        """The engineer's history: the warm start (stage 0, with one) and every finished stage."""
+        self.current: StageConfig = config.stage_one
+        """The config of the stage being trained (its seed is set to the stage's training seed when prepared)."""
+        self.stage = 1
+        self.base_model: Model | None = None
+        """The model before any training (an ``llm:base`` engineer's)."""
+        self._inputs: StageInputs | None = None
+        self._clock: PhaseClock | None = None
+        self._drawn = 0
+        self._sets: RunSets | None = None
+        self._begun = False
+
+    # --- the folder -------------------------------------------------------------------------------------------
+    @property
+    def main(self) -> bool:
+        return self.folder.main
+
+    def stage_dir(self, stage: int) -> Path:
+        return stage_folder(self.dir, stage)
+
+    @property
+    def finished(self) -> bool:
+        return self.stage > self.config.stages
+
+    def open(self) -> "Curriculum":
+        """Make the run folder (or accept an existing one as this run's: resume); nothing is trained."""
+        self.folder.start()
+        return self
+
+    # --- the three sets ---------------------------------------------------------------------------------------
+    @property
+    def sets(self) -> RunSets:
+        """The run's protected sets: test (the evaluation suite) and evidence (validation), built once."""
+        if self._sets is None:
+            self._sets = RunSets.build(self.config.evaluation_suite, self.config.evidence_config,
+                                       self.config.validation.samples)
+        return self._sets
+
+    @property
+    def evidence_items(self) -> list[LabelledInstance]:
+        """The evidence set: what the engineer reads (generated with every test instance excluded)."""
+        return self.sets.evidence.instances
+
+    def warm_start_config(self) -> StageConfig:
+        """The supervised warm start's instances' config (stage 0's training seed)."""
+        ws = self.config.warm_start
+        return replace(ws.config or self.config.stage_one, samples=ws.samples, seed=training_seed(self.config.seed, 0))
+
+    def warm_start_instances(self) -> list[LabelledInstance]:
+        """The warm start's certified instances with their optimal plans (training set, stage 0)."""
+        return self.sets.training(self.warm_start_config()).instances
+
+    # --- evidence ---------------------------------------------------------------------------------------------
+    def validate(self, model: Model, folder: Path, stage: int, trained_config: dict | None = None) -> StageEvidence:
+        """``model``'s answers on the evidence set -> ``folder``'s replays and summary (read back when there).
+        Under several processes the main one answers and the others read its summary."""
+        summary_path = folder / "summary.json"
+        if not self.main or ((folder / "validation.mlr").exists() and summary_path.exists()):
+            return read_summary(wait_for_file(summary_path))
+        folder.mkdir(parents=True, exist_ok=True)
+        return validate(self.models, model, folder, stage, self.evidence_items, trained_config)
+
+    def begin(self, model: Model, base_model: Model | None = None) -> Model:
+        """Start (or resume) the stages from ``model``, the model stage 1 trains from (warm-started, or not): it is
+        validated into ``warm_start/`` (``untrained/`` without a warm start) unless it was already; the engineer
+        plans stage 1 (``engineer.plan_first``); finished stages are read back. Returns the model the next stage
+        trains from (the last finished stage's checkpoint, or ``model``)."""
+        cfg = self.config
+        self.base_model = base_model if base_model is not None else model
+        trained = self.warm_start_config().to_dict() if cfg.warm_start.enabled else None
+        start = self.validate(model, self.folder.start_dir(), 0, trained_config=trained)
+        self.history = [HistoryEntry(stage=0, config=None, **scores_of(start))] if cfg.warm_start.enabled else []
+        self.current = cfg.stage_one
+        if cfg.engineer.plan_first and self.main:
+            self.current = self._plan_first(model)
+        elif cfg.engineer.plan_first:  # the other processes take the main one's decision
+            self.current = StageConfig.from_dict(read_record(wait_for_file(self.folder.plan_path()),
+                                                             "engineer's decision", ("config",))["config"])
+        self.stage = 1
+        for record in self.folder.completed_stages():
+            self.history.append(record.history_entry())
+            self.current, model = record.next_config, record.model
+            self.stage = record.stage + 1
+        self._inputs, self._drawn, self._begun = None, 0, True
+        return model
+
+    def _plan_first(self, model: Model) -> StageConfig:
+        """Stage 1's config as the engineer decides it from the model it starts from (``engineer.plan_first``)."""
+        path = self.folder.plan_path()
+        evidence = read_summary(path.parent / "summary.json")
+        decision = self.decide(0, model, self.config.stage_one, evidence, self.history, path)
+        self._log_decision("before stage 1", decision)
+        return decision.config
+
+    # --- a stage's instances ----------------------------------------------------------------------------------
+    def _given_instances(self, stage: int) -> tuple[list[LabelledInstance], str]:
+        """The instances the decision before ``stage`` handed it (``EngineerDecision.instances``; [] from an engineer
+        that only writes configs) and the record they come from."""
+        previous = self.folder.previous_decision(stage)
+        if previous is None or not previous.exists():
+            return [], ""
+        return list(read_decision(previous).instances), str(previous)
+
+    def prepare_stage(self) -> StageInputs:
+        """The current stage's inputs, made once: its config (seeded) in ``config.yaml``, the instances handed over
+        in ``replay.jsonl``, and its certified instances (handed ones last). The stage's clock starts here."""
+        self._require_begun()
+        if self.finished:
+            raise ConfigError("stage", self.stage, f"at most {self.config.stages} (stages): every stage is finished")
+        if self._inputs is not None and self._inputs.stage == self.stage:
+            return self._inputs
+        self._clock = PhaseClock()
+        folder = self.stage_dir(self.stage)
+        folder.mkdir(parents=True, exist_ok=True)
+        config = replace(self.current, seed=training_seed(self.config.seed, self.stage))
+        given, source = self._given_instances(self.stage)
+        given_bytes = to_jsonl(given) if given else b""
+        save_config(config, folder / "config.yaml")
+        if given:
+            atomic_write(folder / HANDED_FILE, given_bytes)
+        generated = stage_instances(self.sets, config, given, source)
+        self._clock.lap("instances")
+        self._inputs = StageInputs(self.stage, config, tuple(given), given_bytes, generated)
+        self._drawn = 0
+        return self._inputs
+
+    def sample(self, n: int) -> list[LabelledInstance]:
+        """The next ``n`` certified training instances of the current stage: its instances in a seeded order,
+        reshuffled each pass (the same run seed and stage, the same stream). After the last stage, the last
+        stage's config keeps serving (a trainer that runs on)."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ConfigError("n", n, "an integer >= 0")
+        import numpy as np
+
+        if self.finished:
+            self.log("curriculum: every stage is finished; sampling goes on from the last stage's instances")
+        inputs = self.prepare_stage() if not self.finished else self._inputs
+        if inputs is None:
+            raise ConfigError("stage", self.stage, "a stage with instances (sample during the run's stages)")
+        items = inputs.instances
+        out = []
+        for position in range(self._drawn, self._drawn + n):
+            rounds, index = divmod(position, len(items))
+            order = np.random.default_rng([self.config.seed, inputs.stage, rounds]).permutation(len(items))
+            out.append(items[int(order[index])])
+        self._drawn += n
+        return out
+
+    def training_row(self, item: LabelledInstance) -> dict[str, Any]:
+        """One trainer row: the instance's prompt in the run's style and the columns the project's reward reads
+        (``policy.rewards.StageReward``: ``instance``, ``optimal_makespan``, ``horizon``)."""
+        from policy.rewards import reward_columns
+        from simulator.env import default_horizon
+
+        return {"prompt": self.style.prompt(item.instance),
+                **reward_columns(item.instance, item.optimal_makespan, default_horizon(item.instance))}
+
+    # --- the stage boundary -----------------------------------------------------------------------------------
+    def end_stage(self, model: Model, train_info: TrainingReport | None = None) -> StageRecord:
+        """Close the current stage trained into ``model`` (a checkpoint folder, or a :class:`LoadedModel`):
+        its evidence (greedy answers on the evidence set, failure summary, sampled pass@1), how far its answers
+        moved, the engineer's decision (with the stage's training signal from ``train_info``, and its reasons),
+        the stage record, and the switch to the next stage's config. A stage already recorded (a resumed trainer
+        replaying steps) is read back, not decided again."""
+        inputs = self.prepare_stage()
+        clock = self._clock or PhaseClock()
+        clock.lap("train")
+        train_info = train_info or TrainingReport()
+        stage, config, folder = inputs.stage, inputs.config, self.stage_dir(inputs.stage)
+        recorded = folder / "stage.json"
+        if not self.main or recorded.exists():
+            path = wait_for_file(recorded)
+            record = StageRecord.from_dict(read_record(path, "stage record"), str(path))
+            if self.main:
+                self.log(f"stage {stage}: already recorded in {path}; its decision is read back")
+            return self._advance(replace(record, model=str(folder / "model")))
+        summary = self.validate(model, folder, stage, trained_config=config.to_dict())
+        clock.lap("validation")
+        split = summary.seconds or {}
+        if "judging_and_records" in split and clock.laps.get("validation", 0.0) >= split["judging_and_records"]:
+            clock.laps["validation"] -= split["judging_and_records"]  # what is left is the model generating
+            clock.laps["judging"] = split["judging_and_records"]
+        self.log(f"stage {stage}: valid {100 * summary.failures.valid_rate:.1f}%, "
+                 f"optimal {100 * summary.failures.optimal_rate:.1f}%,"
+                 f" zero-variance groups {train_info.zero_variance_share}")
+        before = self.stage_dir(stage - 1) if stage > 1 else self.folder.start_dir()
+        churn = answer_churn(before / "validation.mlr", folder / "validation.mlr")
+        if churn["changed"] is not None:
+            self.log(f"stage {stage}: greedy answers changed on {100 * churn['changed']:.1f}% of the validation "
+                     f"set (valid gained {churn['gained']}, lost {churn['lost']})")
+        clock.lap("records")
+        evidence = replace(  # the generator's own report and the trainer's own groups: what the stage trained on
+            summary, generation={str(side): report for side, report in sorted(inputs.generated.reports.items())},
+            training_signal=train_info.signal)
+        decision = self.decide(stage, model, config, evidence, self.history + [HistoryEntry(
+            stage=stage, config=config, **scores_of(summary),
+            zero_variance_share=train_info.zero_variance_share)], folder / "decision.json", bank=inputs.instances)
+        self.models.release()
+        clock.lap("engineer")
+        handed = len(decision.instances)
+        self._log_decision(f"stage {stage}", decision,
+                           f"; {counted(handed, 'instance')} for stage {stage + 1}" if handed else "")
+        shared = folder / SHARED_FROM_FILE
+        generation = {str(side): asdict(report) for side, report in sorted(inputs.generated.reports.items())}
+        record = StageRecord(
+            stage=stage, config=config, next_config=decision.config,
+            model=model if isinstance(model, str) else model_name(model),
+            scores=StageScores(**scores_of(summary), zero_variance_share=train_info.zero_variance_share),
+            decision=StageDecision.of(decision), train=train_info, generation=generation, churn=churn,
+            timings=clock.laps, shared_from=shared.read_text() if shared.exists() else None)
+        write_json(recorded, record.to_dict())
+        return self._advance(record)
+
+    def _advance(self, record: StageRecord) -> StageRecord:
+        self.history.append(record.history_entry())
+        self.current, self.stage = record.next_config, record.stage + 1
+        self._inputs, self._clock, self._drawn = None, None, 0
+        if self.main:
+            self.folder.write_metrics()
+        return record
+
+    def decide(self, stage: int, model: Model, config: StageConfig, evidence: StageEvidence,
+               history: list[HistoryEntry], decision_path: Path,
+               bank: Sequence[LabelledInstance] = ()) -> EngineerDecision:
+        """The engineer's decision after ``stage`` (0: before stage 1, from the start model): read back from
+        ``decision_path`` when a resumed run made it already, else asked for and written there.
+        ``bank``: the instances the stage trained on, for an engineer that reads them (``load_material``)."""
+        from engineer import build_context, make_engineer
+
+        if decision_path.exists():
+            return read_decision(decision_path)
+        cfg = self.config
+        spec = cfg.engineer.spec
+        options = dict(cfg.engineer.options)
+        if spec == "llm:self":
+            spec, backend = self.models.engineer_backend(model)
+            if backend is not None:
+                options["backend"] = backend
+        elif spec == "llm:base":
+            base = self.base_model if self.base_model is not None else model
+            spec, backend = (f"llm:hf:{base}", None) if isinstance(base, str) else self.models.engineer_backend(base)
+            if backend is not None:
+                options["backend"] = backend
+        engineer = make_engineer(spec, **options)
+        if hasattr(engineer, "load_state"):  # a stateful engineer continues from its previous decision
+            previous = self.folder.previous_decision(stage) if stage >= 1 else None
+            engineer.load_state(read_decision(previous).details.get("state")
+                                if previous is not None and previous.exists() else None)
+        if hasattr(engineer, "load_material"):  # an engineer that writes instances reads the instances themselves
+            engineer.load_material(self.material(stage, bank, decision_path.parent / "validation.mlr"))
+        context = build_context(evidence, config, history, sections=tuple(cfg.engineer.context))
+        decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage))
+        write_json(decision_path, decision.to_dict())
+        return decision
+
+    def material(self, stage: int, bank: Sequence[LabelledInstance], replay: Path):
+        """What an engineer that writes instances reads (``engineer.material.StageMaterial``): the stage's
+        instances, the evidence's episodes in ``replay`` (the validation replays the decision's evidence came
+        from) and the content no training instance may have (the test and evidence sets)."""
+        from engineer.material import StageMaterial, read_outcomes
+        from replays.reader import ReplayReader
+
+        with ReplayReader(replay) as reader:
+            episodes = tuple(episode.materialized() for episode in reader)
+        path = replay.parent / OUTCOMES_FILE  # a rejection-sampling stage's own samples of each instance
+        outcomes = read_outcomes(read_record(path, "instance outcomes"), str(path)) if path.exists() else {}
+        return StageMaterial(stage=stage, bank=tuple(bank), evidence=episodes,
+                             protected=self.sets.test | self.sets.evidence_keys, outcomes=outcomes)
+
+    def _log_decision(self, when: str, decision: EngineerDecision, tail: str = "", limit: int = 10) -> None:
+        """The decision in the log: what changed, and why (the engineer's own rationale, a line each, at most
+        ``limit``, each cut to one terminal line)."""
+        outcome = StageDecision.of(decision)
+        self.log(f"{when}: engineer {outcome.engineer} {_OUTCOME_WORDS[outcome.outcome]}"
+                 f" ({outcome.reason}); changes: {', '.join(outcome.diff) or 'none'}" + tail)
+        if outcome.outcome != "changed" or not decision.rationale.strip():
+            return
+        lines = [" ".join(line.split()) for line in decision.rationale.splitlines() if line.strip()]
+        for line in lines[:limit]:
+            self.log(f"  why: {line[:110]}")
+        if len(lines) > limit:
+            self.log(f"  why: ... {len(lines) - limit} more lines in the decision.json")
+
+    # --- the test set -----------------------------------------------------------------------------------------
+    def evaluate(self, model: Model) -> dict:
+        """The final score of ``model`` on the test set (``final/``; read back when done). Nothing else reads it."""
+        from curriculum.loop.validation import evaluate_test_set
+
+        table_path = self.dir / "final" / "table.json"
+        if not self.main:
+            return read_record(wait_for_file(table_path), "final table")
+        return evaluate_test_set(self.models, model, self.dir / "final", self.log)
+
+    # --- state ------------------------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """What a trainer's checkpoint keeps of the curriculum: the run, the stage being trained and how many
+        instances were drawn from it. Everything else is in the run folder's records."""
+        return {"run": self.config.name, "stage": self.stage, "drawn": self._drawn}
+
+    def load_state_dict(self, state: Any) -> None:
+        """Continue from a trainer's checkpoint: the stage it was training and the draws it had made. A stage the
+        folder finished after that checkpoint is trained again from the checkpoint, and its boundary reads the
+        recorded decision back (the same next config), so nothing recorded is lost or decided twice."""
+        self._require_begun()
+        if not isinstance(state, dict) or not {"run", "stage", "drawn"} <= set(state):
+            raise ConfigError("curriculum state", state, "a mapping with run, stage and drawn (Curriculum.state_dict)")
+        if state["run"] != self.config.name:
+            raise ConfigError("curriculum state: run", state["run"], f"this run's name, {self.config.name!r}")
+        stage, drawn = state["stage"], state["drawn"]
+        if not isinstance(stage, int) or isinstance(stage, bool) or not 1 <= stage <= min(self.stage,
+                                                                                          self.config.stages + 1):
+            raise ConfigError("curriculum state: stage", stage, f"1..{self.stage} (the stages this folder reached)")
+        if not isinstance(drawn, int) or isinstance(drawn, bool) or drawn < 0:
+            raise ConfigError("curriculum state: drawn", drawn, "an integer >= 0")
+        if stage < self.stage:  # the folder went on after this checkpoint: roll back to the checkpoint's stage
+            finished = self.folder.completed_stages()
+            self.history = [entry for entry in self.history if entry.stage < stage]
+            self.current = finished[stage - 2].next_config if stage > 1 else self._stage_one_config()
+            self.stage, self._inputs = stage, None
+        if not self.finished:
+            self.prepare_stage()
+        self._drawn = drawn
+
+    def _stage_one_config(self) -> StageConfig:
+        plan = self.folder.plan_path()
+        return read_decision(plan).config if self.config.engineer.plan_first and plan.exists() \
+            else self.config.stage_one
+
+    def _require_begun(self) -> None:
+        if not self._begun:
+            raise ConfigError("curriculum", "not begun", "Curriculum.begin(model) first: it validates the model "
+                              "stage 1 starts from and reads the finished stages back")
+
+
+__all__ = ["Curriculum", "LoadedModel", "PhaseClock", "StageInputs", "log_to_stderr", "scores_of", "stage_instances",
+           "stage_seed"]

@@ -1,0 +1,272 @@
+"""The run folder: its manifest (accepted, refused or extended on resume), its finished stages, and the records the
+stage loop reads back.
+
+Layout (``RunConfig.run_dir``)::
+
+    manifest.json            run config, package versions, machine, seeds, git commit, created
+    run.yaml                 the run config
+    model-init/              the embedded tiny model (model: tiny), created at start
+    untrained/               the starting model on the evidence set (validation.mlr, summary.json)
+    warm_start/model/        supervised warm start checkpoint (model + tokenizer)
+    warm_start/validation.mlr, warm_start/summary.json   the warm-started model on the evidence set
+    warm_start/decision.json the engineer's choice of stage 1's config (only with ``engineer.plan_first``)
+    stage-01/config.yaml     the stage config trained on
+    stage-01/replay.jsonl    the instances the previous decision handed the stage besides its config's (only when
+                             there are any: the ``replay`` and ``failures`` engineers'); the stage generates
+                             ``samples`` minus their number from its config (:data:`HANDED_FILE`)
+    stage-01/model/          the stage's checkpoint (model + tokenizer); stage-01/trainer/ TRL's own checkpoints
+    stage-01/validation.mlr  evidence replays;  stage-01/summary.json  their failure summary
+    stage-01/decision.json   the engineer's decision record (raw answer, proposal, repairs, final config, diff)
+    stage-01/stage.json      the stage record, written last: a stage is complete exactly when this file exists
+    metrics.jsonl            one line per completed stage (rewritten atomically)
+    final/                   test-set evaluation replays of the last checkpoint;  final/table.json
+    final-stage-NN/          after an extension: the final evaluation of the run's earlier last stage
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from curriculum.config import RunConfig, save_run_config
+from curriculum.loop.distributed import is_main_process, wait_for_file
+from curriculum.loop.records import StageRecord, read_record
+from engineer import StageEvidence
+from engineer.decision import EngineerDecision
+from simulator.atomic import atomic_write
+from simulator.errors import ConfigError, short_repr
+from simulator.text import counted
+
+Log = Callable[[str], None]
+
+# The run-folder protocol: 2 = three disjoint sets (curriculum.loop.sets): training seeds in their own domain, test and
+# evidence instances excluded from training by content, the test set scored last. A folder of protocol 1 (no
+# ``protocol`` in its manifest) trained on other instances: it is read by ``report``/``compare`` but not resumed.
+RUN_PROTOCOL = 2
+HANDED_FILE = "replay.jsonl"
+"""In a stage folder: the instances the previous decision handed the stage, as JSON lines (the name is kept for
+the run folders written before this constant had its present name)."""
+
+
+SHARED_FROM_FILE = "shared_from.txt"
+"""In a stage folder copied from a sibling arm (``train --compare``): the run folder that trained it."""
+
+
+def write_json(path: Path, data) -> None:
+    atomic_write(path, json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in ("mapf-frozenlake", "numpy", "numba", "torch", "transformers", "trl", "accelerate", "peft", "datasets"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _machine() -> dict:
+    """What the run ran on, for telling installations apart (no user or host names)."""
+    return {"system": platform.system(), "machine": platform.machine(), "processor": platform.processor() or None,
+            "cpus": os.cpu_count()}
+
+
+def stage_folder(run_dir: Path, stage: int) -> Path:
+    """A run's folder of stage ``stage`` (1-based)."""
+    return run_dir / f"stage-{stage:02d}"
+
+
+def read_decision(path: Path) -> EngineerDecision:
+    """A ``decision.json`` the stage loop wrote, read back (a bad one raises ConfigError naming the file and
+    field)."""
+    return EngineerDecision.from_dict(read_record(path, "engineer's decision", ("config",)), str(path))
+
+
+def read_summary(path: Path) -> StageEvidence:
+    """A ``summary.json`` the stage loop wrote, read back (a bad one raises ConfigError naming the file and key).
+
+    A summary written before the split by optimal makespan existed (a run folder of an older version, or a warm
+    start another arm made) gets the split from the ``validation.mlr`` beside it, in memory: the engineer of a
+    new arm reads the same evidence as one that validated itself, and the folder is not rewritten."""
+    evidence = StageEvidence.from_dict(read_record(path, "validation summary"), str(path))
+    replay = path.parent / "validation.mlr"
+    if not evidence.failures.by_size_makespan and evidence.failures.episodes and replay.exists():
+        from replays.mining import summarize
+        from replays.reader import ReplayReader
+
+        with ReplayReader(replay) as reader:
+            split = summarize(reader, exemplars_per_category=0).by_size_makespan
+        evidence = replace(evidence, failures=replace(evidence.failures, by_size_makespan=split))
+    return evidence
+
+
+def _differences(recorded, current, prefix: str = "") -> list[str]:
+    """Dotted names of the entries in which two run-config documents differ, with both values (``a -> b``)."""
+    if isinstance(recorded, dict) and isinstance(current, dict):
+        out = []
+        for key in dict.fromkeys([*recorded, *current]):
+            out += _differences(recorded.get(key), current.get(key), f"{prefix}{key}.")
+        return out
+    if recorded == current:
+        return []
+    return [f"{prefix.rstrip('.')}: {short_repr(recorded, 40)} -> {short_repr(current, 40)}"]
+
+
+class RunFolder:
+    """One run's folder: made or accepted (:meth:`start`), its finished stages read back, its records written."""
+
+    def __init__(self, config: RunConfig, log: Log) -> None:
+        self.config = config
+        self.dir = config.run_dir
+        self.log = log
+
+    @property
+    def main(self) -> bool:
+        """Under several processes (``accelerate launch``), only the main one generates validation answers, runs
+        the engineer, evaluates and writes the run's records; the others take part in training only and read
+        the records back (``wait_for_file``)."""
+        return is_main_process()
+
+    def stage_dir(self, stage: int) -> Path:
+        return stage_folder(self.dir, stage)
+
+    def start_dir(self) -> Path:
+        """Where the model stage 1 starts from was validated: ``warm_start/`` with a warm start, else
+        ``untrained/`` (the decision made before stage 1 is kept there too)."""
+        return self.dir / ("warm_start" if self.config.warm_start.enabled else "untrained")
+
+    def plan_path(self) -> Path:
+        """Where the decision made before stage 1 (``engineer.plan_first``) is kept."""
+        return self.start_dir() / "decision.json"
+
+    def previous_decision(self, stage: int) -> Path | None:
+        """The decision record that chose ``stage``'s config (None: stage 1 without ``plan_first``)."""
+        if stage > 1:
+            return self.stage_dir(stage - 1) / "decision.json"
+        return self.plan_path() if self.config.engineer.plan_first else None
+
+    def completed_stages(self) -> list[StageRecord]:
+        """The finished stages, 1.. in order, each with its checkpoint in this folder as it is now (a moved folder
+        holds its models; the record names the path it was written under). A stage folder after an unfinished
+        or missing stage raises ConfigError: the stages after a gap trained from a model the run no longer has,
+        and resuming would train the gap again while reusing their validation and decisions."""
+        records = []
+        for stage in range(1, self.config.stages + 1):
+            path = self.stage_dir(stage) / "stage.json"
+            if not path.exists():
+                self._refuse_a_gap_after(stage)
+                break
+            record = StageRecord.from_dict(read_record(path, "stage record"), str(path))
+            records.append(replace(record, model=str(self.stage_dir(stage) / "model")))
+        return records
+
+    def _refuse_a_gap_after(self, unfinished: int) -> None:
+        later = sorted(int(match.group(1)) for match in (re.fullmatch(r"stage-(\d+)", path.name)
+                                                         for path in self.dir.glob("stage-*") if path.is_dir())
+                       if match and int(match.group(1)) > unfinished)
+        if later:
+            missing = self.stage_dir(unfinished)
+            what = f"{missing.name}/stage.json" if missing.exists() else f"{missing.name}/"
+            raise ConfigError("run folder", str(self.dir), "stage folders 1..N without a gap (restore the missing "
+                              "stage, or start a new run)", f"{what} is missing but {self.stage_dir(later[0]).name}/ "
+                              "is there")
+
+    def start(self) -> None:
+        """Make the folder and its manifest, or accept the folder as this run's (the same run config, wherever
+        the folder is now), extending it when only ``stages`` grew; anything else raises ConfigError."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        manifest = self.dir / "manifest.json"
+        if not self.main:
+            wait_for_file(manifest)
+        if manifest.exists():
+            data = read_record(manifest, "run manifest", ("run_config",))
+            if data.get("protocol") != RUN_PROTOCOL:
+                raise ConfigError("run", str(self.dir), f"a run folder of protocol {RUN_PROTOCOL} (three disjoint "
+                                  "instance sets); this one was made before it and its stages trained on other "
+                                  "instances: start a new run (another --name), or read it with mapf-lake report")
+            recorded = data["run_config"]
+            if not isinstance(recorded, dict):
+                raise ConfigError(f"{manifest}: run_config", type(recorded).__name__, "a mapping (the run config)")
+            try:  # a run recorded before a field existed has that field's default, which is what it ran with
+                recorded = RunConfig.from_dict(recorded).to_dict()
+            except ConfigError:
+                pass  # compared as written: the mismatch below names the folder
+            # Where the folder is (output_dir/name) is not part of the run: a folder resumed by another spelling of
+            # its path, or after a move, is the same run.
+            placed = {"output_dir": None, "name": None}
+            recorded = {**json.loads(json.dumps(recorded, default=str)), **placed}
+            current = {**json.loads(json.dumps(self.config.to_dict(), default=str)), **placed}
+            if recorded != current and {**recorded, "stages": current["stages"]} == current:
+                self._extend(int(recorded["stages"]))
+            elif recorded != current:
+                differs = ", ".join(_differences(recorded, current)[:5])
+                raise ConfigError("run", str(self.dir), "the same run config as its manifest records: resume the "
+                                  "folder as it is (--resume RUN, alone or with --set stages=N), or start a new run "
+                                  "(another name / output_dir)", f"differs in {differs}")
+            self.completed_stages()  # a gap in the stages is refused now, before anything is trained
+            return
+        save_run_config(self.config, self.dir / "run.yaml")
+        write_json(manifest, {"protocol": RUN_PROTOCOL, "run_config": self.config.to_dict(), "versions": _versions(),
+                              "machine": _machine(), "seed": self.config.seed,
+                              "git_commit": _git_commit(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+
+    def _extend(self, recorded_stages: int) -> None:
+        """Give a run folder more stages than it was made with (``--resume RUN --set stages=N``, or a comparison
+        rerun with a larger ``stages``): the finished stages are kept and the loop continues after them, exactly as
+        a run made with N stages would (no engineer sees the stage count). The final evaluation of the earlier last
+        stage is kept as ``final-stage-NN/``. Fewer stages than are finished: ConfigError, nothing is touched."""
+        if not self.main:  # the main process extends the folder; the others only train
+            return
+        done = len(self.completed_stages())
+        if self.config.stages < max(done, recorded_stages):
+            raise ConfigError("stages", self.config.stages, f"at least {max(done, recorded_stages)}: the run folder "
+                              f"{self.dir} was made with {counted(recorded_stages, 'stage')} and {done} are finished "
+                              "(a run can be extended, not cut)")
+        final, kept = self.dir / "final", self.dir / f"final-stage-{recorded_stages:02d}"
+        if final.exists():
+            if kept.exists():
+                shutil.rmtree(kept)
+            final.rename(kept)
+        save_run_config(self.config, self.dir / "run.yaml")
+        manifest = self.dir / "manifest.json"
+        data = read_record(manifest, "run manifest", ("run_config",))
+        data["run_config"] = self.config.to_dict()
+        data.setdefault("extended", []).append({"from_stages": recorded_stages, "to_stages": self.config.stages,
+                                                "git_commit": _git_commit(), "versions": _versions(),
+                                                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        write_json(manifest, data)
+        self.log(f"{self.config.name}: extended from {recorded_stages} to {counted(self.config.stages, 'stage')}"
+                 + (f" (the {recorded_stages}-stage final evaluation kept in {kept.name}/)" if kept.exists() else ""))
+
+    def write_metrics(self) -> None:
+        """``metrics.jsonl``: one line per finished stage (rewritten whole, atomically)."""
+        lines = []
+        for record in self.completed_stages():
+            lines.append(json.dumps({"stage": record.stage, **record.scores.to_dict(),
+                                     "step_seconds": record.train.step_seconds,
+                                     "reward_mean_train": record.train.reward_mean,
+                                     "completion_tokens_mean": record.train.completion_tokens_mean}))
+        atomic_write(self.dir / "metrics.jsonl", "\n".join(lines) + "\n")
+
+
+__all__ = ["HANDED_FILE", "RUN_PROTOCOL", "SHARED_FROM_FILE", "RunFolder", "read_decision", "read_summary", "stage_folder", "write_json"]

@@ -1,0 +1,1 @@
+"""Plug-ins that put the curriculum (:class:`curriculum.loop.curriculum.Curriculum`) into other trainers' own hooks."""
