@@ -1,0 +1,138 @@
+"""The environment engineer in a plain TRL GRPO script.
+
+One ``GRPOTrainer`` trains for ``stages x stage_steps`` steps on rows drawn from the curriculum's current stage;
+every ``stage_steps`` steps the curriculum's callback answers the evidence set with the trainer's own model, the
+engineer reads the failures and writes the next stage's config, and the rows that follow come from it. The run
+folder is the same as ``mapf-lake train`` writes (``mapf-lake report RUN`` reads it), and the test set is scored
+once at the end.
+
+CPU, 2 cores, the embedded tiny model (a few minutes with the defaults)::
+
+    python examples/trl_grpo_curriculum.py --preset demo --engineer gap --stage-steps 40
+
+A Hugging Face model on GPUs (TRL's own scale-out: accelerate, DeepSpeed, ``trl vllm-serve``)::
+
+    accelerate launch --num_processes 8 examples/trl_grpo_curriculum.py --preset qwen3-4b-nothink \\
+        --model Qwen/Qwen3-4B --stage-steps 250 --bf16
+
+``--model FOLDER`` starts from a checkpoint (e.g. a ``mapf-lake train`` run's ``warm_start/model``); without it an
+embedded model is created and warm-started with TRL's ``SFTTrainer`` on the solver's plans.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="demo", help="run preset whose sets, configs and engineer are used")
+    parser.add_argument("--engineer", default=None, help="engineer spec (default: the preset's), e.g. gap, rule, fixed")
+    parser.add_argument("--model", default=None, help="start checkpoint folder or hub name (default: warm-start "
+                        "the preset's embedded model)")
+    parser.add_argument("--stage-steps", type=int, default=None, help="optimizer steps per stage (default: the "
+                        "preset's training.steps)")
+    parser.add_argument("--name", default="trl-grpo", help="run folder name")
+    parser.add_argument("--output-dir", default="runs", help="where the run folder goes")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="run-config override")
+    parser.add_argument("--bf16", action="store_true", help="train in bf16 (GPU)")
+    args = parser.parse_args(argv)
+
+    from curriculum.config import parse_overrides, preset
+    from curriculum.loop.curriculum import Curriculum
+    from curriculum.plugins.trl_hooks import attach, curriculum_dataset
+    from policy.rewards import StageReward
+    from simulator.errors import ConfigError
+
+    try:
+        overrides = {"name": args.name, "output_dir": args.output_dir, **parse_overrides(args.set)}
+        if args.engineer:
+            overrides["engineer.spec"] = args.engineer
+        config = preset(args.preset).with_overrides(**overrides)
+        tr = config.training
+        stage_steps = tr.steps if args.stage_steps is None else args.stage_steps
+        if stage_steps < 1:
+            raise ConfigError("--stage-steps", stage_steps, "an integer >= 1")
+        curriculum = Curriculum(config).open()
+        model = curriculum.begin(args.model or warm_start(curriculum))
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model))
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    reward = StageReward(dict(tr.rewards), tr.generations, tr.scale_rewards)
+    grpo = GRPOConfig(
+        output_dir=str(config.run_dir / "trl"), max_steps=config.stages * stage_steps, learning_rate=tr.learning_rate,
+        per_device_train_batch_size=tr.prompts_per_step * tr.generations, num_generations=tr.generations,
+        max_completion_length=tr.max_completion_length, temperature=tr.temperature, beta=tr.beta,
+        loss_type=tr.loss_type, scale_rewards=tr.scale_rewards, logging_steps=1, save_steps=stage_steps,
+        save_total_limit=2, report_to=[], seed=config.seed, bf16=args.bf16, use_cpu=not _cuda(),
+        dataloader_num_workers=0, disable_tqdm=True)
+    trainer = GRPOTrainer(model=str(model), reward_funcs=[reward], args=grpo, processing_class=tokenizer,
+                          train_dataset=curriculum_dataset(curriculum))
+    attach(trainer, curriculum, stage_steps, reward=reward)
+    trainer.train(resume_from_checkpoint=_last_checkpoint(Path(grpo.output_dir)))
+    final = config.run_dir / "final-model"
+    trainer.save_model(str(final))
+    tokenizer.save_pretrained(str(final))
+    curriculum.evaluate(str(final))
+    print(f"run folder: {config.run_dir} (mapf-lake report {config.run_dir})")
+    return 0
+
+
+def warm_start(curriculum) -> str:
+    """The embedded model, created and fine-tuned with TRL's SFTTrainer on the solver's plans of the warm start's
+    instances (training set, stage 0): the preset's ``warm_start`` settings."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    from policy.models import init_tiny_model
+    from policy.prompts import save_checkpoint_style
+
+    config, ws = curriculum.config, curriculum.config.warm_start
+    folder = config.run_dir / "warm_start" / "model"
+    if (folder / "model.safetensors").exists():
+        return str(folder)
+    initial = config.run_dir / "model-init"
+    if not (initial / "model.safetensors").exists():
+        init_tiny_model(initial, seed=config.seed, shape=config.model)
+    style = curriculum.style
+    rows = [{"prompt": style.prompt(item.instance), "completion": style.write_answer(item.instance, item.plan)}
+            for item in curriculum.warm_start_instances()]
+    tokenizer = AutoTokenizer.from_pretrained(str(initial))
+    trainer = SFTTrainer(model=AutoModelForCausalLM.from_pretrained(str(initial)), processing_class=tokenizer,
+                         train_dataset=Dataset.from_list(rows),
+                         args=SFTConfig(output_dir=str(folder.parent / "trainer"), max_steps=ws.steps,
+                                        per_device_train_batch_size=ws.batch_size, learning_rate=ws.learning_rate,
+                                        lr_scheduler_type="cosine", max_length=ws.max_length, report_to=[],
+                                        seed=config.seed, use_cpu=not _cuda(), disable_tqdm=True, save_strategy="no"))
+    trainer.train()
+    trainer.save_model(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    save_checkpoint_style(folder, style.name)
+    return str(folder)
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _last_checkpoint(folder: Path) -> str | None:
+    steps = [int(p.name.split("-")[1]) for p in folder.glob("checkpoint-*") if p.name.split("-")[1].isdigit()]
+    return str(folder / f"checkpoint-{max(steps)}") if steps else None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

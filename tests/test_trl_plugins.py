@@ -1,0 +1,204 @@
+"""The public curriculum in a user's TRL script: the curriculum object alone (no trainer imports), its sampling and
+state, the IterableDataset, the TrainerCallback (GRPO and SFT), the ``environment_factory`` environment on Qwen3's
+real tokenizer, and the example script end to end at reduced size."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from curriculum.config import preset
+from curriculum.loop.curriculum import Curriculum
+from simulator.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+REDUCED = {
+    "stages": 2,
+    "training.steps": 2,
+    "training.prompts_per_step": 2,
+    "training.generations": 4,
+    "warm_start.steps": 6,
+    "warm_start.samples": 64,
+    "warm_start.batch_size": 16,
+    "validation.samples": 12,
+    "evaluation_suite": "train-2agent-quick",
+    "cpu_threads": None,
+}
+
+
+def _config(tmp_path: Path, name: str, **extra):
+    return preset("tiny").with_overrides(name=name, output_dir=str(tmp_path), **{**REDUCED, **extra})
+
+
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory):
+    """The example script, run as a user runs it, at reduced size: warm start, two stages of two GRPO steps."""
+    out = tmp_path_factory.mktemp("example")
+    sets = [f"--set={key}={value if value is not None else 'null'}" for key, value in REDUCED.items()]
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "trl_grpo_curriculum.py"), "--preset", "tiny",
+                           "--engineer", "rule", "--stage-steps", "2", "--name", "example", "--output-dir", str(out),
+                           *sets], capture_output=True, text=True, timeout=900, cwd=out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out / "example", done
+
+
+def test_curriculum__importing_it_loads_no_trainer_torch_or_transformers():
+    code = ("import sys, curriculum.loop.curriculum, curriculum.loop.validation; "
+            "print(sorted(m for m in ('torch', 'transformers', 'trl', 'datasets', 'accelerate') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_curriculum__sampling_is_certified_seeded_and_apart_from_the_protected_sets(tmp_path):
+    curriculum = Curriculum(_config(tmp_path, "sample"), log=lambda line: None).open()
+    with pytest.raises(ConfigError, match="begin"):
+        curriculum.sample(3)
+    curriculum._begun = True  # begin() validates a model; the sampling below needs none
+    first = curriculum.sample(40)
+    again = Curriculum(_config(tmp_path, "sample"), log=lambda line: None).open()
+    again._begun = True
+    assert [item.instance.content_key() for item in again.sample(40)] == [item.instance.content_key() for item in first]
+    protected = curriculum.sets.test | curriculum.sets.evidence_keys
+    assert not {item.instance.content_key() for item in first} & protected
+    assert all(item.plan is not None and item.optimal_makespan >= 0 for item in first)
+    row = curriculum.training_row(first[0])
+    assert {"prompt", "instance", "optimal_makespan", "horizon"} <= set(row)
+    with pytest.raises(ConfigError, match="n"):
+        curriculum.sample(-1)
+
+
+def test_example__runs_the_stages_through_the_callback_and_leaves_a_run_folder_report_reads(example_run):
+    from curriculum.reports.report import load_run, render_report
+
+    run_dir, done = example_run
+    for name in ("manifest.json", "warm_start/summary.json", "stage-01/stage.json", "stage-01/decision.json",
+                 "stage-02/stage.json", "final/table.json", "metrics.jsonl"):
+        assert (run_dir / name).exists(), name
+    assert "stage 1: engineer rule" in done.stderr and "stage 2: engineer rule" in done.stderr
+    record = json.loads((run_dir / "stage-01" / "stage.json").read_text())
+    assert record["train"]["steps"] == 2 and record["train"]["signal"]["by_size"]  # the reward's tallies reached it
+    states = sorted((run_dir / "trl").glob("checkpoint-*/curriculum_state.json"))
+    assert states and json.loads(states[-1].read_text())["curriculum"]["stage"] == 3
+    assert "stage" in render_report(load_run(run_dir))
+
+
+def test_curriculum__a_state_from_an_earlier_checkpoint_rolls_back_and_reads_the_recorded_decision(example_run):
+    from curriculum.loop.records import StageRecord
+    from curriculum.reports.report import load_run  # noqa: F401  (the folder reads back, as above)
+
+    run_dir, _ = example_run
+    config = _config(run_dir.parent, "example", **{"engineer.spec": "rule"})
+    curriculum = Curriculum(config, log=lambda line: None).open()
+    model = curriculum.begin(str(run_dir / "warm_start" / "model"))
+    assert curriculum.finished and curriculum.stage == 3 and model
+    curriculum.load_state_dict({"run": "example", "stage": 2, "drawn": 5})
+    assert curriculum.stage == 2 and curriculum.current == StageRecord.from_dict(
+        json.loads((run_dir / "stage-01" / "stage.json").read_text())).next_config
+    lines: list[str] = []
+    curriculum.log = lines.append
+    record = curriculum.end_stage("unused: the record is read back")
+    assert record.stage == 2 and curriculum.finished and any("already recorded" in line for line in lines)
+    for bad in ({"run": "other", "stage": 1, "drawn": 0}, {"run": "example", "stage": 9, "drawn": 0},
+                {"run": "example", "stage": 1, "drawn": -1}, "garbage"):
+        with pytest.raises(ConfigError):
+            curriculum.load_state_dict(bad)
+
+
+def test_callback__stage_steps_below_one_and_a_missing_checkpoint_state_are_refused(tmp_path):
+    from curriculum.plugins.trl_hooks import CurriculumCallback, curriculum_dataset
+
+    curriculum = Curriculum(_config(tmp_path, "bad"), log=lambda line: None)
+    for steps in (0, -3, 1.5, True):
+        with pytest.raises(ConfigError, match="stage_steps"):
+            CurriculumCallback(curriculum, steps)
+    with pytest.raises(ConfigError, match="kind"):
+        curriculum_dataset(curriculum, kind="ppo")
+
+    class Args:
+        output_dir = str(tmp_path)
+
+    class State:
+        global_step = 4
+
+    with pytest.raises(ConfigError, match="curriculum's state"):
+        CurriculumCallback(curriculum, 2).on_train_begin(Args(), State(), None)
+
+
+def test_callback__the_supervised_trainer_switches_stages_too(tmp_path):
+    """SFTTrainer (the supervised trainer of the rejection-sampling stages) on the curriculum's solver-plan rows,
+    with the callback closing a stage every two steps."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    from curriculum.plugins.trl_hooks import attach, curriculum_dataset
+    from policy.models import init_tiny_model
+
+    config = _config(tmp_path, "sft", **{"warm_start.enabled": False, "engineer.spec": "rule"})
+    curriculum = Curriculum(config, log=lambda line: None).open()
+    model_dir = init_tiny_model(tmp_path / "init", seed=0)
+    curriculum.begin(str(model_dir))
+    trainer = SFTTrainer(model=AutoModelForCausalLM.from_pretrained(str(model_dir)),
+                         processing_class=AutoTokenizer.from_pretrained(str(model_dir)),
+                         train_dataset=curriculum_dataset(curriculum, kind="sft", chunk=8),
+                         args=SFTConfig(output_dir=str(tmp_path / "trl"), max_steps=4, per_device_train_batch_size=4,
+                                        report_to=[], use_cpu=True, disable_tqdm=True, save_strategy="no",
+                                        max_length=160))
+    callback = attach(trainer, curriculum, 2)
+    trainer.train()
+    assert [record.stage for record in callback.records] == [1, 2] and curriculum.finished
+    logged = [entry for entry in trainer.state.log_history if "curriculum/stage" in entry]
+    assert [entry["curriculum/stage"] for entry in logged] == [1.0, 2.0]
+    assert all(0.0 <= entry["curriculum/evidence_valid_rate"] <= 1.0 for entry in logged)
+
+
+def test_tool_env__scripted_moves_play_the_row_s_instance_and_the_verdict_is_the_reward(tmp_path):
+    from curriculum.plugins.trl_hooks import _row, environment_factory
+    from simulator.constants import ACTION_LETTERS
+
+    curriculum = Curriculum(_config(tmp_path, "tools"), log=lambda line: None).open()
+    curriculum._begun = True
+    item = next(item for item in curriculum.sample(50) if item.optimal_makespan >= 2)
+    row = _row(curriculum, item, "tools")
+    assert "move" in row["prompt"][0]["content"]
+    env = environment_factory(curriculum)()
+    assert env.reset(**row).startswith("Start:")
+    plan = item.plan.actions  # (K, T) action codes of the solver's optimal plan
+    for step in range(plan.shape[1]):
+        answer = env.move(" ".join(ACTION_LETTERS[int(code)] for code in plan[:, step]))
+    assert answer == "The episode is over: every agent is on its goal (a valid plan)."
+    assert env.get_reward() == pytest.approx(1.6)  # valid, optimal, formatted
+    env.reset(**row)
+    assert "parse_error" in env.move("fly away") and env.get_reward() == 0.0  # an unreadable move ends the episode
+    assert environment_factory(curriculum)().reset().startswith("Start:")  # without a row: drawn from the curriculum
+
+
+def test_tool_env__grpo_trainer_exposes_the_move_tool_through_qwen3_s_real_chat_template(tmp_path):
+    """TRL renders the environment's tools through the chat template: on a miniature random Qwen3 with the real
+    Qwen3 tokenizer the prompt carries the ``move`` tool's schema, and a GRPO step runs (a random model makes no
+    tool call, so every reward is the verdict of an unplayed episode)."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from curriculum.loop.rehearsal import rehearsal_model
+    from curriculum.plugins.trl_hooks import curriculum_dataset, environment_factory
+
+    model = rehearsal_model(tmp_path)
+    curriculum = Curriculum(_config(tmp_path, "qwen-tools", prompt_style="natural"), log=lambda line: None).open()
+    curriculum._begun = True
+    trainer = GRPOTrainer(model=str(model), train_dataset=curriculum_dataset(curriculum, kind="tools", chunk=4),
+                          environment_factory=environment_factory(curriculum),
+                          args=GRPOConfig(output_dir=str(tmp_path / "trl"), max_steps=1, per_device_train_batch_size=2,
+                                          num_generations=2, max_completion_length=8, report_to=[], use_cpu=True,
+                                          disable_tqdm=True, save_strategy="no", logging_steps=1))
+    names = [tool.__name__ for tool in trainer.tools]
+    assert names == ["move"]
+    rendered = trainer.processing_class.apply_chat_template([{"role": "user", "content": "hi"}], tools=trainer.tools,
+                                                            tokenize=False, add_generation_prompt=True)
+    assert '"name": "move"' in rendered and "<tools>" in rendered
+    trainer.train()
+    rewards = [entry for entry in trainer.state.log_history if "reward" in entry]
+    assert rewards and 0.0 <= rewards[0]["reward"] <= 1.6
