@@ -8,7 +8,13 @@ once at the end.
 
 CPU, 2 cores, the embedded tiny model (a few minutes with the defaults)::
 
-    python examples/trl_grpo_curriculum.py --preset demo --engineer gap --stage-steps 40
+    python examples/trl_grpo_curriculum.py --preset demo --arm gap-band --stage-steps 40
+
+The preset's own stage trainer instead of one GRPOTrainer (``--per-stage``: each stage trained from the last
+checkpoint by ``training.trainer``, the project's TRL GRPO or rejection-sampling stage, as ``mapf-lake train`` does;
+from the same warm start it makes the same decisions as ``mapf-lake train --preset demo --arm gap-band``)::
+
+    python examples/trl_grpo_curriculum.py --preset demo --arm gap-band --per-stage --model runs/demo-gap-band/warm_start/model
 
 A Hugging Face model on GPUs (TRL's own scale-out: accelerate, DeepSpeed, ``trl vllm-serve``)::
 
@@ -27,10 +33,18 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
+    from curriculum.commands import default_arms
+    from curriculum.config import PRESETS, parse_overrides, preset
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", default="demo", help="run preset whose sets, configs and engineer are used")
-    parser.add_argument("--engineer", default=None, help="engineer spec (default: the preset's), e.g. gap, rule, fixed")
+    parser.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="run preset whose sets, configs and engineer are used")
+    parser.add_argument("--arm", default=None, choices=list(default_arms()), help="a compared arm of mapf-lake train --compare by name (e.g. "
+                        "gap-band, fixed): its engineer and options")
+    parser.add_argument("--engineer", default=None, help="engineer spec (default: the arm's or the preset's), e.g. "
+                        "gap, rule, fixed")
+    parser.add_argument("--per-stage", action="store_true", help="train each stage with the preset's own stage "
+                        "trainer from the last checkpoint (as mapf-lake train does) instead of one GRPOTrainer")
     parser.add_argument("--model", default=None, help="start checkpoint folder or hub name (default: warm-start "
                         "the preset's embedded model)")
     parser.add_argument("--stage-steps", type=int, default=None, help="optimizer steps per stage (default: the "
@@ -41,7 +55,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bf16", action="store_true", help="train in bf16 (GPU)")
     args = parser.parse_args(argv)
 
-    from curriculum.config import parse_overrides, preset
     from curriculum.loop.curriculum import Curriculum
     from curriculum.plugins.trl_hooks import attach, curriculum_dataset
     from policy.rewards import StageReward
@@ -49,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         overrides = {"name": args.name, "output_dir": args.output_dir, **parse_overrides(args.set)}
+        if args.arm is not None:
+            overrides = {**default_arms()[args.arm], "arm": args.arm, **overrides}
         if args.engineer:
             overrides["engineer.spec"] = args.engineer
         config = preset(args.preset).with_overrides(**overrides)
@@ -62,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
+    if args.per_stage:
+        return per_stage(curriculum, model)
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
@@ -85,6 +102,24 @@ def main(argv: list[str] | None = None) -> int:
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
     curriculum.evaluate(str(final))
+    print(f"run folder: {config.run_dir} (mapf-lake report {config.run_dir})")
+    return 0
+
+
+def per_stage(curriculum, model) -> int:
+    """Each stage trained by the preset's stage trainer (``training.trainer``) from the last checkpoint, on the
+    stage's instances; the checkpoint goes to the curriculum's stage boundary."""
+    from curriculum.loop.curriculum import stage_seed
+    from curriculum.training.trainers import train_stage
+
+    config = curriculum.config
+    while not curriculum.finished:
+        inputs = curriculum.prepare_stage()
+        folder = curriculum.stage_dir(inputs.stage)
+        report = train_stage(config.training, str(model), inputs.instances, curriculum.style, folder,
+                             seed=stage_seed(config.seed, inputs.stage), cpu_threads=config.cpu_threads)
+        model = curriculum.end_stage(str(folder / "model"), report).model
+    curriculum.evaluate(str(model))
     print(f"run folder: {config.run_dir} (mapf-lake report {config.run_dir})")
     return 0
 

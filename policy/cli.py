@@ -241,8 +241,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     evaluation.add_argument("--policy", required=True, help="scripted name or backend spec")
     chosen_set = evaluation.add_mutually_exclusive_group()
-    chosen_set.add_argument("--suite", default=None, choices=["paper", "train-2agent", "paper-quick",
-                                                              "train-2agent-quick"], help="suite (default paper)")
+    chosen_set.add_argument("--suite", default=None, choices=sorted(SUITES), help="suite (default paper)")
     chosen_set.add_argument("--instances", metavar="FILE.jsonl",
                             help="your own instances: JSON lines as gen --out writes them; cells by agents x size")
     chosen_set.add_argument("--config", metavar="STAGE.yaml",

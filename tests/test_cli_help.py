@@ -66,3 +66,12 @@ def test_cli_help__train_preset_help_names_every_preset():
 
     preset_flag = next(action for action in _parsers()["mapf-lake train"]._actions if "--preset" in action.option_strings)
     assert [name for name in PRESETS if f"{name} (" not in preset_flag.help] == []
+
+
+@pytest.mark.parametrize("command", ["eval --policy oracle", "export --out x.jsonl"])
+def test_cli__every_registered_suite_is_a_choice(command):
+    """The suites come from the registry (``simulator.suites.SUITES``): a hand-written list refused ``test-small``."""
+    from simulator.suites import SUITES
+
+    for suite in SUITES:
+        build_parser().parse_args([*shlex.split(command), "--suite", suite])
