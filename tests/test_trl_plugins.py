@@ -202,3 +202,70 @@ def test_tool_env__grpo_trainer_exposes_the_move_tool_through_qwen3_s_real_chat_
     trainer.train()
     rewards = [entry for entry in trainer.state.log_history if "reward" in entry]
     assert rewards and 0.0 <= rewards[0]["reward"] <= 1.6
+
+
+def _policy_run(tmp_path: Path, name: str, spec: str):
+    """A curriculum closed by a scripted policy (no model): every boundary's evidence is the greedy policy's."""
+    from policy.policies import make_policy
+
+    config = _config(tmp_path, name, **{"engineer.spec": spec, "initial_config.samples": 64})
+    curriculum = Curriculum(config, log=lambda line: None).open()
+    policy = make_policy("greedy", style=config.prompt_style)
+    curriculum.begin(policy)
+    return curriculum, policy
+
+
+def test_curriculum__every_registered_engineer_decides_through_it(tmp_path):
+    from engineer.engineers import ENGINEERS
+
+    names = [name for name, kind in ENGINEERS.items() if not kind.takes_target]  # llm:BACKEND needs a model
+    assert len(names) >= 10
+    for name in names:
+        curriculum, policy = _policy_run(tmp_path, name, name)
+        record = curriculum.end_stage(policy)
+        assert record.stage == 1 and record.decision.engineer.startswith(name), name
+        assert (curriculum.stage_dir(1) / "decision.json").exists() and curriculum.stage == 2
+        assert curriculum.prepare_stage().config.agents == record.next_config.agents  # the next stage generates
+
+
+def test_curriculum__an_engineer_that_raises_keeps_the_config_and_records_why(tmp_path, monkeypatch):
+    from engineer.rule import RuleEngineer
+
+    def broken(self, context, config, seed=0):
+        raise RuntimeError("connection reset by peer")
+
+    monkeypatch.setattr(RuleEngineer, "propose", broken)
+    curriculum, policy = _policy_run(tmp_path, "raises", "rule")
+    record = curriculum.end_stage(policy)
+    assert record.decision.outcome == "rejected" and "RuntimeError: connection reset" in record.decision.reason
+    assert record.next_config == record.config.__class__.from_dict({**record.config.to_dict(),
+                                                                    "seed": curriculum.current.seed})
+
+
+def test_curriculum__a_proposal_the_generator_cannot_fill_falls_back_before_the_next_stage(tmp_path, monkeypatch):
+    from engineer.decision import make_decision
+    from engineer.rule import RuleEngineer
+    from simulator.config import StageConfig
+
+    impossible = StageConfig.from_dict({"agents": 2, "samples": 64, "seed": 1, "sizes": {
+        3: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.3, "min_makespan": 9}}})
+
+    def unfillable(self, context, config, seed=0):
+        return make_decision("rule", config, impossible, "accepted", rationale="longer plans on 3x3")
+
+    monkeypatch.setattr(RuleEngineer, "propose", unfillable)
+    curriculum, policy = _policy_run(tmp_path, "unfillable", "rule")
+    record = curriculum.end_stage(policy)
+    assert record.decision.outcome == "rejected" and "cannot fill" in record.decision.reason
+    saved = json.loads((curriculum.stage_dir(1) / "decision.json").read_text())
+    assert saved["proposal"] and "cannot fill" in saved["reason"]  # the proposal stays in the record
+    assert curriculum.prepare_stage().config.sizes.keys() == record.config.sizes.keys()
+
+
+def test_curriculum__sampling_after_the_last_stage_keeps_serving_its_instances(tmp_path):
+    curriculum, policy = _policy_run(tmp_path, "after", "fixed")
+    curriculum.end_stage(policy)
+    curriculum.end_stage(policy)
+    assert curriculum.finished and len(curriculum.sample(5)) == 5
+    with pytest.raises(ConfigError, match="every stage is finished"):
+        curriculum.end_stage(policy)

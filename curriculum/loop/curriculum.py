@@ -45,7 +45,7 @@ from curriculum.loop.records import (OUTCOMES_FILE, StageDecision, StageRecord, 
 from curriculum.loop.sets import RunSets, training_seed
 from curriculum.loop.validation import EvaluationModels, LoadedModel, Model, answer_churn, model_name, validate
 from engineer import HistoryEntry, StageEvidence
-from engineer.decision import EngineerDecision
+from engineer.decision import EngineerDecision, make_decision
 from policy.prompts import get_style
 from simulator.atomic import atomic_write
 from simulator.config import StageConfig, save_config
@@ -157,6 +157,7 @@ class Curriculum:
         self._drawn = 0
         self._sets: RunSets | None = None
         self._begun = False
+        self._generated: dict[int, tuple[StageConfig, bytes, GeneratedStage]] = {}  # checked at a decision
 
     # --- the folder -------------------------------------------------------------------------------------------
     @property
@@ -266,7 +267,11 @@ class Curriculum:
         save_config(config, folder / "config.yaml")
         if given:
             atomic_write(folder / HANDED_FILE, given_bytes)
-        generated = stage_instances(self.sets, config, given, source)
+        made = self._generated.pop(self.stage, None)
+        if made is not None and made[0] == config and made[1] == given_bytes:
+            generated = made[2]  # generated when the decision was checked
+        else:
+            generated = stage_instances(self.sets, config, given, source)
         self._clock.lap("instances")
         self._inputs = StageInputs(self.stage, config, tuple(given), given_bytes, generated)
         self._drawn = 0
@@ -362,7 +367,9 @@ class Curriculum:
     def _advance(self, record: StageRecord) -> StageRecord:
         self.history.append(record.history_entry())
         self.current, self.stage = record.next_config, record.stage + 1
-        self._inputs, self._clock, self._drawn = None, None, 0
+        # after the last stage its instances keep serving a trainer that runs on (sample)
+        self._inputs = self._inputs if self.finished else None
+        self._clock, self._drawn = None, 0
         if self.main:
             self.folder.write_metrics()
         return record
@@ -397,8 +404,35 @@ class Curriculum:
         if hasattr(engineer, "load_material"):  # an engineer that writes instances reads the instances themselves
             engineer.load_material(self.material(stage, bank, decision_path.parent / "validation.mlr"))
         context = build_context(evidence, config, history, sections=tuple(cfg.engineer.context))
-        decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage))
+        try:
+            decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage))
+        except Exception as exc:  # a bug or a lost connection in the engineer: the run goes on, the fallback says why
+            reason = f"the engineer raised {type(exc).__name__}: {' '.join(str(exc).split())[:300]}; kept the config"
+            self.log(f"stage {stage}: {reason}")
+            decision = make_decision(spec, config, None, reason)
+        if stage < cfg.stages:
+            decision = self._fillable(stage + 1, decision, config)
         write_json(decision_path, decision.to_dict())
+        return decision
+
+    def _fillable(self, stage: int, decision: EngineerDecision, config: StageConfig) -> EngineerDecision:
+        """``decision`` if the generator can fill its config for ``stage`` (generated now and kept for
+        :meth:`prepare_stage`); else the fallback that keeps ``config``, with the generator's error as the reason
+        (the proposal and the answer stay in the record)."""
+        if not decision.diff and not decision.instances:
+            return decision  # the config that was just generated
+        seeded = replace(decision.config, seed=training_seed(self.config.seed, stage))
+        try:
+            self._generated[stage] = (seeded, to_jsonl(list(decision.instances)) if decision.instances else b"",
+                                      stage_instances(self.sets, seeded, decision.instances, "the decision"))
+        except ConfigError as error:
+            reason = f"the generator cannot fill the proposed config ({error}); kept the config"
+            self.log(f"before stage {stage}: {reason}")
+            return make_decision(decision.engineer, config, None, reason, raw_answer=decision.raw_answer,
+                                 proposal=decision.proposal or decision.config.to_dict(), repairs=decision.repairs,
+                                 rationale=decision.rationale,
+                                 context_text=decision.context_text, seconds=decision.seconds,
+                                 details=decision.details)
         return decision
 
     def material(self, stage: int, bank: Sequence[LabelledInstance], replay: Path):

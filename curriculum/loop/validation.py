@@ -33,12 +33,22 @@ class LoadedModel:
     name: str = "trainer-model"
 
 
-Model = str | LoadedModel
-"""A checkpoint folder (or hub name), or a model in memory."""
+Model = Any
+"""A checkpoint folder (or hub name), a :class:`LoadedModel`, or a ready policy (an object with ``answer(items,
+seed)`` and ``descriptor``: ``policy.policies``' scripted or model policies, or a user's own), which then answers the
+evidence and test sets as it is, greedy and sampled alike."""
 
 
 def model_name(model: Model) -> str:
-    return model.name if isinstance(model, LoadedModel) else str(model)
+    if isinstance(model, LoadedModel):
+        return model.name
+    if _is_policy(model):
+        return str(model.descriptor.get("spec") or model.descriptor.get("name") or type(model).__name__)
+    return str(model)
+
+
+def _is_policy(model: Any) -> bool:
+    return callable(getattr(model, "answer", None)) and hasattr(model, "descriptor")
 
 
 class EvaluationModels:
@@ -74,6 +84,8 @@ class EvaluationModels:
         sampling = Sampling(max_new_tokens=self.config.validation.max_new_tokens, temperature=temperature,
                             top_p=top_p, top_k=top_k, seed=seed, batch_size=64,
                             enable_thinking=self.config.training.enable_thinking)
+        if _is_policy(model):
+            return model
         if isinstance(model, LoadedModel):
             backend = HFBackend.loaded(model.model, model.tokenizer, model.name, cpu_threads=self.config.cpu_threads)
             return ModelPolicy(f"hf:{model.name}", self.style, sampling, backend=backend)
@@ -91,6 +103,11 @@ class EvaluationModels:
     def engineer_backend(self, model: Model) -> tuple[str, Any]:
         """An ``llm:self`` engineer's spec and ready backend for ``model`` (None: the spec loads it): the engine
         that just validated a checkpoint, or the model in memory."""
+        from simulator.errors import ConfigError
+
+        if _is_policy(model):
+            raise ConfigError("engineer.spec", "llm:self", "a model to ask (a checkpoint folder or a LoadedModel); "
+                              f"the stage was closed with a policy, {model_name(model)}")
         if isinstance(model, LoadedModel):
             from policy.backends import HFBackend
 
