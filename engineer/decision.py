@@ -7,7 +7,7 @@ JSON-able record the curriculum stores per stage.
 A decision may also name explicit training instances for the next stage (``instances``: the ``replay`` engineer's
 replayed instances, the ``failures`` engineer's boards cut from failed episodes). A stage config describes a
 distribution and cannot hold them, so the stage loop takes them from the decision: the next stage trains on them
-plus ``samples - len(instances)`` generated ones (``curriculum.loop.run``). They are recorded whole, as
+plus ``samples - len(instances)`` generated ones (``curriculum.loop.curriculum``). They are recorded whole, as
 ``LabelledInstance.to_dict`` documents, under ``"instances"`` (absent when there are none, as in every record
 written before the field existed); :func:`decision_instances` reads them back.
 """

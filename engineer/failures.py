@@ -21,7 +21,7 @@ first step is the evidence instance itself).
 
 At most ``round(share * samples)`` instances (and ``samples - 1``): the failed episodes are taken in a seeded order
 (the stage's seed) until that many are certified. They are the decision's ``instances``: the next stage trains on
-them plus ``samples - n`` generated from the config (``curriculum.loop.run``), which this engineer keeps as it is. Each
+them plus ``samples - n`` generated from the config (``curriculum.loop.curriculum``), which this engineer keeps as it is. Each
 decision cuts from the latest evidence only; nothing carries over (no state).
 
 The boards come from the evidence set the engineers read, so after a stage trained on them that set is less

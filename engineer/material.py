@@ -5,7 +5,7 @@ hand the next stage explicit instances (``EngineerDecision.instances``): ``repla
 trained on (:mod:`engineer.replay`), ``failures`` cuts new ones from the evidence set's failed episodes
 (:mod:`engineer.failures`). They need the instances themselves, which the context does not carry, and the content
 a training instance must never have. An engineer that wants them derives :class:`ReadsMaterial`, whose
-``load_material(material)`` the stage loop (``curriculum.loop.run``) calls with a :class:`StageMaterial` before each
+``load_material(material)`` the stage loop (``curriculum.loop.curriculum``) calls with a :class:`StageMaterial` before each
 proposal. Without it (``mapf-lake engineer`` on replays alone) such an engineer proposes no instances and says why.
 """
 

@@ -26,7 +26,7 @@ Here a level is an instance and time is the stage:
 * **Replay.** ``min(round(share * samples), len(buffer), samples - 1)`` instances, drawn without replacement by ``P``
   with the stage's seed (when every instance was trained at this stage, ``P_C`` is undefined and ``P_S`` alone
   draws). They are the decision's ``instances``: the next stage trains on them plus ``samples - n`` generated from
-  the config (``curriculum.loop.run``), which this engineer keeps as it is.
+  the config (``curriculum.loop.curriculum``), which this engineer keeps as it is.
 
 Without material (``mapf-lake engineer`` on replays alone) or without the ``behavior`` section nothing is replayed.
 The buffer (each instance and the stage it was last trained at) is the engineer's state, in every decision record
