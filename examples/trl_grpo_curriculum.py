@@ -72,17 +72,19 @@ def main(argv: list[str] | None = None) -> int:
         if stage_steps < 1:
             raise ConfigError("--stage-steps", stage_steps, "an integer >= 1")
         curriculum = Curriculum(config).open()
-        model = curriculum.begin(args.model or warm_start(curriculum))
+        start = args.model or warm_start(curriculum)
+        latest = curriculum.begin(start)  # a resumed run: the last finished stage's checkpoint (--per-stage)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
     if args.per_stage:
-        return per_stage(curriculum, model)
+        return per_stage(curriculum, latest)
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(model))
+    # one trainer from the start model; a resumed run's weights come from TRL's checkpoint
+    tokenizer = AutoTokenizer.from_pretrained(str(start))
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         loss_type=tr.loss_type, scale_rewards=tr.scale_rewards, logging_steps=1, save_steps=stage_steps,
         save_total_limit=2, report_to=[], seed=config.seed, bf16=args.bf16, use_cpu=not _cuda(),
         dataloader_num_workers=0, disable_tqdm=True)
-    trainer = GRPOTrainer(model=str(model), reward_funcs=[reward], args=grpo, processing_class=tokenizer,
+    trainer = GRPOTrainer(model=str(start), reward_funcs=[reward], args=grpo, processing_class=tokenizer,
                           train_dataset=curriculum_dataset(curriculum))
     attach(trainer, curriculum, stage_steps, reward=reward)
     trainer.train(resume_from_checkpoint=_last_checkpoint(Path(grpo.output_dir)))

@@ -269,3 +269,24 @@ def test_curriculum__sampling_after_the_last_stage_keeps_serving_its_instances(t
     assert curriculum.finished and len(curriculum.sample(5)) == 5
     with pytest.raises(ConfigError, match="every stage is finished"):
         curriculum.end_stage(policy)
+
+
+def test_example__a_run_killed_after_a_checkpoint_resumes_from_it_and_finishes_the_stage(example_run, tmp_path):
+    """The state of a kill between checkpoint-2 and stage 2's boundary: the later checkpoint, stage 2's records and the
+    final evaluation gone. The same command resumes from checkpoint-2 (its curriculum state: stage 2) and closes stage 2."""
+    import shutil
+
+    run_dir, _ = example_run
+    copy = tmp_path / "example"
+    shutil.copytree(run_dir, copy)
+    for gone in ["final", "stage-02", "trl/checkpoint-4", "final-model"]:
+        shutil.rmtree(copy / gone, ignore_errors=True)
+    stage = json.loads((copy / "trl" / "checkpoint-2" / "curriculum_state.json").read_text())["curriculum"]["stage"]
+    assert stage == 2
+    sets = [f"--set={key}={value if value is not None else 'null'}" for key, value in REDUCED.items()]
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "trl_grpo_curriculum.py"), "--preset", "tiny",
+                           "--engineer", "rule", "--stage-steps", "2", "--name", "example", "--output-dir",
+                           str(tmp_path), *sets], capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "stage 1: engineer" not in done.stderr and "stage 2: engineer rule" in done.stderr
+    assert (copy / "stage-02" / "stage.json").exists() and (copy / "final" / "table.json").exists()
