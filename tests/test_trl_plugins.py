@@ -290,3 +290,22 @@ def test_example__a_run_killed_after_a_checkpoint_resumes_from_it_and_finishes_t
     assert done.returncode == 0, done.stderr[-3000:]
     assert "stage 1: engineer" not in done.stderr and "stage 2: engineer rule" in done.stderr
     assert (copy / "stage-02" / "stage.json").exists() and (copy / "final" / "table.json").exists()
+
+
+def test_curriculum__llm_self_asks_the_trainer_s_model_in_memory_and_garbage_is_a_recorded_fallback(tmp_path):
+    """``llm:self`` at a boundary of a user's trainer: the model in memory (``LoadedModel``) answers the evidence set
+    and writes the engineer's answer; a random model's answer is garbage, so the decision is the recorded fallback."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from curriculum.loop.validation import LoadedModel
+    from policy.models import init_tiny_model
+
+    folder = init_tiny_model(tmp_path / "init", seed=0)
+    loaded = LoadedModel(AutoModelForCausalLM.from_pretrained(str(folder)), AutoTokenizer.from_pretrained(str(folder)))
+    config = _config(tmp_path, "self", **{"engineer.spec": "llm:self", "engineer.options": {"max_new_tokens": 24},
+                                          "warm_start.enabled": False, "initial_config.samples": 64})
+    curriculum = Curriculum(config, log=lambda line: None).open()
+    curriculum.begin(loaded)
+    record = curriculum.end_stage(loaded)
+    assert record.decision.engineer == "llm:hf:trainer-model" and record.decision.outcome == "rejected"
+    assert record.next_config.sizes == record.config.sizes and record.model == "trainer-model"
