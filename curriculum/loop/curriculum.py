@@ -54,6 +54,10 @@ from simulator.generator import GeneratedStage, LabelledInstance, to_jsonl
 from simulator.text import counted
 
 
+def _share(value: float | None) -> str:
+    return "not measured" if value is None else f"{100 * value:.1f}%"
+
+
 def log_to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -335,7 +339,7 @@ class Curriculum:
             clock.laps["judging"] = split["judging_and_records"]
         self.log(f"stage {stage}: valid {100 * summary.failures.valid_rate:.1f}%, "
                  f"optimal {100 * summary.failures.optimal_rate:.1f}%,"
-                 f" zero-variance groups {train_info.zero_variance_share}")
+                 f" zero-variance groups {_share(train_info.zero_variance_share)}")
         before = self.stage_dir(stage - 1) if stage > 1 else self.folder.start_dir()
         churn = answer_churn(before / "validation.mlr", folder / "validation.mlr")
         if churn["changed"] is not None:
