@@ -14,20 +14,10 @@ import pytest
 from curriculum.config import preset
 from curriculum.loop.curriculum import Curriculum
 from simulator.errors import ConfigError
+from tests.test_curriculum import SMALL
 
 ROOT = Path(__file__).resolve().parents[1]
-REDUCED = {
-    "stages": 2,
-    "training.steps": 2,
-    "training.prompts_per_step": 2,
-    "training.generations": 4,
-    "warm_start.steps": 6,
-    "warm_start.samples": 64,
-    "warm_start.batch_size": 16,
-    "validation.samples": 12,
-    "evaluation_suite": "train-2agent-quick",
-    "cpu_threads": None,
-}
+REDUCED = SMALL  # two stages of two steps, a six-step warm start, 12 evidence instances, the quick test suite
 
 
 def _config(tmp_path: Path, name: str, **extra):
