@@ -32,7 +32,7 @@ def evidence(run: Path) -> list[dict]:
     out = []
     for path in [run / "warm_start" / "summary.json", *sorted(run.glob("stage-*/summary.json"))]:
         if path.exists():
-            failures = json.loads(path.read_text())["failures"]
+            failures = json.loads(path.read_text())
             out.append({"folder": path.parent.name, "valid_rate": failures["valid_rate"],
                         "optimal_rate": failures["optimal_rate"]})
     return out
