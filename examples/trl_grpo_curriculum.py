@@ -101,10 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     attach(trainer, curriculum, stage_steps, reward=reward)
     trainer.train(resume_from_checkpoint=_last_checkpoint(Path(grpo.output_dir)))
     final = config.run_dir / "final-model"
-    trainer.save_model(str(final))
-    tokenizer.save_pretrained(str(final))
+    trainer.save_model(str(final))  # the main process writes
+    if curriculum.main:
+        tokenizer.save_pretrained(str(final))
     curriculum.evaluate(str(final))
-    print(f"run folder: {config.run_dir} (mapf-lake report {config.run_dir})")
+    if curriculum.main:
+        print(f"run folder: {config.run_dir} (mapf-lake report {config.run_dir})")
     return 0
 
 
@@ -133,6 +135,7 @@ def warm_start(curriculum) -> str:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
+    from curriculum.loop.distributed import wait_for_file
     from policy.models import init_tiny_model
     from policy.prompts import save_checkpoint_style
 
@@ -141,8 +144,10 @@ def warm_start(curriculum) -> str:
     if (folder / "model.safetensors").exists():
         return str(folder)
     initial = config.run_dir / "model-init"
-    if not (initial / "model.safetensors").exists():
-        init_tiny_model(initial, seed=config.seed, shape=config.model)
+    if curriculum.main and not (initial / "model.safetensors").exists():
+        init_tiny_model(initial, seed=config.seed, shape=config.model)  # once; the other processes wait for it
+    for name in ("config.json", "tokenizer.json", "model.safetensors"):
+        wait_for_file(initial / name)
     style = curriculum.style
     rows = [{"prompt": style.prompt(item.instance), "completion": style.write_answer(item.instance, item.plan)}
             for item in curriculum.warm_start_instances()]
@@ -154,9 +159,10 @@ def warm_start(curriculum) -> str:
                                         lr_scheduler_type="cosine", max_length=ws.max_length, report_to=[],
                                         seed=config.seed, use_cpu=not _cuda(), disable_tqdm=True, save_strategy="no"))
     trainer.train()
-    trainer.save_model(str(folder))
-    tokenizer.save_pretrained(str(folder))
-    save_checkpoint_style(folder, style.name)
+    trainer.save_model(str(folder))  # the main process writes
+    if curriculum.main:
+        tokenizer.save_pretrained(str(folder))
+        save_checkpoint_style(folder, style.name)
     return str(folder)
 
 
