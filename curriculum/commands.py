@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from curriculum.config import parse_overrides
+from curriculum.config import PRESET_SUMMARIES, PRESETS, parse_overrides
 from engineer.engineers import compare_specs
 from simulator.cli import add_command
 
@@ -239,11 +239,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         ),
     )
     source = train.add_mutually_exclusive_group()
-    source.add_argument("--preset", default="tiny", help="tiny (CPU quick demo), small (CPU, a warm start with "
-                        "room for RL, rejection-sampling fine-tuning stages), small-grpo (the same with GRPO stages), "
-                        "small-frontier (small with a warm start on sides 3-4 only), demo (the main job: small-frontier's warm "
-                        "start, two stages of 1,200), qwen3-4b (GPU, the paper: thinking on) or qwen3-4b-nothink (GPU, thinking off); "
-                        "default tiny")
+    source.add_argument("--preset", default="tiny", choices=list(PRESETS), metavar="PRESET",
+                        help="; ".join(f"{name} ({PRESET_SUMMARIES[name]})" for name in PRESETS) + "; default tiny")
     source.add_argument("--config", help="run config YAML (start from --print-config)")
     source.add_argument("--resume", metavar="RUN", help="continue the run in this folder after a crash or kill; "
                         "with --set stages=N, give a run (a finished one too) more stages")

@@ -654,6 +654,17 @@ _PRESET_DOCUMENTS["qwen3-4b-nothink"] = _derived(
 )
 
 
+PRESET_SUMMARIES: dict[str, str] = {
+    "tiny": "CPU quick demo",
+    "small-grpo": "CPU, a warm start with room for RL, GRPO stages",
+    "small": "CPU, small-grpo's warm start, rejection-sampling fine-tuning stages",
+    "small-frontier": "small with a warm start on sides 3-4 only",
+    "demo": "the main job: small-frontier's warm start, two stages of 1,200",
+    "qwen3-4b": "GPU, the paper: thinking on",
+    "qwen3-4b-nothink": "GPU, thinking off",
+}
+"""One line per preset for ``--help`` (a test holds its names to the presets')."""
+
 PRESETS: dict[str, RunConfig] = {name: RunConfig.from_dict(document) for name, document in _PRESET_DOCUMENTS.items()}
 """The presets as validated run configs (a preset with a bad value fails here, at import, naming the field)."""
 

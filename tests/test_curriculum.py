@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from curriculum.config import RunConfig, Training, preset
+from curriculum.config import PRESETS, RunConfig, Training, preset
 from curriculum.reports.report import compare_table, load_run, render_report, write_plots
 from curriculum.loop.records import TrainingReport
 from curriculum.loop.run import Run
@@ -115,7 +115,13 @@ def test_report_and_compare__read_the_run(finished_run, tmp_path):
     assert "small" in compare_table([run, run])
 
 
-@pytest.mark.parametrize("name", ["tiny", "small", "small-grpo", "small-frontier", "qwen3-4b"])
+def test_presets__every_preset_has_a_help_line():
+    from curriculum.config import PRESET_SUMMARIES
+
+    assert set(PRESET_SUMMARIES) == set(PRESETS)
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
 def test_presets__validate_and_survive_a_yaml_round_trip(tmp_path, name):
     from curriculum.config import load_run_config, save_run_config
 

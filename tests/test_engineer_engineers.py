@@ -1044,8 +1044,6 @@ def test_make_engineer__bad_specs_are_config_errors(spec):
 def test_make_engineer__unknown_option_names_the_allowed_ones():
     with pytest.raises(ConfigError, match="low, high"):
         make_engineer("rule", lo=0.1)
-    assert set(ENGINEERS) == {"fixed", "random", "rule", "learnability", "bandit", "mutate", "progress", "gap",
-                              "window", "target", "replay", "failures", "llm"}
 
 
 PLAIN_ENGINEERS = [name for name, kind in ENGINEERS.items() if not kind.takes_target]
