@@ -268,14 +268,8 @@ class Engineer:
     context: tuple = ENGINEER_CONTEXT
     """Context sections shown to it (ablations switch them off)."""
     options: dict = field(default_factory=dict)
-    """The engineer's own options (its fields, ``mapf-lake engineer --option``): for an ``llm:`` engineer
-    ``max_new_tokens``, ``temperature``, ``top_p``, ``enable_thinking``, ``timeout_s``; for ``learnability``
-    its floor and smoothing; for ``bandit`` its temperature; for ``progress`` its ``scale`` (``logit`` or
-    ``absolute``), floor and step size; for ``gap`` its ratio, the lesson's hole and wait ratios,
-    ``hole_step`` and ``advance`` (how the lesson's holes rise once its training samples solve it), and its
-    ``remedy`` (``lesson`` or ``drop``); for ``window`` its ``threshold``, ``min_episodes``, ``width``, ``start``
-    and ``hole_step``; for ``target`` ``eta``, ``alpha``, ``beta``, ``start`` and ``radius``; for ``replay`` its
-    ``share``, ``buffer_size``, ``temperature`` and ``staleness``; for ``failures`` its ``share``."""
+    """The engineer's own options (its declared fields: ``mapf-lake engineers NAME`` lists them with defaults and
+    allowed values; checked when the run config is)."""
     plan_first: bool = False
     """Ask the engineer for stage 1's config too, from the warm start's validation (or the untrained model's,
     without a warm start), instead of training stage 1 on ``initial_config`` as given. The decision is kept in
