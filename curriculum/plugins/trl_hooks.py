@@ -18,7 +18,7 @@
 A script (``examples/trl_grpo_curriculum.py`` is one)::
 
     curriculum = Curriculum(preset("demo").with_overrides(name="grpo-demo")).open()
-    model_dir = curriculum.begin(model_dir)            # validates the start model; plans stage 1
+    curriculum.begin(model_dir)                        # validates the start model; plans stage 1
     reward = StageReward(dict(config.training.rewards), generations)
     trainer = GRPOTrainer(model=model_dir, reward_funcs=[reward], train_dataset=curriculum_dataset(curriculum),
                           args=GRPOConfig(max_steps=stages * stage_steps, ...))
