@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.per_stage:
         return per_stage(curriculum, latest)
     from transformers import AutoTokenizer
+    from transformers.trainer_utils import get_last_checkpoint
     from trl import GRPOConfig, GRPOTrainer
 
     # one trainer from the start model; a resumed run's weights come from TRL's checkpoint
@@ -99,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     trainer = GRPOTrainer(model=str(start), reward_funcs=[reward], args=grpo, processing_class=tokenizer,
                           train_dataset=curriculum_dataset(curriculum))
     attach(trainer, curriculum, stage_steps, reward=reward)
-    trainer.train(resume_from_checkpoint=_last_checkpoint(Path(grpo.output_dir)))
+    trainer.train(resume_from_checkpoint=get_last_checkpoint(grpo.output_dir) if Path(grpo.output_dir).is_dir()
+                  else None)
     final = config.run_dir / "final-model"
     trainer.save_model(str(final))  # the main process writes
     if curriculum.main:
@@ -170,11 +172,6 @@ def _cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
-
-
-def _last_checkpoint(folder: Path) -> str | None:
-    steps = [int(p.name.split("-")[1]) for p in folder.glob("checkpoint-*") if p.name.split("-")[1].isdigit()]
-    return str(folder / f"checkpoint-{max(steps)}") if steps else None
 
 
 if __name__ == "__main__":

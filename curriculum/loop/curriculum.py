@@ -161,6 +161,8 @@ class Curriculum:
         self._drawn = 0
         self._sets: RunSets | None = None
         self._begun = False
+        self._serving_after_end = False
+        self._pass_order: tuple[tuple[int, int, int], Any] | None = None  # ((stage, pass, size), permutation)
         self._generated: dict[int, tuple[StageConfig, bytes, GeneratedStage]] = {}  # checked at a decision
 
     # --- the folder -------------------------------------------------------------------------------------------
@@ -287,9 +289,8 @@ class Curriculum:
         stage's config keeps serving (a trainer that runs on)."""
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
             raise ConfigError("n", n, "an integer >= 0")
-        import numpy as np
-
-        if self.finished:
+        if self.finished and not self._serving_after_end:
+            self._serving_after_end = True
             self.log("curriculum: every stage is finished; sampling goes on from the last stage's instances")
         inputs = self.prepare_stage() if not self.finished else self._inputs
         if inputs is None:
@@ -298,10 +299,18 @@ class Curriculum:
         out = []
         for position in range(self._drawn, self._drawn + n):
             rounds, index = divmod(position, len(items))
-            order = np.random.default_rng([self.config.seed, inputs.stage, rounds]).permutation(len(items))
-            out.append(items[int(order[index])])
+            out.append(items[int(self._order(inputs.stage, rounds, len(items))[index])])
         self._drawn += n
         return out
+
+    def _order(self, stage: int, rounds: int, size: int):
+        """The seeded order of a stage's ``size`` instances in pass ``rounds`` (one permutation per pass, kept)."""
+        import numpy as np
+
+        key = (stage, rounds, size)
+        if self._pass_order is None or self._pass_order[0] != key:
+            self._pass_order = (key, np.random.default_rng([self.config.seed, stage, rounds]).permutation(size))
+        return self._pass_order[1]
 
     def training_row(self, item: LabelledInstance) -> dict[str, Any]:
         """One trainer row: the instance's prompt in the run's style and the columns the project's reward reads

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from transformers import TrainerCallback
 
 from curriculum.loop.curriculum import Curriculum
-from curriculum.loop.records import TrainingReport
+from curriculum.loop.records import TrainingReport, read_record
 from curriculum.loop.validation import LoadedModel
 from engineer.evidence import TrainingSignal
 from simulator.errors import ConfigError
@@ -125,11 +125,8 @@ class CurriculumCallback(TrainerCallback):
             raise ConfigError(str(saved), "missing", f"the curriculum's state beside the TRL checkpoint (written by "
                               f"CurriculumCallback); without it the run cannot say which stage step "
                               f"{state.global_step} was in")
-        try:
-            document = json.loads(saved.read_text())
-        except (OSError, ValueError) as exc:
-            raise ConfigError(str(saved), "unreadable", "the JSON CurriculumCallback wrote", str(exc)[:200]) from None
-        self.curriculum.load_state_dict(document.get("curriculum") if isinstance(document, dict) else document)
+        document = read_record(saved, "curriculum state beside the TRL checkpoint", ("curriculum",))
+        self.curriculum.load_state_dict(document["curriculum"])
         if self.reward is not None and isinstance(document.get("reward"), dict):
             self.reward.load_state(document["reward"])
         self._stage_began = int(document.get("stage_began", 0))

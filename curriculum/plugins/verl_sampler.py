@@ -180,9 +180,13 @@ def _read_rows(files: list[str], max_samples: int) -> list[dict]:
 
             rows.extend(pq.read_table(path).to_pylist())
         elif path.suffix in (".jsonl", ".json"):
-            text = path.read_text(encoding="utf-8")
-            rows.extend(json.loads(text) if path.suffix == ".json" else
-                        [json.loads(line) for line in text.splitlines() if line.strip()])
+            try:
+                text = path.read_text(encoding="utf-8")
+                rows.extend(json.loads(text) if path.suffix == ".json" else
+                            [json.loads(line) for line in text.splitlines() if line.strip()])
+            except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+                raise ConfigError("data_files", name, "a readable .json/.jsonl file of verl rows",
+                                  " ".join(str(exc).split())[:200]) from None
         else:
             raise ConfigError("data_files", name, "a .parquet, .jsonl or .json file of verl rows")
     return rows[:max_samples] if max_samples > 0 else rows
@@ -469,13 +473,10 @@ class MapfCurriculumDataset(Dataset):
 
 class _PlainCurriculumSampler(Sampler[int]):
     """The base when verl's ``AbstractCurriculumSampler`` cannot be imported (no verl, or verl >= 0.8): the same
-    constructor and ``update``."""
+    constructor (:class:`MapfCurriculumSampler` adds ``update``)."""
 
     def __init__(self, data_source: Any, data_config: Any) -> None:
         pass
-
-    def update(self, batch: Any) -> None:
-        raise NotImplementedError
 
 
 if TYPE_CHECKING:
