@@ -25,7 +25,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from simulator.errors import ConfigError
 
-Prompt = str | list[dict]  # raw text, or chat messages [{"role": ..., "content": ...}]
+Prompt = str | list[dict[str, Any]]  # raw text, or chat messages [{"role": ..., "content": ...}]
 
 
 class BackendError(RuntimeError):

@@ -165,9 +165,10 @@ class HFBackend:
                 "prompts", "chat messages", f"raw text prompts: {self.spec}'s tokenizer has no chat template "
                 "(pass a text style: --style compact-nb or --style compact)"
             )
-        return self.tokenizer.apply_chat_template(
+        text: str = self.tokenizer.apply_chat_template(  # tokenize=False: the rendered text
             prompt, tokenize=False, add_generation_prompt=True, enable_thinking=sampling.enable_thinking
         )
+        return text
 
     def generate(self, prompts: list[Prompt], sampling: Sampling) -> list[Generation]:
         return self._generate(prompts, sampling, ignore_eos=False)

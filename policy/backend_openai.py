@@ -34,7 +34,7 @@ HIDDEN = "<hidden>"
 # A 400/422 answer that names one of these request fields means the endpoint does not take it. The fix is applied
 # to that request and to every later one of this backend: OpenAI's reasoning models want max_completion_tokens;
 # only vLLM/SGLang know chat_template_kwargs and top_k; a few gateways refuse seed.
-_FIELD_FIXES: dict[str, Callable[[dict], dict]] = {
+_FIELD_FIXES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "max_tokens": lambda body: {
         **{k: v for k, v in body.items() if k != "max_tokens"}, "max_completion_tokens": body["max_tokens"]
     },
@@ -171,7 +171,7 @@ class OpenAIBackend:
 
     # --- HTTP ------------------------------------------------------------------------------------------------
 
-    def _send(self, method: str, path: str, body: dict | None, timeout_s: float) -> _Answer:
+    def _send(self, method: str, path: str, body: dict[str, Any] | None, timeout_s: float) -> _Answer:
         request = urllib.request.Request(
             self.base_url + path,
             data=None if body is None else json.dumps(body).encode("utf-8"),
@@ -199,7 +199,8 @@ class OpenAIBackend:
             reason = getattr(error, "reason", error)
             raise _TransportError(f"{type(reason).__name__}: {reason}") from None
 
-    def _call(self, method: str, path: str, body: dict | None, timeout_s: float, max_retries: int) -> _Answer:
+    def _call(self, method: str, path: str, body: dict[str, Any] | None, timeout_s: float,
+              max_retries: int) -> _Answer:
         """One request with retries; returns the last answer (any status) or raises _TransportError."""
         attempt = 0
         while True:
@@ -254,7 +255,7 @@ class OpenAIBackend:
 
     # --- generation ------------------------------------------------------------------------------------------
 
-    def _request_body(self, prompt: Prompt, sampling: Sampling, index: int) -> tuple[str, dict]:
+    def _request_body(self, prompt: Prompt, sampling: Sampling, index: int) -> tuple[str, dict[str, Any]]:
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": sampling.max_new_tokens,
@@ -291,16 +292,16 @@ class OpenAIBackend:
             if answer.status in (401, 403):
                 raise self._key_refused(answer, f"POST {path}")
             message = _error_message(answer.payload)
-            field = _refused_field(answer.status, message, body, tried)
-            if field is None:
+            refused = _refused_field(answer.status, message, body, tried)
+            if refused is None:
                 raise BackendError(
                     self._scrub(f"{self.spec}: HTTP {answer.status} on POST {self.base_url}{path}: {message}")
                 )
-            tried.add(field)
-            body = _FIELD_FIXES[field](body)
+            tried.add(refused)
+            body = _FIELD_FIXES[refused](body)
             with self._lock:
-                if field not in self._fixes:
-                    self._fixes.append(field)
+                if refused not in self._fixes:
+                    self._fixes.append(refused)
 
     def _parse_generation(self, payload: Any, path: str) -> Generation:
         try:
@@ -369,7 +370,7 @@ def _error_message(payload: Any) -> str:
     return str(payload)[:500]
 
 
-def _refused_field(status: int, message: str, body: dict, tried: set[str]) -> str | None:
+def _refused_field(status: int, message: str, body: dict[str, Any], tried: set[str]) -> str | None:
     """The request field a 400/422 ``message`` says the endpoint does not take, if we know a fix for it."""
     if status not in (400, 422):
         return None

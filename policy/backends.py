@@ -95,6 +95,7 @@ def make_backend(spec: str, check: bool = True) -> Backend:
     """
     kind, target = parse_spec(spec)
     backend = BACKENDS[kind](target)
-    if check and callable(getattr(backend, "check", None)):
-        backend.check()
+    endpoint_check = getattr(backend, "check", None)  # not part of the Backend protocol: only some kinds have one
+    if check and callable(endpoint_check):
+        endpoint_check()
     return backend

@@ -10,15 +10,19 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from simulator.errors import ConfigError
+
+if TYPE_CHECKING:
+    from simulator.cli import Subcommands
 
 
 def _tokenizer_dir(args: argparse.Namespace) -> str:
     if not args.tokenizer:
         raise ConfigError("--tokenizer", None, f"a folder from `mapf-lake model init qwen3-tokenizer` ({args.kind})")
-    return args.tokenizer
+    folder: str = args.tokenizer
+    return folder
 
 
 def _init_tiny(args: argparse.Namespace, shape: str = "tiny") -> Path:
@@ -82,7 +86,7 @@ MODEL_INITS: dict[str, ModelInit] = {
 TOKENIZER_KINDS = ("qwen3-tokenizer",)  # folders that hold a tokenizer only
 
 
-def load_hint(kind: str, out) -> str:
+def load_hint(kind: str, out: str | Path) -> str:
     """Where the folder ``model init KIND`` wrote is used, as command lines that parse (a test parses them):
     it said ``--model hf:DIR``, which no command takes (eval takes ``--policy hf:DIR``)."""
     if kind in TOKENIZER_KINDS:
@@ -98,7 +102,7 @@ def _model_init(args: argparse.Namespace) -> int:
     return 0
 
 
-def register_model_commands(commands: argparse._SubParsersAction) -> None:
+def register_model_commands(commands: Subcommands) -> None:
     """Add ``model init KIND --out DIR`` to ``commands``."""
     model = commands.add_parser(
         "model", help="create the embedded models and tokenizers locally (no download)",

@@ -165,7 +165,8 @@ def tiny_config(vocab_size: int, pad_id: int, eos_id: int | list[int], bos_id: i
         if name not in EMBEDDED_SHAPES[shape]:
             raise ConfigError(f"shape.{name}", value, f"a field of the {shape} shape: {', '.join(EMBEDDED_SHAPES[shape])}")
 
-    return Qwen3Config(
+    # transformers 5 still takes 4.x's rope_theta keyword (into rope_parameters), but its typed signature lacks it
+    return Qwen3Config(  # type: ignore[call-arg]
         vocab_size=vocab_size,
         rope_theta=1_000_000.0,
         pad_token_id=pad_id,
@@ -191,7 +192,8 @@ def _save_random_model(
     with torch.random.fork_rng(devices=[]):  # leave the caller's RNG stream alone
         torch.manual_seed(seed)
         with torch.device(device or "cpu"):
-            model = Qwen3ForCausalLM(config).to(dtype)
+            # transformers types its .to as functools.wraps(torch.nn.Module.to), whose type drops the bound self
+            model = Qwen3ForCausalLM(config).to(dtype)  # type: ignore[arg-type]
     model.generation_config = GenerationConfig(
         eos_token_id=config.eos_token_id,
         pad_token_id=config.pad_token_id,
@@ -388,7 +390,7 @@ def qwen3_4b_config() -> "Qwen3Config":
     """
     from transformers import Qwen3Config
 
-    return Qwen3Config(
+    return Qwen3Config(  # type: ignore[call-arg]  # rope_theta: see tiny_config
         vocab_size=QWEN3_VOCAB_ROWS,
         hidden_size=2560,
         num_hidden_layers=36,

@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -63,7 +63,12 @@ from simulator.config import MAX_SEED
 from simulator.env import MapfEnv, check_slip, default_horizon
 from simulator.errors import ConfigError
 from simulator.rules import first_failure
-from simulator.types import Instance
+from simulator.types import EnvState, Instance
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+    from simulator.generator import LabelledInstance
 
 COMPONENTS = ("format", "valid", "optimal", "progress", "default")
 
@@ -76,7 +81,7 @@ class TurnStyle:
 
     name: str
     chat: bool  # True: the prompt is chat messages and each observation is a user message
-    prompt: Callable[[Instance], str | list[dict]]  # rules, map, agents and the first observation
+    prompt: Callable[[Instance], str | list[dict[str, Any]]]  # rules, map, agents and the first observation
     observation: Callable[[Instance, np.ndarray, int], str]  # (instance, positions (K, 2), steps taken) -> text
 
 
@@ -102,7 +107,7 @@ def parse_joint_action(text: str, n_agents: int) -> tuple[np.ndarray | None, str
     if not isinstance(text, str) or not text.strip():
         return None, "the answer is empty"
     labelled = parse_plan(text, n_agents, horizon=1)
-    if labelled.ok:
+    if labelled.plan is not None:
         return labelled.plan.actions[:, 0].astype(np.int8) if labelled.plan.horizon else np.zeros(n_agents, np.int8), None
     region = _answer_region(text)
     if region is None:
@@ -121,7 +126,7 @@ class TurnResult(NamedTuple):
     observation: str  # the env's text for the next turn ("" once the episode is over)
     done: bool
     reward: float  # the episode's default reward on its last turn, else 0
-    info: dict  # "actions" (the joint action played, or None), "parse_error", "events"; "outcome" when done
+    info: dict[str, Any]  # "actions" (the joint action played, or None), "parse_error", "events"; "outcome" when done
 
 
 def check_optimal_makespan(value: Any, name: str = "optimal_makespan") -> int | None:
@@ -163,7 +168,7 @@ class TextGame:
     def done(self) -> bool:
         return self.parse_error is not None or self._cut or self.env.done
 
-    def reset(self, seed: int | None = None) -> str | list[dict]:
+    def reset(self, seed: int | None = None) -> str | list[dict[str, Any]]:
         """Start the episode; returns the first prompt (text, or chat messages for chat styles)."""
         self.env.reset(seed)
         self.turns = 0
@@ -180,7 +185,7 @@ class TextGame:
         self.turns += 1
         actions, error = parse_joint_action(text, self.instance.n_agents)
         events = np.zeros(self.instance.n_agents, np.int8)
-        if error is not None:
+        if actions is None:  # then ``error`` says why
             self.parse_error = error
         else:
             self.played.append(actions)
@@ -193,18 +198,19 @@ class TextGame:
         state = self.env.state
         return TurnResult(self.style.observation(self.instance, state.pos, state.t), False, 0.0, info)
 
-    def truncate(self) -> dict:
+    def truncate(self) -> dict[str, Any]:
         """End the episode now (a completion out of tokens): goal not reached unless it already ended."""
         self._cut = True
         return self.outcome()
 
-    def outcome(self) -> dict:
+    def outcome(self) -> dict[str, Any]:
         """:func:`episode_outcome` of the episode so far."""
         return episode_outcome(self.env.state, self.instance.n_agents, self.parse_error, self.optimal_makespan,
                                self.turns)
 
 
-def episode_outcome(state, n_agents: int, parse_error: str | None, optimal_makespan: int | None, turns: int) -> dict:
+def episode_outcome(state: EnvState, n_agents: int, parse_error: str | None, optimal_makespan: int | None,
+                    turns: int) -> dict[str, Any]:
     """The components of ``policy.rewards`` for an episode ending in ``state`` (a ``simulator.types.EnvState``),
     plus ``category`` (``simulator.constants.FAILURE_NAMES``), ``makespan`` / ``sum_of_costs`` (valid episodes;
     else None), ``turns`` and ``parse_error``."""
@@ -218,9 +224,10 @@ def episode_outcome(state, n_agents: int, parse_error: str | None, optimal_makes
         category = C.NO_FAILURE if on_goal == n_agents else C.GOAL_NOT_REACHED
     valid = category == C.NO_FAILURE
     makespan = int(state.arrival.max()) if valid else None
-    out = {"format": float(parse_error is None), "valid": float(valid),
-           "optimal": float(valid and optimal_makespan is not None and makespan == int(optimal_makespan)),
-           "progress": 0.0 if parse_error is not None else on_goal / n_agents}
+    out: dict[str, Any] = {"format": float(parse_error is None), "valid": float(valid),
+                           "optimal": float(valid and optimal_makespan is not None
+                                            and makespan == int(optimal_makespan)),
+                           "progress": 0.0 if parse_error is not None else on_goal / n_agents}
     out["default"] = sum(weight * out[name] for name, weight in DEFAULT_WEIGHTS.items())
     out.update(category=C.FAILURE_NAMES[category], makespan=makespan,
                sum_of_costs=int(state.arrival.sum()) if valid else None, turns=int(turns), parse_error=parse_error)
@@ -234,7 +241,8 @@ def _prompt_key(prompt: Any) -> str:
 
 
 def _episode_reward(name: str) -> Callable[..., list[float]]:
-    def reward(prompts=None, completions=(), episode=(), **_columns) -> list[float]:
+    def reward(prompts: Any = None, completions: Sequence[Any] = (), episode: Sequence[Mapping[str, Any]] = (),
+               **_columns: Any) -> list[float]:
         if len(episode) != len(completions):
             raise ValueError(f"{len(episode)} episode outcomes for {len(completions)} completions: use the reward "
                              "functions with MultiTurnRollout as the trainer's rollout_func")
@@ -260,8 +268,8 @@ class MultiTurnRollout:
         seed: see ``slip``.
     """
 
-    def __init__(self, items: Sequence, style: str, *, max_turns: int | None = None, turn_tokens: int | None = None,
-                 slip: float = 0.0, seed: int = 0) -> None:
+    def __init__(self, items: Sequence[LabelledInstance], style: str, *, max_turns: int | None = None,
+                 turn_tokens: int | None = None, slip: float = 0.0, seed: int = 0) -> None:
         self.style = get_turn_style(style)
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
             raise ConfigError("items", type(items).__name__, "a list of simulator.generator.LabelledInstance")
@@ -285,7 +293,7 @@ class MultiTurnRollout:
         self.calls = 0
         self._by_prompt = {_prompt_key(self.style.prompt(item.instance)): item for item in self.items}
 
-    def dataset(self):
+    def dataset(self) -> Dataset:
         """TRL prompt rows: ``prompt`` (the first prompt) and the single-turn reward columns."""
         from datasets import Dataset
 
@@ -304,7 +312,7 @@ class MultiTurnRollout:
             raise ConfigError("rewards", weights, f"a mapping with names among {', '.join(COMPONENTS)}")
         return [EPISODE_REWARDS[name] for name in weights]
 
-    def __call__(self, prompts: list, trainer) -> dict:
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:  # trainer: TRL's GRPOTrainer
         """TRL's ``rollout_func(prompts, trainer)``: play every prompt with the trainer's model."""
         from trl.models import unwrap_model_for_generation
 
@@ -315,14 +323,16 @@ class MultiTurnRollout:
                              max_completion_length=trainer.max_completion_length,
                              chat_template_kwargs=getattr(trainer, "chat_template_kwargs", None) or {})
 
-    def play(self, prompts: list, model, tokenizer, *, generation_kwargs: dict | None = None,
-             max_completion_length: int = 256, chat_template_kwargs: dict | None = None) -> dict:
+    def play(self, prompts: list[Any], model: Any, tokenizer: Any, *, generation_kwargs: dict[str, Any] | None = None,
+             max_completion_length: int = 256, chat_template_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
         """Play one episode per prompt with ``model`` (module docstring for what it returns)."""
         import torch
 
         chat_kwargs = dict(chat_template_kwargs or {})
         self.calls += 1
-        games, messages, prompt_ids = [], [], []
+        games: list[TextGame] = []
+        messages: list[list[dict[str, Any]]] = []  # chat styles: each game's chat so far
+        prompt_ids: list[list[int]] = []
         for index, prompt in enumerate(prompts):
             item = self._by_prompt.get(_prompt_key(prompt))
             if item is None:
@@ -332,6 +342,7 @@ class MultiTurnRollout:
             first = game.reset(seed=self.seed * 1_000_003 + self.calls * 10_007 + index if self.slip > 0 else None)
             games.append(game)
             if self.style.chat:
+                assert isinstance(first, list)  # a chat style's first prompt is its messages
                 messages.append(list(first))
                 text = tokenizer.apply_chat_template(first, add_generation_prompt=True, tokenize=False, **chat_kwargs)
                 prompt_ids.append(tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -345,10 +356,10 @@ class MultiTurnRollout:
                 stops.add(newline[0])
         stops.discard(None)
         per_turn = self.turn_tokens or (max(g.instance.n_agents for g in games) + 4 if not self.style.chat else 64)
-        completion = [[] for _ in games]
-        mask = [[] for _ in games]
-        logprobs = [[] for _ in games]
-        outcomes: list[dict | None] = [None] * len(games)
+        completion: list[list[int]] = [[] for _ in games]  # token ids
+        mask: list[list[int]] = [[] for _ in games]  # 1: the model's token, 0: the env's
+        logprobs: list[list[float]] = [[] for _ in games]
+        outcomes: list[dict[str, Any] | None] = [None] * len(games)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
         from transformers import GenerationConfig
 
@@ -412,7 +423,8 @@ class MultiTurnRollout:
                 "episode": outcomes}
 
     @staticmethod
-    def _close(i: int, completion: list, mask: list, logprobs: list, game: TextGame, tokenizer, eos: int) -> None:
+    def _close(i: int, completion: list[list[int]], mask: list[list[int]], logprobs: list[list[float]],
+               game: TextGame, tokenizer: Any, eos: int) -> None:
         """End completion ``i``: the last board (text styles) and an end-of-text token, both the env's."""
         ids = []
         if not game.style.chat:
@@ -426,12 +438,13 @@ class MultiTurnRollout:
         logprobs[i] += [0.0] * len(ids)
 
     @staticmethod
-    def _chat_delta(history: list, turn_text: str, observation: str, tokenizer, chat_kwargs: dict, ended: bool) -> str:
+    def _chat_delta(history: list[dict[str, Any]], turn_text: str, observation: str, tokenizer: Any,
+                    chat_kwargs: dict[str, Any], ended: bool) -> str:
         """The chat template's text between the model's turn and its next one: the end of the assistant message,
         the user message with ``observation``, the next assistant header. Rendered with a marker as the assistant's
         content, so templates that rewrite earlier turns (Qwen3 drops their thinking) do not shift it."""
         marker = "\u0000mapf-turn\u0000"
-        rendered = tokenizer.apply_chat_template(
+        rendered: str = tokenizer.apply_chat_template(
             history + [{"role": "assistant", "content": marker}, {"role": "user", "content": observation}],
             add_generation_prompt=True, tokenize=False, **chat_kwargs)
         delta = rendered[rendered.index(marker) + len(marker):]
@@ -442,7 +455,7 @@ class MultiTurnRollout:
         return delta
 
 
-def _as_list(value) -> list:
+def _as_list(value: Any) -> list[Any]:
     if value is None:
         return []
     return list(value) if isinstance(value, (list, tuple)) else [value]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from policy.score import score_batch
 from simulator.errors import ConfigError
@@ -23,18 +24,19 @@ _TURN_MARKERS = re.compile(
 )
 
 
-def _prompt_text(prompt, index: int) -> str:
+def _prompt_text(prompt: Any, index: int) -> str:
     """The text of the prompt's last turn: the prompt string, or the content of its last chat message."""
     if isinstance(prompt, str):
         return prompt
     if isinstance(prompt, Sequence) and prompt and isinstance(prompt[-1], Mapping) and isinstance(
         prompt[-1].get("content"), str
     ):
-        return prompt[-1]["content"]
+        content: str = prompt[-1]["content"]  # checked above
+        return content
     raise ConfigError(f"prompts[{index}]", prompt, "a string or chat messages [{role, content}]")
 
 
-def _response(query, prompt, index: int) -> str:
+def _response(query: Any, prompt: Any, index: int) -> str:
     if not isinstance(query, str):
         raise ConfigError(f"queries[{index}]", type(query).__name__, "a string: the prompt followed by the response")
     text = _prompt_text(prompt, index)
@@ -50,7 +52,7 @@ def _response(query, prompt, index: int) -> str:
     return _TURN_MARKERS.sub("", query[at + len(needle):])
 
 
-def responses(queries: Sequence[str], prompts: Sequence) -> list[str]:
+def responses(queries: Sequence[str], prompts: Sequence[Any]) -> list[str]:
     """Each query's text after its prompt, the chat template's turn markers dropped.
 
     Raises:
@@ -61,7 +63,8 @@ def responses(queries: Sequence[str], prompts: Sequence) -> list[str]:
     return [_response(query, prompt, index) for index, (query, prompt) in enumerate(zip(queries, prompts))]
 
 
-def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence[str], **_kwargs) -> dict:
+def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence[str],
+                **_kwargs: Any) -> dict[str, Any]:
     """``{"rewards", "scores", "extra_logs"}`` as OpenRLHF expects: rewards are the default GRPO reward, scores
     (used by its dynamic filtering) the 0/1 valid verdict, extra logs the valid and optimal rates per sample."""
     import torch

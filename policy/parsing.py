@@ -150,32 +150,32 @@ def strip_thinking(text: str) -> str | None:
     """``text`` without its thinking: every closed ``<think>...</think>`` block becomes a newline, and what comes
     before a lone ``</think>`` (a template that opens the block in the prompt leaves only the closing tag) is
     dropped; None when a ``<think>`` block is never closed. Linear time."""
-    text = _without_thinking(text)
-    if text is None:
+    kept = _without_thinking(text)
+    if kept is None:
         return None
     last_close = None
-    for last_close in _THINK_CLOSE.finditer(text):  # noqa: B007 (the answer follows the last closing tag)
+    for last_close in _THINK_CLOSE.finditer(kept):  # noqa: B007 (the answer follows the last closing tag)
         pass
     if last_close is not None:
-        text = text[last_close.end():]
-    return text
+        kept = kept[last_close.end():]
+    return kept
 
 
 def _answer_region(text: str) -> str | None:
     """The part of ``text`` that holds the answer, or None when thinking never ends."""
-    text = strip_thinking(text)
-    if text is None:
+    after_thinking = strip_thinking(text)
+    if after_thinking is None:
         return None
-    block = _last_answer_block(text)
+    block = _last_answer_block(after_thinking)
     if block is not None:
         return block
-    fences = _FENCE_BLOCK.findall(text)
+    fences: list[str] = _FENCE_BLOCK.findall(after_thinking)  # one group: the blocks' contents
     for fence in reversed(fences):  # the last block that holds a plan: not, say, a map drawn after the answer
         if _holds_a_plan(fence):
             return fence
     if not fences:
-        return text
-    outside = _FENCE_BLOCK.sub("\n", text)  # the plan is in the prose; the blocks hold something else
+        return after_thinking
+    outside = _FENCE_BLOCK.sub("\n", after_thinking)  # the plan is in the prose; the blocks hold something else
     return outside if _holds_a_plan(outside) else fences[-1]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from policy.parsing import parse_plan
 from policy.prompts import PromptStyle, checkpoint_style, get_style, prompt_text
@@ -16,6 +16,9 @@ from simulator.env import default_horizon
 from simulator.errors import ConfigError
 from simulator.generator import LabelledInstance
 from simulator.types import JointPlan
+
+if TYPE_CHECKING:
+    from policy.backend_base import Backend, Sampling
 
 
 @dataclass
@@ -31,7 +34,17 @@ class Answers:
     seconds_per_answer: float = 0.0
 
 
-def _parse_all(items: Sequence[LabelledInstance], texts: Sequence[str]) -> tuple[list, list]:
+class Policy(Protocol):
+    """What evaluation asks of a policy: a descriptor recorded in replay headers, and answers to a batch."""
+
+    @property
+    def descriptor(self) -> dict[str, Any]: ...
+
+    def answer(self, items: Sequence[LabelledInstance], seed: int = 0) -> Answers: ...
+
+
+def _parse_all(items: Sequence[LabelledInstance],
+               texts: Sequence[str]) -> tuple[list[JointPlan | None], list[str | None]]:
     results = [parse_plan(text, it.instance.n_agents, default_horizon(it.instance)) for it, text in zip(items, texts)]
     return [r.plan for r in results], [r.error for r in results]
 
@@ -44,7 +57,7 @@ class ScriptedTextPolicy:
     style: PromptStyle
 
     @property
-    def descriptor(self) -> dict:
+    def descriptor(self) -> dict[str, Any]:
         return {"name": self.name, "spec": self.name, "kind": "scripted", "prompt_style": self.style.name}
 
     def answer(self, items: Sequence[LabelledInstance], seed: int = 0) -> Answers:
@@ -63,8 +76,8 @@ class ModelPolicy:
 
     spec: str
     style: PromptStyle
-    sampling: object  # policy.backend_base.Sampling
-    backend: object = None
+    sampling: Sampling
+    backend: Backend | None = None  # None: made from ``spec`` on construction
 
     def __post_init__(self) -> None:
         if self.backend is None:
@@ -73,7 +86,7 @@ class ModelPolicy:
             self.backend = make_backend(self.spec)
 
     @property
-    def descriptor(self) -> dict:
+    def descriptor(self) -> dict[str, Any]:
         from dataclasses import asdict
 
         return {"name": self.spec.split(":", 1)[0], "spec": self.spec, "kind": "model",
@@ -81,6 +94,7 @@ class ModelPolicy:
 
     def answer(self, items: Sequence[LabelledInstance], seed: int = 0) -> Answers:
         prompts = [self.style.prompt(it.instance) for it in items]
+        assert self.backend is not None  # __post_init__ made it
         start = time.perf_counter()
         generations = self.backend.generate(prompts, self.sampling)
         elapsed = (time.perf_counter() - start) / max(len(items), 1)
@@ -90,7 +104,8 @@ class ModelPolicy:
                        [g.prompt_tokens for g in generations], [g.completion_tokens for g in generations], elapsed)
 
 
-def make_policy(spec: str, style: str | None = None, sampling=None):
+def make_policy(spec: str, style: str | None = None,
+                sampling: Sampling | None = None) -> ScriptedTextPolicy | ModelPolicy:
     """``random`` / ``greedy`` / ``oracle``, or ``hf:`` / ``vllm:`` / ``openai:`` backend specs.
 
     ``style`` defaults to the one recorded in a run's checkpoint folder (``policy.prompts.checkpoint_style``),

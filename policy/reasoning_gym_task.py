@@ -121,13 +121,14 @@ class MapfFrozenLakeDataset(ProceduralDataset):
         record = check_record(metadata["record"], "entry.metadata.record")
         if not isinstance(answer, str) or not answer:
             return 0.0
-        return score(record, answer)["reward"] / MAX_REWARD
+        reward: float = score(record, answer)["reward"]
+        return reward / MAX_REWARD
 
 
 class MapfFrozenLakeCurriculum(BaseCurriculum):
     """Levels for reasoning-gym's curriculum tools: the largest side, the agent range and the hole ratio."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(MapfFrozenLakeCurriculum.__name__, MapfFrozenLakeConfig)
         self._define_attributes(
             ScalarAttributeDefinition(name="max_size", field_name="max_size", levels=[3, 4, 5, 6, 8, 10],

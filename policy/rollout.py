@@ -40,8 +40,9 @@ def judge_answers(items: Sequence[LabelledInstance], plans: Sequence[JointPlan |
     n = len(plans)
     verdicts = Verdicts(np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, np.int64), np.zeros(n, np.int64))
     parsed = [i for i, plan in enumerate(plans) if plan is not None]
+    parsed_plans = [plan for plan in plans if plan is not None]  # aligned with ``parsed``
     if parsed:
-        result = judge_plans([items[i].instance for i in parsed], [plans[i] for i in parsed])
+        result = judge_plans([items[i].instance for i in parsed], parsed_plans)
         labels = np.array([items[i].optimal_makespan for i in parsed])
         verdicts.valid[parsed] = result.valid
         verdicts.optimal[parsed] = is_optimal(result.valid, result.makespan, labels)
@@ -67,8 +68,9 @@ def judge_episodes(
     completions = list(completions) if completions is not None else [None] * n
     prompts = list(prompts) if prompts is not None else [None] * n
     parsed = [i for i, plan in enumerate(plans) if plan is not None]
+    parsed_plans = [plan for plan in plans if plan is not None]  # aligned with ``parsed``
     start = time.perf_counter()
-    result = judge_plans([items[i].instance for i in parsed], [plans[i] for i in parsed], record=True) if parsed else None
+    result = judge_plans([items[i].instance for i in parsed], parsed_plans, record=True) if parsed else None
     judge_seconds = (time.perf_counter() - start) / max(len(parsed), 1)
     where = {i: j for j, i in enumerate(parsed)}
     episodes = []
@@ -87,6 +89,8 @@ def judge_episodes(
             )
             continue
         j = where[i]
+        # a parsed plan: the batch was judged, with record=True, so the traces are there
+        assert result is not None and result.trace_pos is not None and result.trace_events is not None
         verdict = result.judgement(j)
         steps = verdict.makespan if verdict.valid else max(verdict.fail_step, 0)
         outcome = Outcome.from_judgement(verdict, item.optimal_makespan)

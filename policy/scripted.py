@@ -13,7 +13,7 @@ Each maps labelled instances to joint plans, deterministically for a given seed:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -27,7 +27,8 @@ from simulator.types import Instance, JointPlan
 
 
 class ScriptedPolicy(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only: the policies are frozen dataclasses
 
     def plans(self, items: Sequence[LabelledInstance | Instance], seed: int = 0) -> list[JointPlan]: ...
 
@@ -40,7 +41,7 @@ def _instance(item: LabelledInstance | Instance) -> Instance:
 class RandomPolicy:
     name: str = "random"
 
-    def plans(self, items, seed: int = 0) -> list[JointPlan]:
+    def plans(self, items: Sequence[LabelledInstance | Instance], seed: int = 0) -> list[JointPlan]:
         out = []
         for index, item in enumerate(items):
             inst = _instance(item)
@@ -78,7 +79,7 @@ def shortest_path_actions(instance: Instance, agent: int) -> list[int] | None:
 class GreedyPolicy:
     name: str = "greedy"
 
-    def plans(self, items, seed: int = 0) -> list[JointPlan]:
+    def plans(self, items: Sequence[LabelledInstance | Instance], seed: int = 0) -> list[JointPlan]:
         out = []
         for item in items:
             inst = _instance(item)
@@ -92,7 +93,7 @@ class OraclePolicy:
     name: str = "oracle"
     max_nodes: int = 1_000_000
 
-    def plans(self, items, seed: int = 0) -> list[JointPlan]:
+    def plans(self, items: Sequence[LabelledInstance | Instance], seed: int = 0) -> list[JointPlan]:
         out = []
         for item in items:
             if isinstance(item, LabelledInstance):
@@ -101,11 +102,14 @@ class OraclePolicy:
             solution = solve(item, max_nodes=self.max_nodes)
             if not solution.solved:
                 raise ConfigError("instance", solution.status, "a solvable instance for the oracle", solution.reason)
+            assert solution.plan is not None  # a solved Solution carries its plan
             out.append(solution.plan)
         return out
 
 
-SCRIPTED_POLICIES: dict[str, type] = {"random": RandomPolicy, "greedy": GreedyPolicy, "oracle": OraclePolicy}
+SCRIPTED_POLICIES: dict[str, Callable[[], ScriptedPolicy]] = {
+    "random": RandomPolicy, "greedy": GreedyPolicy, "oracle": OraclePolicy,
+}
 
 
 def make_scripted(name: str) -> ScriptedPolicy:

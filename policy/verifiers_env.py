@@ -45,8 +45,8 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any
 
 try:
     import verifiers as vf
@@ -63,13 +63,17 @@ from policy.rewards import DEFAULT_WEIGHTS
 from policy.score import check_record, score
 from simulator.errors import ConfigError
 
+if TYPE_CHECKING:
+    from simulator.generator import LabelledInstance
+
 TASK_NAME = "mapf-lake"
 COMPONENTS = ("valid", "optimal", "format", "progress")
 KNOBS = {"sizes": [3, 4, 5], "agents": 2, "hole_ratio": 0.2, "wait_ratio": 0.3, "samples": 64, "seed": 0}
 ARGUMENTS = ("suite", "config", *KNOBS, "prompt_style", "eval_suite", "rewards")
 
 
-def stage_document(sizes: Any, agents: Any, hole_ratio: Any, wait_ratio: Any, samples: Any, seed: Any) -> dict:
+def stage_document(sizes: Any, agents: Any, hole_ratio: Any, wait_ratio: Any, samples: Any,
+                   seed: Any) -> dict[str, Any]:
     """The stage config document of the knobs (module docstring); the StageConfig checks the values."""
     if isinstance(sizes, Mapping):
         table = dict(sizes)
@@ -88,7 +92,7 @@ def stage_document(sizes: Any, agents: Any, hole_ratio: Any, wait_ratio: Any, sa
             "sizes": table}
 
 
-def _stage_items(suite: str | None, config: Any, knobs: dict[str, Any]) -> tuple[str, list]:
+def _stage_items(suite: str | None, config: Any, knobs: dict[str, Any]) -> tuple[str, list[LabelledInstance]]:
     """``(source, instances)`` of the suite, the config or the knobs."""
     from simulator.config import StageConfig, load_config
     from simulator.generator import generate
@@ -119,7 +123,7 @@ def _stage_items(suite: str | None, config: Any, knobs: dict[str, Any]) -> tuple
     return "config:arguments", generate(StageConfig.from_dict(document)).instances
 
 
-def dataset_rows(records: list[dict], split: str) -> list[dict]:
+def dataset_rows(records: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
     """The verifiers rows of export records (module docstring)."""
     return [{"prompt": layout_row(record, "verl", index, split)["prompt"], "answer": record["reference"],
              "info": json.dumps(record, separators=(",", ":"))}
@@ -127,7 +131,7 @@ def dataset_rows(records: list[dict], split: str) -> list[dict]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _verdict(record_json: str, text: str) -> dict:
+def _verdict(record_json: str, text: str) -> dict[str, Any]:
     """``policy.score.score`` of one answer; cached, so the rubric's four functions judge each answer once."""
     return score(record_json, text)
 
@@ -145,8 +149,8 @@ def _text(completion: Any, parser: Any) -> str:
     return answer if isinstance(answer, str) else ""
 
 
-def _component(name: str):
-    def reward(completion, info, parser=None, **_kwargs) -> float:
+def _component(name: str) -> Callable[..., float]:
+    def reward(completion: Any, info: Any, parser: Any = None, **_kwargs: Any) -> float:
         return float(_verdict(_record_json(info), _text(completion, parser))[name])
 
     reward.__name__ = f"mapf_{name}"
@@ -164,7 +168,7 @@ def _finite(value: int | float) -> bool:
         return False
 
 
-def _named(name: str, value: Any, names) -> None:
+def _named(name: str, value: Any, names: Collection[str]) -> None:
     """``value`` must be one of ``names`` (a string first: a list or dict is not even hashable)."""
     if not isinstance(value, str) or value not in names:
         raise ConfigError(name, value, f"one of {sorted(names)}")

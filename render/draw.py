@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from render.completion import CompletionText  # noqa: E402
 from render.source import Fact  # noqa: E402
 from render.timeline import MARKER_MEANINGS, TWO_CELL_GLYPHS, VERTEX, Scene, interpolate, spread  # noqa: E402
 from simulator import constants as C  # noqa: E402
+from simulator.types import Instance  # noqa: E402
 
 DEFAULT_SIZE = (1200, 760)  # window and export size in pixels
 MIN_PANEL_WINDOW = 560  # narrower windows show the board alone
@@ -148,11 +149,11 @@ class DrawCache:
         if not pygame.font.get_init():
             pygame.font.init()
         self._fonts: dict[tuple[str, int], pygame.font.Font] = {}
-        self._texts: dict[tuple, pygame.Surface] = {}
-        self._boards: dict[tuple, pygame.Surface] = {}
+        self._texts: dict[tuple[str, str, int, P.RGB], pygame.Surface] = {}
+        self._boards: dict[tuple[Instance, int], pygame.Surface] = {}
         # whole panels keyed by what they show, and overlays by window size (see _panel and _help_overlay)
-        self.panels: dict[tuple, PanelDrawing] = {}
-        self.overlays: dict[tuple, pygame.Surface] = {}
+        self.panels: dict[tuple[object, ...], PanelDrawing] = {}
+        self.overlays: dict[tuple[str, tuple[int, int]], pygame.Surface] = {}
         self._font_paths = {
             "ui": pygame.font.match_font("dejavusans") or None,
             "bold": pygame.font.match_font("dejavusans", bold=True) or None,
@@ -186,7 +187,7 @@ class DrawCache:
 
 
 # --- the board ---------------------------------------------------------------------------------------------
-def _draw_board(cache: DrawCache, instance, cell: int) -> pygame.Surface:
+def _draw_board(cache: DrawCache, instance: Instance, cell: int) -> pygame.Surface:
     """The still part of the board: ice, holes, goals, cell lines (drawn once per map and cell size)."""
     height, width = instance.height, instance.width
     surface = pygame.Surface((width * cell, height * cell))
@@ -267,18 +268,21 @@ def _draw_cross(surface: pygame.Surface, center: tuple[int, int], half: int, wid
     pygame.draw.line(surface, color, (x - half, y + half), (x + half, y - half), width)
 
 
-def _glyph_arc(surface, center, other, cell, big, thick, color) -> None:
+def _glyph_arc(surface: pygame.Surface, center: tuple[int, int], other: tuple[int, int] | None, cell: int,
+               big: int, thick: int, color: P.RGB) -> None:
     x, y = center
     pygame.draw.arc(surface, color, pygame.Rect(x - cell // 4, y - cell // 2, cell // 2, cell // 2), 0.0, math.pi,
                     max(1, cell // 16))
 
 
-def _glyph_ring_cross(surface, center, other, cell, big, thick, color) -> None:
+def _glyph_ring_cross(surface: pygame.Surface, center: tuple[int, int], other: tuple[int, int] | None, cell: int,
+                      big: int, thick: int, color: P.RGB) -> None:
     pygame.draw.circle(surface, color, center, int(big * 0.46), thick)
     _draw_cross(surface, center, int(big * 0.22), thick, color)
 
 
-def _glyph_burst(surface, center, other, cell, big, thick, color) -> None:
+def _glyph_burst(surface: pygame.Surface, center: tuple[int, int], other: tuple[int, int] | None, cell: int,
+                 big: int, thick: int, color: P.RGB) -> None:
     x, y = center
     pygame.draw.circle(surface, color, center, int(big * 0.5), thick)
     for i in range(8):  # a burst: two agents hit each other here
@@ -291,7 +295,8 @@ def _glyph_burst(surface, center, other, cell, big, thick, color) -> None:
         )
 
 
-def _glyph_swap(surface, center, other, cell, big, thick, color) -> None:
+def _glyph_swap(surface: pygame.Surface, center: tuple[int, int], other: tuple[int, int] | None, cell: int,
+                big: int, thick: int, color: P.RGB) -> None:
     x, y = center
     b = other if other is not None else center
     mid = ((x + b[0]) // 2, (y + b[1]) // 2)
@@ -305,7 +310,8 @@ def _glyph_swap(surface, center, other, cell, big, thick, color) -> None:
         surface.fill((255, 255, 255), bang)
 
 
-def _glyph_off_map(surface, center, other, cell, big, thick, color) -> None:
+def _glyph_off_map(surface: pygame.Surface, center: tuple[int, int], other: tuple[int, int] | None, cell: int,
+                   big: int, thick: int, color: P.RGB) -> None:
     x, y = center
     if other is None:
         pygame.draw.rect(surface, color, pygame.Rect(x - cell // 2, y - cell // 2, cell, cell), thick)
@@ -319,7 +325,8 @@ def _glyph_off_map(surface, center, other, cell, big, thick, color) -> None:
     pygame.draw.circle(surface, color, (int(edge[0]), int(edge[1])), max(2, thick))
 
 
-def _glyph_dashed_ring(surface, center, other, cell, big, thick, color) -> None:
+def _glyph_dashed_ring(surface: pygame.Surface, center: tuple[int, int], other: tuple[int, int] | None, cell: int,
+                       big: int, thick: int, color: P.RGB) -> None:
     x, y = center
     radius = int(big * 0.44)
     for i in range(0, 12, 2):  # a dashed ring: the agent is still short of its goal
@@ -327,9 +334,11 @@ def _glyph_dashed_ring(surface, center, other, cell, big, thick, color) -> None:
                         i * math.pi / 6, (i + 1) * math.pi / 6, max(1, thick // 2 + 1))
 
 
-# The failure table's glyphs (``simulator.failures.Kind.glyph``), each drawn by one function.
-_GLYPHS = {"arc": _glyph_arc, "ring_cross": _glyph_ring_cross, "burst": _glyph_burst, "swap": _glyph_swap,
-           "off_map": _glyph_off_map, "dashed_ring": _glyph_dashed_ring}
+# The failure table's glyphs (``simulator.failures.Kind.glyph``), each drawn by one function:
+# (surface, centre, other cell's centre or None, cell, big, line thickness, colour).
+Glyph = Callable[[pygame.Surface, tuple[int, int], tuple[int, int] | None, int, int, int, P.RGB], None]
+_GLYPHS: dict[str, Glyph] = {"arc": _glyph_arc, "ring_cross": _glyph_ring_cross, "burst": _glyph_burst,
+                             "swap": _glyph_swap, "off_map": _glyph_off_map, "dashed_ring": _glyph_dashed_ring}
 
 
 def _draw_marker(surface: pygame.Surface, kind: str, center: tuple[int, int], other: tuple[int, int] | None,
@@ -337,7 +346,9 @@ def _draw_marker(surface: pygame.Surface, kind: str, center: tuple[int, int], ot
     """One marker of ``kind`` at pixel ``center`` (its cell's centre); ``other`` is the pixel centre of the other
     cell (the far end of a swap, the off-map cell of an illegal move) or None; ``big`` its drawn size. The board
     and the legend both draw through here, so a legend's sample is the marker's own shape."""
-    _GLYPHS[C.KIND_BY_NAME[kind].glyph](surface, center, other, cell, big, max(2, big // 10), color)
+    glyph = C.KIND_BY_NAME[kind].glyph
+    assert glyph is not None  # every kind with a marker has its glyph (the failure table's rule)
+    _GLYPHS[glyph](surface, center, other, cell, big, max(2, big // 10), color)
 
 
 def _draw_markers(layout: Layout, surface: pygame.Surface, scene: Scene, alpha: float) -> None:
@@ -377,7 +388,7 @@ def _draw_trails(layout: Layout, surface: pygame.Surface, scene: Scene, alpha: f
             pygame.draw.circle(surface, color, point, dot)
 
 
-def _spread(scene: Scene, points, alpha: float):
+def _spread(scene: Scene, points: np.ndarray, alpha: float) -> np.ndarray:
     """Agents that share a cell (a vertex conflict) are drawn side by side once they meet (``timeline.spread``)."""
     return points if alpha < 0.5 else spread(scene, points)
 
@@ -568,18 +579,18 @@ def _draw_panel(view: FrameView, rect: pygame.Rect, cache: DrawCache) -> PanelDr
         header = f"completion  (lines {scroll + 1}-{min(total, scroll + visible)} of {total})"
         surface.blit(cache.text(_fit(cache, header, "ui", ui, inner), "ui", ui, P.TEXT_DIM), (margin, y))
         by_line: dict[int, list[tuple[int, int, int]]] = {}
-        for agent, (line, start, end) in highlights:
-            by_line.setdefault(line, []).append((agent, start, end))
-        for row, shown in enumerate(lines[scroll : scroll + visible]):
+        for agent, (line_index, start, end) in highlights:
+            by_line.setdefault(line_index, []).append((agent, start, end))
+        for row, display in enumerate(lines[scroll : scroll + visible]):
             line_y = top + row * line_h
-            for agent, start, end in by_line.get(shown.line, ()):
-                lo, hi = max(start, shown.start), min(end, shown.start + len(shown.text))
+            for agent, start, end in by_line.get(display.line, ()):
+                lo, hi = max(start, display.start), min(end, display.start + len(display.text))
                 if lo < hi:
-                    left = margin + (lo - shown.start) * char_w - 1
+                    left = margin + (lo - display.start) * char_w - 1
                     box = pygame.Rect(left, line_y - 1, (hi - lo) * char_w + 2, line_h)
                     surface.fill(P.dimmed(P.agent_color(agent), 0.55, P.PANEL), box)
-            if shown.text:
-                surface.blit(cache.text(shown.text, "mono", mono, P.TEXT), (margin, line_y))
+            if display.text:
+                surface.blit(cache.text(display.text, "mono", mono, P.TEXT), (margin, line_y))
         if total > visible:  # a scroll bar
             track = pygame.Rect(rect.width - 7, top, 4, visible * line_h)
             pygame.draw.rect(surface, P.PANEL_LINE, track)

@@ -10,15 +10,22 @@ needed: SDL's offscreen and dummy drivers are refused, as in ``mapf-lake watch``
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from render.draw import DrawCache
+    from render.timeline import Scene
+    from simulator.types import EnvState, Instance
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
 DEFAULT_FRAME_SIZE = (640, 400)
 
 
-def env_scene(instance, before, after, actions, step: int):
+def env_scene(instance: Instance, before: EnvState | None, after: EnvState, actions: np.ndarray | None,
+              step: int) -> Scene:
     """The Scene of a transition ``before`` -> ``after`` (``simulator.env.EnvState``s; ``before`` None at the
     start) under the joint ``actions``."""
     from render.timeline import Scene, markers_for_step
@@ -30,7 +37,7 @@ def env_scene(instance, before, after, actions, step: int):
                  np.asarray(actions, np.int8))
 
 
-def rgb_frame(scene, size: tuple[int, int] = DEFAULT_FRAME_SIZE) -> np.ndarray:
+def rgb_frame(scene: Scene, size: tuple[int, int] = DEFAULT_FRAME_SIZE) -> np.ndarray:
     """``(H, W, 3) uint8`` of ``scene`` at rest, with the failure markers and the plain sentence of each."""
     import pygame
 
@@ -47,7 +54,7 @@ def rgb_frame(scene, size: tuple[int, int] = DEFAULT_FRAME_SIZE) -> np.ndarray:
     return np.ascontiguousarray(pygame.surfarray.array3d(surface).transpose(1, 0, 2))
 
 
-_CACHE: dict = {}
+_CACHE: dict[str, DrawCache] = {}
 
 
 class HumanWindow:
@@ -63,7 +70,7 @@ class HumanWindow:
         self.screen = pygame.display.set_mode(size)
         pygame.display.set_caption("MAPF-FrozenLake")
 
-    def show(self, scene) -> None:
+    def show(self, scene: Scene) -> None:
         import pygame
 
         frame = rgb_frame(scene, self.size)

@@ -60,14 +60,14 @@ def surface_png_bytes(surface: pygame.Surface) -> bytes:
     return buffer.getvalue()
 
 
-def save_png(surface: pygame.Surface, out: str | os.PathLike) -> Path:
+def save_png(surface: pygame.Surface, out: str | os.PathLike[str]) -> Path:
     """Write ``surface`` to ``out`` as PNG (atomically); returns the path."""
     atomic_write(out, surface_png_bytes(surface))
     return Path(out)
 
 
 def export_png(
-    source: ReplaySource, index: int, step: int, out: str | os.PathLike, size: tuple[int, int] = DEFAULT_SIZE,
+    source: ReplaySource, index: int, step: int, out: str | os.PathLike[str], size: tuple[int, int] = DEFAULT_SIZE,
     trails: bool = True,
 ) -> tuple[Path, int]:
     """Episode ``index`` at step ``step`` (negative: from the end; -1 = last) at rest, as a PNG of ``size``;
@@ -94,7 +94,7 @@ def episode_frames(state: WatchState, size: tuple[int, int], tween: int = 0) -> 
 def export_gif(
     source: ReplaySource,
     index: int,
-    out: str | os.PathLike,
+    out: str | os.PathLike[str],
     size: tuple[int, int] = GIF_SIZE,
     fps: float = 3.0,
     tween: int = 0,
@@ -133,7 +133,7 @@ VIDEO_EXTRA = "pip install 'mapf-frozenlake[video]'"
 def export_mp4(
     source: ReplaySource,
     index: int,
-    out: str | os.PathLike,
+    out: str | os.PathLike[str],
     size: tuple[int, int] = GIF_SIZE,
     fps: float = 3.0,
     tween: int = 0,

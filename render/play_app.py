@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
+from typing import Any, Callable, TypeVar, cast
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -28,6 +29,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from replays.errors import ReplayError
+from replays.types import Episode
 from render.game import Hint, PlayGame, generate_instance, load_instance, read_saved_games, save_games
 from render.term import ARROW_GLYPHS, LEGEND, agent_chip, board_text, cell_shape
 from simulator import constants as C
@@ -36,11 +38,20 @@ from simulator.text import counted, format_plan
 
 
 
+Number = TypeVar("Number", int, float)
+
+
 def default_save_path() -> str:
     return f"play-{datetime.now().strftime('%Y%m%d-%H%M%S')}.mlr"
 
 
-class SetupScreen(Screen):
+def _play_app(screen: Screen[None]) -> PlayApp:
+    """The app a screen of this module belongs to: Textual types ``screen.app`` as any App, and only
+    :class:`PlayApp` pushes these screens."""
+    return cast("PlayApp", screen.app)
+
+
+class SetupScreen(Screen[None]):
     """Choose a generated map, or load one from a file."""
 
     BINDINGS = [Binding("escape", "back", "Back to the game / quit")]
@@ -49,7 +60,7 @@ class SetupScreen(Screen):
     FIELD_LABELS = (("hole_ratio", "hole ratio"), ("wait_ratio", "wait ratio"), ("sizes", "map size"),
                     ("agents", "agents"), ("seed", "seed"))
 
-    def __init__(self, defaults: dict, previous: PlayGame | None = None) -> None:
+    def __init__(self, defaults: dict[str, Any], previous: PlayGame | None = None) -> None:
         super().__init__()
         self.defaults = defaults
         self.previous = previous  # the game this screen was opened from (n): escape goes back to it
@@ -101,7 +112,7 @@ class SetupScreen(Screen):
         # Typing starts at once (the form opened with nothing focused): in the path when one was given, else size.
         self.query_one("#path" if self.defaults.get("load") else "#size", Input).focus()
 
-    def _number(self, field: str, kind):
+    def _number(self, field: str, kind: Callable[[str], Number]) -> Number:
         raw = self.query_one(f"#{field}", Input).value.strip()
         try:
             return kind(raw)
@@ -118,21 +129,21 @@ class SetupScreen(Screen):
                 seed = self._number("seed", int)
                 game = PlayGame(instance, labels, origin=f"generated seed {seed}")
                 # the next new game starts from what was typed, with the next seed (not the same map again)
-                self.app.defaults.update(size=self._number("size", int), agents=self._number("agents", int),
-                                         holes=self._number("holes", float),
-                                         wait_ratio=self._number("wait_ratio", float), seed=seed + 1)
-                self.app.start_game(game, config)
+                _play_app(self).defaults.update(size=self._number("size", int), agents=self._number("agents", int),
+                                                holes=self._number("holes", float),
+                                                wait_ratio=self._number("wait_ratio", float), seed=seed + 1)
+                _play_app(self).start_game(game, config)
             else:
                 path = self.query_one("#path", Input).value.strip()
                 if not path:
                     raise ConfigError("path", path, "a file to load the instance from")
-                instance, labels = load_instance(path, self._number("episode", int))
-                self.app.start_game(PlayGame(instance, labels, origin=path), None)
+                instance, file_labels = load_instance(path, self._number("episode", int))
+                _play_app(self).start_game(PlayGame(instance, file_labels, origin=path), None)
         except (ConfigError, ReplayError) as exc:
             self._say(exc)
 
 
-class GameScreen(Screen):
+class GameScreen(Screen[None]):
     """The board and the game's panel."""
 
     BINDINGS = [
@@ -273,11 +284,11 @@ class GameScreen(Screen):
         self.refresh_view()
 
     def action_save(self) -> None:
-        self.app.save_game(self.game)
+        _play_app(self).save_game(self.game)
 
     def _would_lose(self, what: str) -> bool:
         """Whether leaving now loses moves nobody saved; if so, warn and arm ``what`` for a second press."""
-        unsaved = self.game.steps > 0 and not self.app.is_saved(self.game)
+        unsaved = self.game.steps > 0 and not _play_app(self).is_saved(self.game)
         if not unsaved or self._leave_armed == what:
             return False
         self._leave_armed = what
@@ -292,7 +303,7 @@ class GameScreen(Screen):
 
     def action_new_game(self) -> None:
         if not self._would_lose("new"):
-            self.app.switch_screen(SetupScreen(self.app.defaults, previous=self.game))
+            self.app.switch_screen(SetupScreen(_play_app(self).defaults, previous=self.game))
 
 
 def _warm_up() -> None:
@@ -308,7 +319,7 @@ def _warm_up() -> None:
     game.hint()
 
 
-def _carries_on(earlier, now) -> bool:
+def _carries_on(earlier: Episode, now: Episode) -> bool:
     """Whether episode ``now`` is ``earlier``'s game carried on: the same moves, then perhaps more (an undo or a
     restart since makes it another attempt, saved beside the earlier one)."""
     if earlier.instance != now.instance or earlier.plan is None or now.plan is None:
@@ -317,12 +328,12 @@ def _carries_on(earlier, now) -> bool:
     return now.plan.actions.shape[1] >= played and bool((now.plan.actions[:, :played] == earlier.plan.actions).all())
 
 
-def _game_signature(game: PlayGame) -> tuple:
+def _game_signature(game: PlayGame) -> tuple[int, tuple[str, ...]]:
     """What a saved snapshot of ``game`` captured: its steps and its log (changed by any move, undo or restart)."""
     return game.steps, tuple(game.log())
 
 
-class PlayApp(App):
+class PlayApp(App[None]):
     """The play app. ``game`` starts straight on the game screen; without it the setup screen opens.
 
     Args:
@@ -355,19 +366,20 @@ class PlayApp(App):
     def __init__(
         self,
         game: PlayGame | None = None,
-        save_path: str | os.PathLike | None = None,
-        defaults: dict | None = None,
-        stage_config: dict | None = None,
+        save_path: str | os.PathLike[str] | None = None,
+        defaults: dict[str, Any] | None = None,
+        stage_config: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.first_game = game
         self.save_path = os.fspath(save_path) if save_path is not None else default_save_path()
-        self.defaults = {"size": 6, "agents": 2, "holes": 0.2, "wait_ratio": 0.3, "seed": 0, **(defaults or {})}
+        self.defaults: dict[str, Any] = {"size": 6, "agents": 2, "holes": 0.2, "wait_ratio": 0.3, "seed": 0,
+                                         **(defaults or {})}
         self.stage_config = stage_config
         self._kept_header, self._kept = read_saved_games(self.save_path)  # the file's games before this session
-        self.saved: list = []  # episodes saved this session, in order
+        self.saved: list[Episode] = []  # episodes saved this session, in order
         self._saved_games: list[PlayGame] = []  # the game behind each saved episode
-        self._saved_as: dict[int, tuple] = {}  # id(game) -> its signature when last saved
+        self._saved_as: dict[int, tuple[int, tuple[str, ...]]] = {}  # id(game) -> its signature when last saved
 
     def on_mount(self) -> None:
         # The step kernel and the solver are compiled on first use (seconds on a fresh install): do it now, in
@@ -383,7 +395,7 @@ class PlayApp(App):
         screen = self.screen
         return screen.game if isinstance(screen, GameScreen) else None
 
-    def start_game(self, game: PlayGame, stage_config: dict | None) -> None:
+    def start_game(self, game: PlayGame, stage_config: dict[str, Any] | None) -> None:
         if stage_config is not None and self.stage_config is None:
             self.stage_config = stage_config
         self.switch_screen(GameScreen(game))

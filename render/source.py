@@ -55,7 +55,7 @@ class ReplaySource:
             file, or there are no episodes at all.
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         files = list(iter_replay_files(path))
         if not files:
@@ -68,7 +68,7 @@ class ReplaySource:
             self.close()
             raise
         counts = [len(reader) for reader in self.readers]
-        self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64).tolist()  # (files + 1,)
+        self._starts: list[int] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64).tolist()  # (files + 1,)
         if self._starts[-1] == 0:
             self.close()
             raise ReplayError(self.path, "file", "no episodes to show (the replay files are empty)")
@@ -100,7 +100,7 @@ class ReplaySource:
         takes a fraction of a second.
         """
         if self._failures is None:
-            failures = []
+            failures: list[int] = []
             for file, reader in enumerate(self.readers):
                 base = self._starts[file]
                 failures.extend(base + i for i, episode in enumerate(reader) if not episode.outcome.valid)
@@ -114,7 +114,7 @@ class ReplaySource:
     def __enter__(self) -> "ReplaySource":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

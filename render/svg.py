@@ -26,6 +26,7 @@ import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any, Callable
 
 from render import colors as P
 from render.source import LoadedEpisode, ReplaySource, episode_facts
@@ -34,6 +35,7 @@ from render.watch_state import check_timing
 from simulator import constants as C
 from simulator.atomic import atomic_write
 from simulator.text import counted
+from simulator.types import Instance
 
 SVG_NS = "http://www.w3.org/2000/svg"
 CELL = 48  # pixels per cell (the picture is vector: it scales to any size)
@@ -45,8 +47,9 @@ CAPTION_SIZE = 14  # the caption's font size (bold)
 CHAR_EM = 0.64  # a generous average advance of a bold sans-serif character, in ems (to fit the caption)
 
 
-def _hex(color) -> str:
-    return P.hex_color(tuple(int(c) for c in color))
+def _hex(color: P.RGB) -> str:
+    r, g, b = (int(c) for c in color)
+    return P.hex_color((r, g, b))
 
 
 def _num(value: float) -> str:
@@ -83,7 +86,7 @@ def _clean_tree(root: ET.Element) -> None:
             element.attrib[name] = _xml_safe(value)
 
 
-def _sub(parent: ET.Element, tag: str, attrib: dict[str, str] | None = None, **attributes) -> ET.Element:
+def _sub(parent: ET.Element, tag: str, attrib: dict[str, str] | None = None, **attributes: object) -> ET.Element:
     """A child element: ``attrib`` as given, then keyword attributes whose ``_`` stand for ``-``
     (``stroke_width`` -> ``stroke-width``)."""
     names = {name.replace("_", "-"): str(value) for name, value in attributes.items()}
@@ -99,9 +102,11 @@ class _Clock:
         self.dur = (n_frames - 1) * step_s + max(step_s, HOLD_S)
         self.key_times = [round(t * step_s / self.dur, 6) for t in range(n_frames)]
 
-    def animate(self, parent: ET.Element, attribute: str, values: list[str], tag: str = "animate", **extra) -> None:
+    def animate(self, parent: ET.Element, attribute: str, values: list[str], tag: str = "animate",
+                **extra: Any) -> None:
         """One value per frame, compressed to the frames where the value changes (discrete steps)."""
-        kept_values, kept_times = [], []
+        kept_values: list[str] = []
+        kept_times: list[float] = []
         for value, key_time in zip(values, self.key_times, strict=True):
             if not kept_values or value != kept_values[-1]:
                 kept_values.append(value)
@@ -109,7 +114,7 @@ class _Clock:
         self.animate_at(parent, attribute, kept_values, kept_times, tag, **extra)
 
     def animate_at(self, parent: ET.Element, attribute: str, values: list[str], key_times: list[float],
-                   tag: str = "animate", **extra) -> None:
+                   tag: str = "animate", **extra: Any) -> None:
         _sub(parent, tag, attributeName=attribute, values=";".join(values),
              keyTimes=";".join(f"{t:.6f}".rstrip("0").rstrip(".") for t in key_times), dur=f"{self.dur:.6g}s",
              calcMode="discrete",
@@ -146,19 +151,22 @@ def _cross(parent: ET.Element, x: float, y: float, half: float, width: float, co
              stroke_width=_num(width), stroke_linecap="round")
 
 
-def _glyph_arc(parent: ET.Element, x: float, y: float, other, size: float, thick: float, color: str) -> None:
+def _glyph_arc(parent: ET.Element, x: float, y: float, other: tuple[float, float] | None, size: float,
+               thick: float, color: str) -> None:
     r = size / 4
     _sub(parent, "path", d=f"M {_num(x - r)} {_num(y - r)} A {_num(r)} {_num(r)} 0 0 1 {_num(x + r)} {_num(y - r)}",
          fill="none", stroke=color, stroke_width=_num(max(1.0, size / 16)))
 
 
-def _glyph_ring_cross(parent: ET.Element, x: float, y: float, other, size: float, thick: float, color: str) -> None:
+def _glyph_ring_cross(parent: ET.Element, x: float, y: float, other: tuple[float, float] | None, size: float,
+                      thick: float, color: str) -> None:
     _sub(parent, "circle", cx=_num(x), cy=_num(y), r=_num(size * 0.46), fill="none", stroke=color,
          stroke_width=_num(thick))
     _cross(parent, x, y, size * 0.22, thick, color)
 
 
-def _glyph_burst(parent: ET.Element, x: float, y: float, other, size: float, thick: float, color: str) -> None:
+def _glyph_burst(parent: ET.Element, x: float, y: float, other: tuple[float, float] | None, size: float,
+                 thick: float, color: str) -> None:
     _sub(parent, "circle", cx=_num(x), cy=_num(y), r=_num(size * 0.5), fill="none", stroke=color,
          stroke_width=_num(thick))
     for i in range(8):  # a burst: agents hit each other here
@@ -168,7 +176,8 @@ def _glyph_burst(parent: ET.Element, x: float, y: float, other, size: float, thi
              stroke_width=_num(max(1.0, thick / 2)))
 
 
-def _glyph_swap(parent: ET.Element, x: float, y: float, other, size: float, thick: float, color: str) -> None:
+def _glyph_swap(parent: ET.Element, x: float, y: float, other: tuple[float, float] | None, size: float,
+                thick: float, color: str) -> None:
     bx, by = other if other is not None else (x, y)
     mx, my, half = (x + bx) / 2, (y + by) / 2, max(5.0, size * 0.24)
     _sub(parent, "line", x1=_num(x), y1=_num(y), x2=_num(bx), y2=_num(by), stroke=color,
@@ -177,7 +186,8 @@ def _glyph_swap(parent: ET.Element, x: float, y: float, other, size: float, thic
     _sub(parent, "polygon", fill=color, points=" ".join(f"{_num(px)},{_num(py)}" for px, py in corners))
 
 
-def _glyph_off_map(parent: ET.Element, x: float, y: float, other, size: float, thick: float, color: str) -> None:
+def _glyph_off_map(parent: ET.Element, x: float, y: float, other: tuple[float, float] | None, size: float,
+                   thick: float, color: str) -> None:
     if other is None:
         _sub(parent, "rect", x=_num(x - size / 2), y=_num(y - size / 2), width=_num(size), height=_num(size),
              fill="none", stroke=color, stroke_width=_num(thick))
@@ -189,30 +199,36 @@ def _glyph_off_map(parent: ET.Element, x: float, y: float, other, size: float, t
     _sub(parent, "circle", cx=_num(x + dx * size * 0.5), cy=_num(y + dy * size * 0.5), r=_num(thick), fill=color)
 
 
-def _glyph_dashed_ring(parent: ET.Element, x: float, y: float, other, size: float, thick: float, color: str) -> None:
+def _glyph_dashed_ring(parent: ET.Element, x: float, y: float, other: tuple[float, float] | None, size: float,
+                       thick: float, color: str) -> None:
     _sub(parent, "circle", cx=_num(x), cy=_num(y), r=_num(size * 0.44), fill="none", stroke=color,
          stroke_width=_num(max(1.0, thick / 2 + 1)), stroke_dasharray=_num(size * 0.44 * math.pi / 6))
 
 
-# The failure table's glyphs (``simulator.failures.Kind.glyph``): the same shapes as ``render.draw`` draws.
-_GLYPHS = {"arc": _glyph_arc, "ring_cross": _glyph_ring_cross, "burst": _glyph_burst, "swap": _glyph_swap,
-           "off_map": _glyph_off_map, "dashed_ring": _glyph_dashed_ring}
+# The failure table's glyphs (``simulator.failures.Kind.glyph``): the same shapes as ``render.draw`` draws:
+# (parent, centre x, centre y, other cell's centre or None, size, line thickness, colour).
+Glyph = Callable[[ET.Element, float, float, tuple[float, float] | None, float, float, str], None]
+_GLYPHS: dict[str, Glyph] = {"arc": _glyph_arc, "ring_cross": _glyph_ring_cross, "burst": _glyph_burst,
+                             "swap": _glyph_swap, "off_map": _glyph_off_map, "dashed_ring": _glyph_dashed_ring}
 
 
 def _marker_shape(parent: ET.Element, kind: str, center: tuple[float, float], other: tuple[float, float] | None,
                   size: float, color: str) -> None:
     """The marker's shape at pixel ``center`` (its cell's centre; ``other``: the far cell's), ``size`` one cell;
     the same shapes as ``render.draw`` draws."""
-    _GLYPHS[C.KIND_BY_NAME[kind].glyph](parent, center[0], center[1], other, size, max(2.0, size / 10), color)
+    glyph = C.KIND_BY_NAME[kind].glyph
+    assert glyph is not None  # every kind with a marker has its glyph (the failure table's rule)
+    _GLYPHS[glyph](parent, center[0], center[1], other, size, max(2.0, size / 10), color)
 
 
-def _text(parent: ET.Element, x: float, y: float, text: str, size: float, color: str, **extra) -> ET.Element:
+def _text(parent: ET.Element, x: float, y: float, text: str, size: float, color: str,
+          **extra: Any) -> ET.Element:
     element = _sub(parent, "text", x=_num(x), y=_num(y), font_size=_num(size), fill=color, **extra)
     element.text = text
     return element
 
 
-def _draw_board(svg: ET.Element, instance, geometry: _Geometry) -> None:
+def _draw_board(svg: ET.Element, instance: Instance, geometry: _Geometry) -> None:
     board = _sub(svg, "g", id="board")
     for r in range(instance.height):
         for c in range(instance.width):
@@ -318,7 +334,7 @@ def episode_svg(loaded: LoadedEpisode, fps: float = 3.0, trails: bool = True, to
     layer = _sub(svg, "g", id="agents")
     points = [spread(scene, scene.after) for scene in scenes]  # (K, 2) float per frame
     for k in range(n_agents):
-        color = P.agent_color(k)
+        rgb = P.agent_color(k)
         places = [geometry.center(*points[t][k]) for t in range(n_frames)]
         group = _sub(layer, "g", {"class": "agent", "data-agent": str(k)},
                      transform=f"translate({_num(places[0][0])} {_num(places[0][1])})")
@@ -329,12 +345,12 @@ def episode_svg(loaded: LoadedEpisode, fps: float = 3.0, trails: bool = True, to
             body = _sub(group, "g")
             clock.animate(body, "transform", ["0.72" if s else "1" for s in shared], tag="animateTransform",
                           type="scale")
-        disc = _sub(body, "circle", r=_num(CELL * 0.36), fill=_hex(color), stroke="#141820", stroke_width=2)
-        _text(body, 0, CELL * 0.13, str(k), CELL * 0.34, _hex(P.text_on(color)), text_anchor="middle",
+        disc = _sub(body, "circle", r=_num(CELL * 0.36), fill=_hex(rgb), stroke="#141820", stroke_width=2)
+        _text(body, 0, CELL * 0.13, str(k), CELL * 0.34, _hex(P.text_on(rgb)), text_anchor="middle",
               font_weight="bold")
         if any(fallen):
             clock.animate(disc, "r", [_num(CELL * (0.2 if f else 0.36)) for f in fallen])
-            clock.animate(disc, "fill", [_hex(P.dimmed(color, 0.45) if f else color) for f in fallen])
+            clock.animate(disc, "fill", [_hex(P.dimmed(rgb, 0.45) if f else rgb) for f in fallen])
         clock.animate(group, "transform", [f"{_num(x)} {_num(y)}" for x, y in places], tag="animateTransform",
                       type="translate")
 
@@ -355,10 +371,10 @@ def episode_svg(loaded: LoadedEpisode, fps: float = 3.0, trails: bool = True, to
     for k in range(n_agents):
         row, col = divmod(k, per_row)
         x, y = 12 + col * item_w, legend_top + row * 24
-        color = P.agent_color(k)
+        rgb = P.agent_color(k)
         item = _sub(legend, "g", {"class": "legend-agent", "data-agent": str(k)})
-        _sub(item, "circle", cx=_num(x + 9), cy=_num(y + 9), r=9, fill=_hex(color))
-        _text(item, x + 9, y + 13, str(k), 11, _hex(P.text_on(color)), text_anchor="middle", font_weight="bold")
+        _sub(item, "circle", cx=_num(x + 9), cy=_num(y + 9), r=9, fill=_hex(rgb))
+        _text(item, x + 9, y + 13, str(k), 11, _hex(P.text_on(rgb)), text_anchor="middle", font_weight="bold")
         if named:
             _text(item, x + 24, y + 13, f"agent {k}: {P.agent_color_name(k)}", 12, _hex(P.TEXT_DIM))
     meanings = list(MARKER_MEANINGS) + ([("trail", "path so far")] if trails else [])
@@ -373,11 +389,11 @@ def episode_svg(loaded: LoadedEpisode, fps: float = 3.0, trails: bool = True, to
             _sub(item, "line", x1=_num(x), y1=_num(y + 10), x2=_num(x + 24), y2=_num(y + 10),
                  stroke=_hex(P.trail_color(0)), stroke_width=4, stroke_linecap="round")
         else:
-            row = C.KIND_BY_NAME[kind]
-            other = (center[0] + 16, center[1]) if row.glyph in TWO_CELL_GLYPHS else None
-            color = _hex(P.BAD if row.is_failure else P.SLIP)
-            _marker_shape(item, kind, (center[0], center[1] + (0 if row.is_failure else 6)), other, 16 if other else 18,
-                          color)
+            kind_row = C.KIND_BY_NAME[kind]  # its row of the failure table
+            other = (center[0] + 16, center[1]) if kind_row.glyph in TWO_CELL_GLYPHS else None
+            color = _hex(P.BAD if kind_row.is_failure else P.SLIP)
+            _marker_shape(item, kind, (center[0], center[1] + (0 if kind_row.is_failure else 6)), other,
+                          16 if other else 18, color)
         _text(item, x + 32, y + 14, text, 12, _hex(P.TEXT_DIM))
 
     _clean_tree(svg)  # names come from outside (a file name with a control character made the file invalid)
@@ -385,7 +401,7 @@ def episode_svg(loaded: LoadedEpisode, fps: float = 3.0, trails: bool = True, to
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(svg, encoding="unicode") + "\n"
 
 
-def export_svg(source: ReplaySource, index: int, out: str | os.PathLike, fps: float = 3.0,
+def export_svg(source: ReplaySource, index: int, out: str | os.PathLike[str], fps: float = 3.0,
                trails: bool = True) -> tuple[Path, int]:
     """Episode ``index`` of ``source`` as an animated SVG written atomically to ``out``; returns the path and the
     frame count (steps + 1). Raises ConfigError for an ``fps`` out of range, ReplayError for a bad record."""

@@ -15,6 +15,7 @@ from render import colors as P
 from render.completion import CompletionText
 from render.timeline import Scene
 from simulator import constants as C
+from simulator.types import Instance
 
 _ICE = Style(color=P.hex_color(P.ICE_LINE), bgcolor=P.hex_color(P.ICE))
 _ICE_ALT = Style(color=P.hex_color(P.ICE_LINE), bgcolor=P.hex_color(P.ICE_ALT))
@@ -36,7 +37,7 @@ def _agent_style(agent: int, selected: bool) -> Style:
 ARROW_GLYPHS = {C.UP: "↑", C.DOWN: "↓", C.LEFT: "←", C.RIGHT: "→", C.WAIT: "·"}
 
 
-def cell_shape(instance, columns: int, rows: int) -> tuple[int, int]:
+def cell_shape(instance: Instance, columns: int, rows: int) -> tuple[int, int]:
     """The largest cell ``(width, height)`` in characters that fits the map into ``columns x rows``
     (at least one line per row and room for the longest token)."""
     token = len(f"{C.SYMBOL_AGENT}{instance.n_agents - 1}") + 2

@@ -12,12 +12,16 @@ play mode); this module only reads them. Status over time is the running record 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from simulator import constants as C
 from simulator.rules import initial_status
 from simulator.types import Instance
+
+if TYPE_CHECKING:
+    from replays.types import Episode
 
 Cell = tuple[int, int]
 
@@ -61,7 +65,9 @@ class Marker:
     def describe(self) -> str:
         """One line for logs and panels, e.g. ``"agents 0 and 2 swapped cells (0, 1) and (0, 2) (edge conflict)"``
         (the ``sentence`` template of the kind's row of the failure table)."""
-        return C.KIND_BY_NAME[self.kind].sentence.format(
+        sentence = C.KIND_BY_NAME[self.kind].sentence
+        assert sentence is not None  # every kind with a marker has its sentence (the failure table's rule)
+        return sentence.format(
             who=_agents_text(self.agents), cell=self.cell, other=self.other,
             goal="its goal" if len(self.agents) == 1 else "their goals",
         )
@@ -79,7 +85,7 @@ def _agents_text(agents: tuple[int, ...]) -> str:
     return "agents " + ", ".join(str(k) for k in agents[:-1]) + f" and {agents[-1]}"
 
 
-def _cell(point) -> Cell:
+def _cell(point: np.ndarray) -> Cell:  # (2,) row, column
     return int(point[0]), int(point[1])
 
 
@@ -99,17 +105,20 @@ def markers_for_step(
     flags = [int(flag) for flag in events]
     markers: list[Marker] = []
     for kind in _FLAGGED:
+        assert kind.placement is not None  # _FLAGGED keeps the kinds that have one
         flagged = [k for k, flag in enumerate(flags) if flag & kind.event_bit]
         markers.extend(_PLACE[kind.placement](kind.name, flagged, before, after, actions))
     return tuple(markers)
 
 
-def _place_agent(name, flagged, before, after, actions):
+def _place_agent(name: str, flagged: list[int], before: np.ndarray, after: np.ndarray,
+                 actions: np.ndarray | None) -> list[Marker]:
     """One marker per flagged agent, at its cell after the step."""
     return [Marker(name, (k,), _cell(after[k])) for k in flagged]
 
 
-def _place_attempt(name, flagged, before, after, actions):
+def _place_attempt(name: str, flagged: list[int], before: np.ndarray, after: np.ndarray,
+                   actions: np.ndarray | None) -> list[Marker]:
     """One marker per flagged agent that stayed put, with the cell it tried to enter when the action is known."""
     markers = []
     for k in flagged:
@@ -121,7 +130,8 @@ def _place_attempt(name, flagged, before, after, actions):
     return markers
 
 
-def _place_cell(name, flagged, before, after, actions):
+def _place_cell(name: str, flagged: list[int], before: np.ndarray, after: np.ndarray,
+                actions: np.ndarray | None) -> list[Marker]:
     """One marker per cell the flagged agents share after the step."""
     cells: dict[Cell, list[int]] = {}
     for k in flagged:
@@ -129,7 +139,8 @@ def _place_cell(name, flagged, before, after, actions):
     return [Marker(name, tuple(agents), cell) for cell, agents in cells.items()]
 
 
-def _place_pair(name, flagged, before, after, actions):
+def _place_pair(name: str, flagged: list[int], before: np.ndarray, after: np.ndarray,
+                actions: np.ndarray | None) -> list[Marker]:
     """One marker per pair of flagged agents that swapped cells (from the first's cell to the second's)."""
     markers = []
     paired: set[int] = set()
@@ -147,7 +158,9 @@ def _place_pair(name, flagged, before, after, actions):
 
 
 # How a step's flags place each kind's markers (the table's ``placement``).
-_PLACE = {"agent": _place_agent, "attempt": _place_attempt, "cell": _place_cell, "pair": _place_pair}
+_PLACE: dict[str, Callable[[str, list[int], np.ndarray, np.ndarray, np.ndarray | None], list[Marker]]] = {
+    "agent": _place_agent, "attempt": _place_attempt, "cell": _place_cell, "pair": _place_pair,
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -232,7 +245,7 @@ class EpisodeTimeline:
         self._scenes: dict[int, Scene] = {}
 
     @classmethod
-    def from_episode(cls, episode) -> "EpisodeTimeline":
+    def from_episode(cls, episode: Episode) -> "EpisodeTimeline":
         """From a ``replays.types.Episode`` (decoding a lazy episode's arrays may raise ``ReplayError``)."""
         plan = episode.plan
         return cls(
@@ -260,6 +273,7 @@ class EpisodeTimeline:
 
     def _build(self, step: int) -> Scene:
         after = self.positions[step]
+        markers: tuple[Marker, ...]
         if step == 0:
             before, status_before, markers, actions = after, self.status[0], (), None
         else:
@@ -291,7 +305,10 @@ def spread(scene: Scene, points: np.ndarray) -> np.ndarray:
 
 
 # What each marker means, in the legends' order (the window's, the images' and the SVG's): the failure table's.
-MARKER_MEANINGS = tuple((kind.name, kind.meaning) for kind in C.LEGEND)
+# (Every kind in the legends has its few words: the filter only tells the type checker so.)
+MARKER_MEANINGS: tuple[tuple[str, str], ...] = tuple(
+    (kind.name, kind.meaning) for kind in C.LEGEND if kind.meaning is not None
+)
 # Glyphs (``simulator.failures.Kind.glyph``) drawn from a marker's cell to its ``other`` cell: a legend gives
 # their sample a second cell, one icon to the right.
 TWO_CELL_GLYPHS = frozenset({"swap", "off_map"})

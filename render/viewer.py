@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Callable
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
@@ -26,7 +27,7 @@ MESSAGE_SECONDS = 3.0
 MAX_FPS = 120  # the loop sleeps to this rate while animating; idle it waits for events instead
 
 
-def snapshot_path(state: WatchState, folder: str | os.PathLike = ".") -> Path:
+def snapshot_path(state: WatchState, folder: str | os.PathLike[str] = ".") -> Path:
     """Where ``s`` saves: ``<file stem>-ep<i>-t<step>.png`` in ``folder`` (a new name if it exists)."""
     stem = Path(state.loaded.path).stem
     base = Path(folder) / f"{stem}-ep{state.loaded.local_index}-t{state.step}"
@@ -36,7 +37,7 @@ def snapshot_path(state: WatchState, folder: str | os.PathLike = ".") -> Path:
     return path
 
 
-def handle_key(state: WatchState, key: int, snapshot) -> bool:
+def handle_key(state: WatchState, key: int, snapshot: Callable[[], None]) -> bool:
     """Apply one key press to ``state``; ``snapshot()`` saves the frame. Returns False when the key quits."""
     if key in (pygame.K_q, pygame.K_ESCAPE):
         if key == pygame.K_ESCAPE and state.show_help:

@@ -34,7 +34,7 @@ def facts_text(facts: list[Fact]) -> Text:
     return text
 
 
-class WatchApp(App):
+class WatchApp(App[None]):
     """Replays in the terminal. ``state`` is built (and its first episode loaded) before the app starts, so a
     bad file fails before any screen is drawn."""
 
@@ -68,7 +68,7 @@ class WatchApp(App):
         super().__init__()
         self.state = state
         self._last_tick = time.perf_counter()
-        self._shown: tuple | None = None
+        self._shown: tuple[object, ...] | None = None  # what the view shows (see refresh_view), None: redraw
 
     def compose(self) -> ComposeResult:
         with Horizontal():
