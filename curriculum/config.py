@@ -458,12 +458,19 @@ def _optional_size_key(path: list[str], key: str) -> bool:
 
 def load_run_config(path: str | Path) -> RunConfig:
     from simulator.config import load_yaml
+    from simulator.files import MAX_CONFIG_BYTES, read_text_bounded
 
+    text = read_text_bounded(path, MAX_CONFIG_BYTES, "a YAML run config")
     try:
-        data = load_yaml(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, ValueError) as exc:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise ConfigError(str(path), "unreadable", "a YAML run config (no anchors or aliases)", reason[:300]) from None
+        data = load_yaml(text)
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path} line {mark.line + 1} column {mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or " ".join(str(exc).split()) or type(exc).__name__
+        near = mark.get_snippet(0, 60) if mark is not None else None
+        shown = " ".join(near.splitlines()[0].split()) if near else "the text"
+        raise ConfigError(where, shown[:60], "a YAML run config: valid YAML, no anchors or aliases, numbers of at "
+                          "most 40 digits", str(problem)[:300]) from None
     return RunConfig.from_dict(data)
 
 

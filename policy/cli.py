@@ -5,12 +5,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from policy.prompts import PROMPT_STYLES
 from simulator.cli import add_command
 
+if TYPE_CHECKING:
+    from policy.evaluation import EvalSet
+    from simulator.cli import Subcommands
+    from simulator.config import StageConfig
 
-def rollout_file_name(policy: str, config) -> str:
+
+def rollout_file_name(policy: str, config: StageConfig) -> str:
     """``rollout-POLICY-aAGENTS-sSIZES-nSAMPLES-seedSEED-DIGEST.mlr``: the settings a reader looks for, then the
     first 8 hex digits of the SHA-256 of the whole stage config (ratios, bounds, slip), so two rollouts of other
     settings never share a name."""
@@ -66,7 +72,7 @@ def _rollout(args: argparse.Namespace) -> int:
     return 0
 
 
-def _eval_set(args: argparse.Namespace):
+def _eval_set(args: argparse.Namespace) -> tuple[EvalSet, str]:
     """The set ``eval`` runs on and its short label for the default --out: a suite (``--suite``, default paper;
     ``--quick`` its quick variant), a user's instance file (``--instances``) or a stage config generated now
     (``--config``, ``--seed`` overriding its seed)."""
@@ -122,7 +128,7 @@ def _export(args: argparse.Namespace) -> int:
     import time
 
     from policy.export import export_items, layout_row, size_on_disk, write_rows
-    from simulator.cli import generate_suite_shown, showing_progress
+    from simulator.cli import check_new_target, generate_suite_shown, showing_progress
     from simulator.config import load_config
     from simulator.generator import generate
     from simulator.errors import ConfigError
@@ -134,6 +140,13 @@ def _export(args: argparse.Namespace) -> int:
     if args.out and named and named != fmt:  # --format parquet --out x.jsonl wrote Parquet into x.jsonl
         raise ConfigError("--out", args.out, f"a name that fits --format {fmt}: "
                           + ("a folder name" if fmt == "hf" else f"ending in .{fmt}"))
+    # refused before any work: an existing output is replaced only with --force, never mixed
+    check_new_target(args.out, "--out", args.force, "file or folder")
+    stem = args.suite or Path(args.config).stem
+    if args.movingai:
+        from simulator.movingai import check_movingai_target
+
+        check_movingai_target(args.movingai, stem, args.force)
     started = time.perf_counter()
     if args.suite:
         items = [item for _, stage in generate_suite_shown(args.suite) for item in stage.instances]
@@ -146,8 +159,7 @@ def _export(args: argparse.Namespace) -> int:
     if args.movingai:
         from simulator.movingai import export_movingai
 
-        stem = args.suite or Path(args.config).stem
-        paths = export_movingai(items, args.movingai, stem=stem)
+        paths = export_movingai(items, args.movingai, stem=stem, force=args.force)
         maps = sum(path.suffix == ".map" for path in paths)
         print(f"wrote {maps} MovingAI maps and {len(paths) - maps} scenarios ({len(items)} instances, one scenario "
               f"line per agent) to {args.movingai}; gen --map {stem}-NNNN.map --scen {stem}-NNNN-aK.scen "
@@ -156,7 +168,7 @@ def _export(args: argparse.Namespace) -> int:
             return 0
     rows = (layout_row(record, args.layout, index, args.split)
             for index, record in enumerate(export_items(source, items, args.style)))
-    count = write_rows(rows, args.out, fmt)
+    count = write_rows(rows, args.out, fmt, force=args.force)
     seconds = time.perf_counter() - started
     size = size_on_disk(args.out)
     print(f"wrote {count} rows ({args.layout}, {args.style}, {fmt}) to {args.out}: {size / 1e6:.2f} MB, "
@@ -164,7 +176,7 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: Subcommands) -> None:
     from policy.export import FORMATS, LAYOUTS
     from policy.model_cli import register_model_commands
     from simulator.suites import SUITES
@@ -189,6 +201,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     source.add_argument("--suite", choices=sorted(SUITES), help="a benchmark suite")
     source.add_argument("--config", help="a stage config file (.yaml, .yml or .json)")
     export.add_argument("--out", default=None, help="the file (jsonl, parquet) or new folder (hf) to write")
+    export.add_argument("--force", action="store_true",
+                        help="replace an existing --out, and an earlier export of the same name in --movingai DIR")
     export.add_argument("--movingai", metavar="DIR", default=None,
                         help="also (or instead of --out) write the instances as MovingAI files into DIR: a .map per "
                              "board (holes as @) and a .scen per board and agent count, one line per agent")

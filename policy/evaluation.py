@@ -16,12 +16,11 @@ sha256 only, so a moved file is the same set) or ``config`` (the stage config do
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -34,10 +33,14 @@ from replays.types import Episode, ReplayHeader
 from replays.writer import ReplayWriter
 from simulator import constants as C
 from simulator.errors import ConfigError
-from simulator.generator import LabelledInstance, generate, read_jsonl
-from simulator.suites import generate_cell, suite_cells
+from simulator.generator import LabelledInstance, generate, read_jsonl_digest
+from simulator.suites import SuiteCell, generate_cell, suite_cells
 from simulator.tables import format_rate_table
 from simulator.text import counted
+
+if TYPE_CHECKING:
+    from policy.policies import Answers, Policy
+    from simulator.config import StageConfig
 
 CVAR_PERCENT = 10  # the share of cells, worst first, that cvar10_valid averages (an integer: exact ceilings)
 
@@ -61,7 +64,7 @@ class EvalCell:
     agents: int
     size: int
     count: int
-    stage_config: dict | None
+    stage_config: dict[str, Any] | None
     load: Callable[[], list[LabelledInstance]]
 
 
@@ -78,10 +81,10 @@ class EvalSet:
     """
 
     name: str
-    record: dict
+    record: dict[str, Any]
     cells: tuple[EvalCell, ...]
 
-    def identity(self) -> dict:
+    def identity(self) -> dict[str, Any]:
         """What a cell file must have recorded to be reused for this set (see ``_recorded_run``)."""
         instances = self.record.get("instances")
         return {"suite": self.record.get("suite"), "instances": instances["sha256"] if instances else None,
@@ -90,16 +93,26 @@ class EvalSet:
 
 def suite_set(name: str) -> EvalSet:
     """A benchmark suite (``simulator.suites``) as an evaluation set; each cell is generated when it runs."""
-    cells = tuple(EvalCell(cell.agents, cell.size, cell.count, cell.config().to_dict(),
-                           lambda cell=cell: generate_cell(cell).instances) for cell in suite_cells(name))
+    cells = tuple(EvalCell(cell.agents, cell.size, cell.count, cell.config().to_dict(), _generating(cell))
+                  for cell in suite_cells(name))
     return EvalSet(name, {"suite": name}, cells)
 
 
-def _grouped(items: list[LabelledInstance], stage_config: dict | None) -> tuple[EvalCell, ...]:
+def _generating(cell: SuiteCell) -> Callable[[], list[LabelledInstance]]:
+    """A suite cell's loader: generates the cell's instances when called."""
+    return lambda: generate_cell(cell).instances
+
+
+def _holding(members: list[LabelledInstance]) -> Callable[[], list[LabelledInstance]]:
+    """A loader of instances already in memory."""
+    return lambda: members
+
+
+def _grouped(items: list[LabelledInstance], stage_config: dict[str, Any] | None) -> tuple[EvalCell, ...]:
     groups: dict[tuple[int, int], list[LabelledInstance]] = {}
     for item in items:
         groups.setdefault((item.instance.n_agents, item.size), []).append(item)
-    return tuple(EvalCell(agents, size, len(members), stage_config, lambda members=members: members)
+    return tuple(EvalCell(agents, size, len(members), stage_config, _holding(members))
                  for (agents, size), members in sorted(groups.items()))
 
 
@@ -108,18 +121,14 @@ def instances_set(path: str | Path) -> EvalSet:
     (``simulator.generator.read_jsonl``), grouped into cells by (agent count, size); the header records the
     file's path and sha256."""
     path = Path(path)
-    try:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise ConfigError("--instances", str(path), "a readable JSON-lines file of instances (gen --out)",
-                          exc.strerror or str(exc)) from None
-    items = read_jsonl(path)
+    # certified as read, before any policy answers: a wrong label or plan is refused naming its line
+    items, digest = read_jsonl_digest(path, "--instances", certify=True)
     if not items:
         raise ConfigError("--instances", str(path), "a file with at least one instance (gen --out writes them)")
     return EvalSet(f"instances:{path}", {"instances": {"path": str(path), "sha256": digest}}, _grouped(items, None))
 
 
-def config_set(config, seed: int | None = None, source: str = "config",
+def config_set(config: StageConfig, seed: int | None = None, source: str = "config",
                progress: Callable[[int], None] | None = None) -> EvalSet:
     """A stage config's instances, generated now (``seed`` overrides the config's, as ``gen --seed`` does), grouped
     into cells by (agent count, size); the header records the config document with the seed used."""
@@ -144,12 +153,12 @@ class EvalTable:
     """
 
     suite: str
-    policy: dict
+    policy: dict[str, Any]
     rates: dict[tuple[int, int], tuple[float, float, int]] = field(default_factory=dict)  # (valid, optimal, n)
     failures: dict[str, int] = field(default_factory=dict)
     reused_cells: int = 0
     files: list[str] = field(default_factory=list)
-    source: dict = field(default_factory=dict)  # the set's header record (EvalSet.record)
+    source: dict[str, Any] = field(default_factory=dict)  # the set's header record (EvalSet.record)
 
     def sizes(self) -> list[int]:
         return sorted({size for _, size in self.rates})
@@ -170,7 +179,7 @@ class EvalTable:
         worst = sorted(valid for valid, _, _ in self.rates.values())[: self.cvar_cells()]
         return float(np.mean(worst)) if worst else None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "suite": self.suite,
             "policy": self.policy,
@@ -189,9 +198,10 @@ class EvalTable:
                 for a in self.agents()]
         lines = [format_rate_table(f"{self.policy.get('spec', '?')} on {self.suite}: valid% / optimal%", "agents ",
                                    rows, self.sizes())]
-        if self.rates:
+        worst_valid = self.cvar10_valid()  # None exactly when there are no cells
+        if worst_valid is not None:
             lines.append(f"worst {CVAR_PERCENT}% of cells (cvar10_valid, the {self.cvar_cells()} of "
-                         f"{len(self.rates)} cells with the lowest valid rate): valid {100 * self.cvar10_valid():.1f}%")
+                         f"{len(self.rates)} cells with the lowest valid rate): valid {100 * worst_valid:.1f}%")
         total = sum(v[2] for v in self.rates.values())
         failed = {name: n for name, n in self.failures.items() if n}
         lines.append(f"failures over {counted(total, 'episode')}: " + (
@@ -199,7 +209,7 @@ class EvalTable:
         return "\n".join(lines)
 
 
-def _read_cell(path: Path):
+def _read_cell(path: Path) -> list[Episode] | None:
     try:
         with ReplayReader(path) as reader:
             return list(reader)
@@ -215,7 +225,7 @@ def _read_header(path: Path) -> ReplayHeader | None:
         return None  # damaged: the cell is run again, whoever wrote it
 
 
-def _recorded_run(header: ReplayHeader) -> dict:
+def _recorded_run(header: ReplayHeader) -> dict[str, Any]:
     """What a cell file was made by: the policy descriptor (decoding included), the sampling seed, the set (a
     suite's name, an instance file's sha256 or a stage config document) and the cell's stage config."""
     instances = header.extra.get("instances")
@@ -224,7 +234,8 @@ def _recorded_run(header: ReplayHeader) -> dict:
             "config": header.extra.get("config"), "cell": header.stage_config}
 
 
-def _check_same_run(path: Path, out_dir: Path, recorded: dict, current: dict, ignored: tuple[str, ...] = ()) -> None:
+def _check_same_run(path: Path, out_dir: Path, recorded: dict[str, Any], current: dict[str, Any],
+                    ignored: tuple[str, ...] = ()) -> None:
     """A cell file is reused only for the run that made it; another policy, decoding, seed or suite in the same
     folder would print that run's numbers under this run's name. ``ignored``: policy descriptor keys not compared."""
     if ignored and isinstance(recorded.get("policy"), dict):
@@ -246,7 +257,7 @@ def _check_same_run(path: Path, out_dir: Path, recorded: dict, current: dict, ig
                       f"{path.name} was written with " + "; ".join(parts))
 
 
-def _check_folder(out_dir: Path, cells, current: dict, ignored: tuple[str, ...]) -> None:
+def _check_folder(out_dir: Path, cells: Sequence[EvalCell], current: dict[str, Any], ignored: tuple[str, ...]) -> None:
     """Every cell file already in ``out_dir`` (of this suite's cells or not) must come from this same run; checked
     before any cell is run, so a refusal changes nothing."""
     configs = {cell_file(out_dir, cell.agents, cell.size).name: cell.stage_config for cell in cells}
@@ -257,7 +268,7 @@ def _check_folder(out_dir: Path, cells, current: dict, ignored: tuple[str, ...])
             _check_same_run(path, out_dir, _recorded_run(header), expected, ignored)
 
 
-def evaluate(policy, suite: str | EvalSet, out_dir: str | Path, seed: int = 0, run_id: str = "eval",
+def evaluate(policy: Policy, suite: str | EvalSet, out_dir: str | Path, seed: int = 0, run_id: str = "eval",
              progress: Callable[[int, int], None] | None = None,
              ignored_policy_keys: tuple[str, ...] = ()) -> EvalTable:
     """Evaluate ``policy`` (see ``policy.policies``) on every cell of ``suite`` (a suite's name or an
@@ -314,7 +325,7 @@ class Recorded:
     """Parsing was the policy's; this is judging, rewards and writing the replay file."""
 
 
-def answer_and_record(policy, items: Sequence[LabelledInstance], path: Path, header: ReplayHeader,
+def answer_and_record(policy: Policy, items: Sequence[LabelledInstance], path: Path, header: ReplayHeader,
                       seed: int) -> Recorded:
     """The one routine from answers to a replay file, for evaluation cells and the stage loop's validation alike:
     ``policy`` answers ``items`` (``seed``), every plan is judged in one batch, each episode gets its reward and
@@ -329,7 +340,7 @@ def answer_and_record(policy, items: Sequence[LabelledInstance], path: Path, hea
     return Recorded(episodes, answered - started, time.perf_counter() - answered)
 
 
-def attach_rewards(episodes, items, answers) -> None:
+def attach_rewards(episodes: Sequence[Episode], items: Sequence[LabelledInstance], answers: Answers) -> None:
     """Fill each episode's reward, components, token counts and answer time from ``answers``. The components come
     from the episodes' own verdicts (``policy.rewards.components``: the GRPO reward's rule), not from a second
     parse and judge."""

@@ -23,15 +23,19 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from simulator.errors import ConfigError
+
+if TYPE_CHECKING:
+    from simulator.generator import LabelledInstance
 
 LAYOUTS = ("records", "verl", "openrlhf")
 FORMATS = ("jsonl", "parquet", "hf")
 DATA_SOURCE = "mapf-lake"
 
 
-def layout_row(record: dict, layout: str, index: int, split: str) -> dict:
+def layout_row(record: dict[str, Any], layout: str, index: int, split: str) -> dict[str, Any]:
     """One dataset row of ``record`` in ``layout`` (module docstring)."""
     if layout == "records":
         return record
@@ -48,11 +52,15 @@ def layout_row(record: dict, layout: str, index: int, split: str) -> dict:
     raise ConfigError("--layout", layout, f"one of {', '.join(LAYOUTS)}")
 
 
-def write_rows(rows: Iterable[dict], out: str | os.PathLike, fmt: str) -> int:
-    """Write ``rows`` to ``out`` in ``fmt`` atomically; returns the number of rows."""
+def write_rows(rows: Iterable[dict[str, Any]], out: str | os.PathLike[str], fmt: str, force: bool = False) -> int:
+    """Write ``rows`` to ``out`` in ``fmt`` atomically; returns the number of rows. An existing ``out`` is refused
+    unless ``force`` (then it is replaced whole, once the new file or folder is complete)."""
     from simulator.atomic import AtomicWriter, atomic_folder
 
     out = Path(out)
+    if (out.exists() or out.is_symlink()) and not force:
+        raise ConfigError("--out", str(out), "a new file or folder (it exists: pick another name, or pass --force "
+                          "to replace it)")
     if fmt == "jsonl":
         count = 0
         with AtomicWriter(out) as writer:
@@ -71,24 +79,24 @@ def write_rows(rows: Iterable[dict], out: str | os.PathLike, fmt: str) -> int:
     if fmt == "hf":
         from datasets import Dataset
 
-        if out.exists():
-            raise ConfigError("--out", str(out), "a new folder for the datasets export (it exists)")
+        if out.exists() and not out.is_dir():
+            raise ConfigError("--out", str(out), "a new folder for the datasets export (a file is there)")
         from datasets.utils.logging import disable_progress_bar
 
         disable_progress_bar()  # the export's own bar is the one progress line
-        with atomic_folder(out) as building:
+        with atomic_folder(out, replace=force) as building:
             Dataset.from_list(rows).save_to_disk(str(building))
         return len(rows)
     raise ConfigError("--format", fmt, f"one of {', '.join(FORMATS)}")
 
 
-def size_on_disk(path: str | os.PathLike) -> int:
+def size_on_disk(path: str | os.PathLike[str]) -> int:
     """Bytes of a written export: the file, or every file in the folder."""
     path = Path(path)
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
 
 
-def export_items(source: str, items: Iterable, style_name: str) -> Iterator[dict]:
+def export_items(source: str, items: Iterable[LabelledInstance], style_name: str) -> Iterator[dict[str, Any]]:
     """Records of ``items`` (LabelledInstances) in the style, in order."""
     from policy.prompts import get_style
     from policy.score import make_record

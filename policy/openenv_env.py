@@ -47,8 +47,9 @@ class MapfAction(Action):
 class MapfObservation(Observation):
     """The env's text: the first prompt on reset (chat messages for chat styles), the next board after a step."""
 
-    prompt: str | list[dict] = Field(default="", description="what the model reads next ('' once done)")
-    outcome: Optional[dict] = Field(default=None, description="the episode's outcome (policy.multiturn), when done")
+    prompt: str | list[dict[str, Any]] = Field(default="", description="what the model reads next ('' once done)")
+    outcome: Optional[dict[str, Any]] = Field(default=None,
+                                              description="the episode's outcome (policy.multiturn), when done")
 
 
 class MapfState(State):
@@ -56,12 +57,14 @@ class MapfState(State):
 
     record_id: Optional[str] = None
     turns: int = 0
-    positions: list = Field(default_factory=list)
+    positions: list[Any] = Field(default_factory=list)  # (K, 2) row, column pairs
 
 
-def load_records(path: str | Path) -> list[dict]:
+def load_records(path: str | Path) -> list[dict[str, Any]]:
     """The records of a ``--layout records`` JSON-lines export, each checked."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    from simulator.files import MAX_INSTANCES_BYTES, read_text_bounded
+
+    lines = read_text_bounded(path, MAX_INSTANCES_BYTES, "a records export (JSON lines)").splitlines()
     return [dict(check_record(line, f"{path}:{number}")) for number, line in enumerate(lines, 1) if line.strip()]
 
 

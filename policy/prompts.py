@@ -48,8 +48,9 @@ The style is recorded in replays (the policy descriptor's ``prompt_style``).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -72,7 +73,7 @@ RULES = (
 )
 
 
-def natural_messages(instance: Instance) -> list[dict]:
+def natural_messages(instance: Instance) -> list[dict[str, Any]]:
     """Chat messages (system + user) for ``instance`` in the natural style."""
     example = "\n".join(f"agent {k}: R D W" for k in range(min(instance.n_agents, 2)))
     user = (
@@ -194,7 +195,7 @@ def natural_observation(instance: Instance, positions: np.ndarray, t: int) -> st
             f"{ANSWER_CLOSE}.")
 
 
-def natural_turn_prompt(instance: Instance) -> list[dict]:
+def natural_turn_prompt(instance: Instance) -> list[dict[str, Any]]:
     example = " ".join(("R", "W", "D", "L")[k % 4] for k in range(instance.n_agents))
     user = (
         f"Map ({instance.height} rows x {instance.width} columns; {legend()}):\n{render_instance(instance)}\n\n"
@@ -213,12 +214,12 @@ class PromptStyle:
 
     name: str
     chat: bool  # True: ``prompt`` returns chat messages; False: raw text
-    prompt: Callable[[Instance], str | list[dict]]
+    prompt: Callable[[Instance], str | list[dict[str, Any]]]
     answer: Callable[[JointPlan], str]  # the answer from the plan alone (compact-xy: without its cells)
     answer_for: Callable[[Instance, JointPlan], str] | None = None
     """The answer written with the instance at hand (styles whose answers show where the agents go); None: the
     answer depends on the plan alone. Callers use :meth:`write_answer`."""
-    turn_prompt: Callable[[Instance], str | list[dict]] | None = None
+    turn_prompt: Callable[[Instance], str | list[dict[str, Any]]] | None = None
     """Multi-turn (``policy.multiturn``): rules, map, agents and the first observation."""
     observation: Callable[[Instance, np.ndarray, int], str] | None = None
     """Multi-turn: the env's text after a turn, ``(instance, positions (K, 2), steps taken) -> text`` (a user
@@ -249,7 +250,7 @@ STYLE_FILE = "prompt_style.json"
 later (``mapf-lake eval --policy hf:FOLDER``) prompts it the same way without being told."""
 
 
-def save_checkpoint_style(folder, name: str) -> None:
+def save_checkpoint_style(folder: str | os.PathLike[str], name: str) -> None:
     import json
     from pathlib import Path
 
@@ -261,15 +262,17 @@ def save_checkpoint_style(folder, name: str) -> None:
 def checkpoint_style(spec: str) -> str | None:
     """The style recorded in a ``hf:`` / ``vllm:`` folder's :data:`STYLE_FILE`; None when there is none (hub
     names, folders from elsewhere, unreadable files)."""
-    import json
     from pathlib import Path
 
     kind, _, target = spec.partition(":")
     if kind not in ("hf", "vllm") or not target:
         return None
-    try:
-        name = json.loads((Path(target) / STYLE_FILE).read_text(encoding="utf-8")).get("prompt_style")
-    except (OSError, ValueError, AttributeError):
+    from simulator.files import MAX_CONFIG_BYTES, load_json, read_text_bounded
+
+    try:  # a FIFO or a huge file under the name is no style file (never waited on, never loaded whole)
+        name = load_json(read_text_bounded(Path(target) / STYLE_FILE, MAX_CONFIG_BYTES, "a prompt style file"),
+                         STYLE_FILE).get("prompt_style")
+    except (ValueError, AttributeError):  # ConfigError is a ValueError
         return None
     return name if name in PROMPT_STYLES else None
 
@@ -280,7 +283,7 @@ def get_style(name: str) -> PromptStyle:
     return PROMPT_STYLES[name]
 
 
-def prompt_text(prompt: str | list[dict]) -> str:
+def prompt_text(prompt: str | list[dict[str, Any]]) -> str:
     """A prompt as one string, for replays and logs (chat messages joined with their roles)."""
     if isinstance(prompt, str):
         return prompt

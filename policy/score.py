@@ -24,19 +24,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from simulator import constants as C
 from simulator.errors import ConfigError
+from simulator.files import decode_text, load_json
+
+if TYPE_CHECKING:
+    from policy.prompts import PromptStyle
+    from simulator.generator import LabelledInstance
 
 RECORD_FORMAT = "mapf-lake-record"
 RECORD_VERSION = 1
 _LABELS = ("size", "agents", "optimal_makespan", "optimal_sum_of_costs", "sum_of_distances", "needs_wait")
 
 
-def make_record(item, style, source: str) -> dict:
+def make_record(item: LabelledInstance, style: PromptStyle, source: str) -> dict[str, Any]:
     """The record (module docstring) of a ``LabelledInstance`` in a ``PromptStyle``."""
     from simulator.env import default_horizon
 
@@ -57,16 +62,13 @@ def make_record(item, style, source: str) -> dict:
     }
 
 
-def check_record(record: Any, where: str = "record") -> Mapping:
+def check_record(record: Any, where: str = "record") -> Mapping[str, Any]:
     """``record`` if it is a record this version can score (a JSON string is decoded first); else ConfigError
     naming the field."""
-    if isinstance(record, (str, bytes)):
-        try:
-            record = json.loads(record)
-        except ValueError as error:
-            raise ConfigError(where, "not JSON", "a mapf-lake record (a JSON object)", str(error)) from None
-        except RecursionError:  # thousands of nested brackets: the decoder recurses once per level
-            raise ConfigError(where, "nested too deeply", "a mapf-lake record (a JSON object)") from None
+    if isinstance(record, bytes):
+        record = decode_text(record, "a mapf-lake record", where)
+    if isinstance(record, str):  # the documents' number rules: no 4,300-digit integer, NaN or 1e309; depth bounded
+        record = load_json(record, where, "a mapf-lake record (a JSON object)", typed_later=True)
     if not isinstance(record, Mapping):
         raise ConfigError(where, type(record).__name__, "a mapf-lake record (a JSON object)")
     if record.get("format") != RECORD_FORMAT or record.get("version") != RECORD_VERSION:
@@ -97,7 +99,7 @@ def _check_int(value: Any, name: str, low: int, high: int) -> None:
         raise ConfigError(name, value, f"an integer in {low}..{high}")
 
 
-def _instance_json(record: Mapping, where: str) -> str:
+def _instance_json(record: Mapping[str, Any], where: str) -> str:
     try:
         return json.dumps(record["instance"], separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError, RecursionError) as error:  # a set, NaN, or a structure nested too deeply
@@ -106,7 +108,7 @@ def _instance_json(record: Mapping, where: str) -> str:
                           reason) from None
 
 
-def score_batch(records: Sequence[Any], completions: Sequence[Any]) -> list[dict]:
+def score_batch(records: Sequence[Any], completions: Sequence[Any]) -> list[dict[str, Any]]:
     """One verdict per ``(record, completion)``: ``format``, ``valid``, ``optimal`` (0/1), ``progress`` (share of
     agents on their goal), ``reward`` (the GRPO default reward), ``category`` (``"none"`` when valid, else the
     first failure: ``parse_error``, ``illegal_move``, ``hole``, ``vertex_conflict``, ``edge_conflict``,
@@ -143,7 +145,7 @@ def score_batch(records: Sequence[Any], completions: Sequence[Any]) -> list[dict
     return out
 
 
-def score(record: Any, completion: Any) -> dict:
+def score(record: Any, completion: Any) -> dict[str, Any]:
     """The verdict on one completion (see :func:`score_batch`)."""
     return score_batch([record], [completion])[0]
 
@@ -152,7 +154,8 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_
     """verl's custom reward entry point (``custom_reward_function.path=policy/score.py``, ``name=compute_score``):
     the default GRPO reward of ``solution_str`` against ``ground_truth``, the record as JSON (the export's
     ``reward_model.ground_truth``). A malformed ground truth raises ConfigError, naming the field."""
-    return score(ground_truth, solution_str)["reward"]
+    reward: float = score(ground_truth, solution_str)["reward"]
+    return reward
 
 
 __all__ = ["RECORD_FORMAT", "RECORD_VERSION", "check_record", "compute_score", "make_record", "score", "score_batch"]

@@ -10,7 +10,13 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 from simulator.cli import add_command
+
+if TYPE_CHECKING:
+    from render.game import PlayGame
+    from simulator.cli import Subcommands
 
 
 def _resolution(text: str) -> tuple[int, int]:
@@ -103,7 +109,7 @@ def _play(args: argparse.Namespace) -> int:
     return 0
 
 
-def play_start(args: argparse.Namespace) -> tuple:
+def play_start(args: argparse.Namespace) -> tuple[PlayGame | None, dict[str, Any], dict[str, Any] | None]:
     """``(first game or None, the setup form's defaults, stage config)`` of ``play``'s arguments."""
     from render.game import PlayGame, generate_instance, load_instance
     from simulator.text import counted
@@ -123,6 +129,11 @@ def play_start(args: argparse.Namespace) -> tuple:
         if not (args.map and args.scen) or args.load:
             raise ConfigError("--map" if args.scen else "--scen", args.map or args.scen,
                               "--map FILE.map and --scen FILE.scen together, without --load")
+        ignored = [flag for flag, value in (("--size", args.size), ("--holes", args.holes),
+                                            ("--wait-ratio", args.wait_ratio), ("--seed", args.seed)) if value is not None]
+        if ignored:  # the map and scenario give the board: these would be ignored without a word
+            raise ConfigError("--map", args.map, f"without {', '.join(ignored)}: --map and --scen give the board "
+                              "and the agents' places, so they would be ignored (leave them out)")
         agents = 2 if args.agents is None else args.agents
         item = import_one(args.map, args.scen, agents, args.episode, field_name="--episode")
         game = PlayGame(item.instance, InstanceLabels.from_labelled(item),
@@ -142,7 +153,7 @@ def play_start(args: argparse.Namespace) -> tuple:
 
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: Subcommands) -> None:
     watch = add_command(
         commands, "watch", _watch,
         help="watch replays: a pygame window, the terminal (--terminal), or files (--png/--gif/--svg/--mp4)",

@@ -9,11 +9,11 @@ actions played), so a saved game scores exactly like a rollout.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +25,8 @@ from simulator import constants as C
 from simulator.config import StageConfig
 from simulator.env import MapfEnv
 from simulator.errors import ConfigError
-from simulator.generator import LabelledInstance, generate
+from simulator.files import MAX_INSTANCES_BYTES, load_json, open_regular, read_text_bounded
+from simulator.generator import LabelledInstance, certify_labelled, generate
 from simulator.judge import judge_plan
 from simulator.solver import solve
 from simulator.text import counted, parse_instances
@@ -56,6 +57,8 @@ class PlayGame:
     on its way), :meth:`commit` the joint step. After a failure or when everyone is home the game is over:
     :meth:`undo` or :meth:`restart`.
     """
+
+    pending: np.ndarray  # (K,) int8: the joint action being composed (set by restart)
 
     def __init__(
         self,
@@ -218,6 +221,7 @@ class PlayGame:
         if not solution.solved:
             return "no way to finish from here: undo (u) or restart (r)" if solution.status == "unsolvable" else (
                 f"the solver gave up ({solution.reason})")
+        assert solution.plan is not None  # a solved Solution carries its plan
         sequences = solution.plan.sequences()
         self.pending = np.array([seq[0] if seq else C.WAIT for seq in sequences], dtype=np.int8)
         return Hint(sequences, solution.makespan)
@@ -242,7 +246,7 @@ class PlayGame:
         )
 
 
-def play_header(stage_config: dict | None = None) -> ReplayHeader:
+def play_header(stage_config: dict[str, Any] | None = None) -> ReplayHeader:
     """The header of a file of hand-played games."""
     return ReplayHeader.new(run_id="play", stage=0, split="play", policy={"name": "human", "spec": "play"},
                             stage_config=stage_config)
@@ -251,7 +255,7 @@ def play_header(stage_config: dict | None = None) -> ReplayHeader:
 # --- where a game's instance comes from -----------------------------------------------------------------------
 def generate_instance(
     size: int, agents: int, holes: float, wait_ratio: float, seed: int
-) -> tuple[Instance, InstanceLabels, dict]:
+) -> tuple[Instance, InstanceLabels, dict[str, Any]]:
     """One certified instance from the generator; returns it, its labels and the stage config used.
 
     ``wait_ratio`` is the chance that the instance needs a wait: a seeded draw decides it, so over many seeds
@@ -271,7 +275,7 @@ def generate_instance(
     return item.instance, InstanceLabels.from_labelled(item), config.to_dict()
 
 
-def load_instance(path: str | os.PathLike, episode: int = 0) -> tuple[Instance, InstanceLabels | None]:
+def load_instance(path: str | os.PathLike[str], episode: int = 0) -> tuple[Instance, InstanceLabels | None]:
     """The instance in ``path``: a replay file (its episode ``episode``), JSON lines from ``mapf-lake gen --out``
     (line ``episode``), one instance as JSON (``{grid, starts, goals}``), or map text (``A0 . H`` ...) such as
     what ``mapf-lake gen`` prints (its instance ``episode``).
@@ -281,48 +285,42 @@ def load_instance(path: str | os.PathLike, episode: int = 0) -> tuple[Instance, 
     from replays.reader import ReplayReader
 
     path = Path(path)
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(len(MAGIC))
-    except OSError as exc:
-        raise ConfigError("instance file", os.fspath(path), "a readable file", exc.strerror or str(exc)) from None
+    name = os.fspath(path)
+    what = "an instance file: a replay, JSON lines from gen --out, one instance as JSON, or map text"
+    with open_regular(path, what, "--load") as handle:  # a FIFO or device is refused, never waited on
+        head = handle.read(len(MAGIC))
     if head == MAGIC:
         with ReplayReader(path) as reader:
             if not 0 <= episode < len(reader):
                 raise ConfigError("--episode", episode, f"0..{len(reader) - 1} (the file has {counted(len(reader), 'episode')})")
             chosen = reader[episode]
             return chosen.instance, chosen.labels
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("instance file", os.fspath(path), "UTF-8 text: JSON or map text", str(exc)) from None
+    text = read_text_bounded(path, MAX_INSTANCES_BYTES, what, "--load")
     if text.lstrip().startswith("{"):
-        lines = [line for line in text.splitlines() if line.strip()]
+        lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
         if len(lines) > 1 or "optimal_makespan" in text:
             if not 0 <= episode < len(lines):
                 raise ConfigError("--episode", episode, f"0..{len(lines) - 1} (the file has {counted(len(lines), 'instance')})")
+            number, line = lines[episode]
+            data = load_json(line, name, "an instance record (a JSON object)", line=number, object_only=True)
+            where = f"{name} line {number}"
             try:
-                data = json.loads(lines[episode])
-            except json.JSONDecodeError as exc:
-                raise ConfigError(
-                    f"{path} line {episode + 1}", lines[episode][:40], "a JSON object", str(exc)
-                ) from None
-            if "optimal_makespan" in data:
+                if "optimal_makespan" not in data:
+                    return Instance.from_dict(data), None
                 item = LabelledInstance.from_dict(data)
-                return item.instance, InstanceLabels.from_labelled(item)
-            return Instance.from_dict(data), None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(os.fspath(path), text[:40], "an instance as JSON or as map text", str(exc)) from None
-        return Instance.from_dict(data), None
+            except ConfigError as exc:
+                key = exc.field.removeprefix("instance record").lstrip(".") or "record"
+                raise ConfigError(f"{where}: {key}", exc.value, exc.allowed) from None
+            certify_labelled(item, where)  # the file's labels are shown beside the game: never taken on trust
+            return item.instance, InstanceLabels.from_labelled(item)
+        return Instance.from_dict(load_json(text, name, "an instance as JSON", object_only=True)), None
     instances = parse_instances(text)  # map text, or what gen prints: instance ``episode`` of it
     if not 0 <= episode < len(instances):
         raise ConfigError("--episode", episode, f"0..{len(instances) - 1} (the file has {counted(len(instances), 'instance')})")
     return instances[episode], None
 
 
-def read_saved_games(path: str | os.PathLike) -> tuple[ReplayHeader | None, list[Episode]]:
+def read_saved_games(path: str | os.PathLike[str]) -> tuple[ReplayHeader | None, list[Episode]]:
     """The header and games of a save file that already exists, which saving adds to (``(None, [])`` when there is
     none yet). Anything else at ``path`` (not a replay, damaged, a replay of another kind whose header saving would
     lose) raises ConfigError naming it, before anything is played."""
@@ -343,7 +341,8 @@ def read_saved_games(path: str | os.PathLike) -> tuple[ReplayHeader | None, list
     return header, episodes
 
 
-def save_games(path: str | os.PathLike, episodes: list[Episode], stage_config: dict | None = None) -> None:
+def save_games(path: str | os.PathLike[str], episodes: list[Episode],
+               stage_config: dict[str, Any] | None = None) -> None:
     """Write hand-played games to a replay file (atomically: the file appears whole or not at all). ``episodes``
     is the file's whole content: callers adding to a file pass its earlier games first (``read_saved_games``)."""
     from replays.writer import ReplayWriter

@@ -33,6 +33,8 @@ from replays.container import (
 from replays.errors import RecordError, ReplayError
 from replays.registry import codec_for
 from replays.types import Episode, ReplayHeader
+from simulator.errors import ConfigError
+from simulator.files import file_kind, open_regular
 
 _CHUNK_BYTES = 1 << 20  # iteration reads whole records in chunks of about this size
 
@@ -62,10 +64,11 @@ class ReplayReader:
     def __init__(self, path: str | os.PathLike[str], lazy: bool = True) -> None:
         self.path = os.fspath(path)
         self.lazy = lazy
-        try:
-            self._file = open(self.path, "rb")
-        except OSError as exc:
-            raise ReplayError(self.path, "file", f"cannot open: {exc.strerror or exc}") from exc
+        try:  # a FIFO or device is refused before any blocking open or read
+            self._file = open_regular(self.path, "a replay file")
+        except ConfigError as exc:
+            reason = f"{exc.value}, not a regular file" if exc.allowed.endswith("regular file") else exc.value
+            raise ReplayError(self.path, "file", f"cannot open: {reason}") from None
         self._lock = threading.Lock()  # only for platforms without os.pread
         try:
             self._open()
@@ -272,5 +275,9 @@ def iter_replay_files(path_or_dir: str | os.PathLike[str]) -> Iterator[Path]:
     elif path.is_file():
         yield path
     else:
-        raise ReplayError(path, "file", "no such file or folder")
+        try:
+            kind = f"{file_kind(os.stat(path).st_mode)}, not a replay file or a folder of them"
+        except OSError:
+            kind = "no such file or folder"
+        raise ReplayError(path, "file", kind)
 

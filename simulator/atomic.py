@@ -91,23 +91,30 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
 
 
 @contextlib.contextmanager
-def atomic_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_folder(path: str | os.PathLike[str], replace: bool = False) -> Iterator[Path]:
     """Build a folder under a temporary name beside ``path`` and rename it to ``path`` when the block ends.
 
     The block fills the yielded folder; leaving it normally moves the folder into place in one rename, so a
     process killed half-way leaves at most a hidden ``.NAME.*.tmp`` folder, never a ``path`` missing files (a
     model folder with its config but no weights). An exception removes the temporary folder. ``path`` must not
-    exist yet: a finished folder is never replaced.
+    exist yet: a finished folder is never replaced, unless ``replace`` (a user's ``--force``): then the old
+    folder is moved aside only once the new one is complete, and removed after the new one is in place.
     """
     target = Path(path)
-    if target.exists():
+    if target.exists() and not (replace and target.is_dir() and not target.is_symlink()):
         raise FileExistsError(errno.EEXIST, "already exists", str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     temp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         yield temp
         os.chmod(temp, 0o755)  # mkdtemp makes it private; a finished folder reads like any other
+        old = None
+        if target.exists():  # replace: the old folder goes aside only now, when the new one is complete
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+            os.rename(target, old / target.name)
         os.rename(temp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without loading numba or the solver
@@ -75,6 +75,15 @@ def refuse_map_flags(args: argparse.Namespace, source: str, value: object, excep
         fix = "set them in the file" if source == "--config" else "leave them out"
         raise ConfigError(source, value, f"without {', '.join(given)}: {source} gives the maps, so they would be "
                           f"ignored ({fix}, or leave {source} out)")
+
+
+def check_new_target(path: str | None, flag: str, force: bool, what: str = "file") -> None:
+    """ConfigError when ``path`` (an output named by ``flag``) exists and ``force`` is off: an output is never
+    replaced without a word (``rollout`` refuses its finished file the same way). Checked before any work."""
+    from simulator.errors import ConfigError
+
+    if path and os.path.lexists(path) and not force:
+        raise ConfigError(flag, path, f"a new {what} (it exists: pick another name, or pass --force to replace it)")
 
 
 def progress_bar(total: int, desc: str) -> tuple[Callable[[int], None], Callable[[], None]]:
@@ -175,6 +184,7 @@ def _gen(args: argparse.Namespace) -> int:
     from simulator.generator import generate, to_jsonl
     from simulator.text import counted
 
+    check_new_target(args.out, "--out", args.force)
     if args.map or args.scen:
         return _gen_movingai(args)
     if args.suite:
@@ -215,6 +225,10 @@ def _gen_movingai(args: argparse.Namespace) -> int:
         missing = "--scen" if args.map else "--map"
         raise ConfigError(missing, None, "given: --map FILE.map and --scen FILE.scen go together")
     refuse_map_flags(args, "--map", args.map, except_for=("agents",))
+    ignored = [flag for flag, value in (("--n", args.n), ("--seed", args.seed)) if value is not None]
+    if ignored:  # the scenario gives the instances and their number; nothing is drawn
+        raise ConfigError("--map", args.map, f"without {', '.join(ignored)}: the scenario file gives the instances "
+                          "(every --agents lines), so they would be ignored (leave them out)")
     if len(stage_flag(args, "agents")) != 1:
         raise ConfigError("--agents", args.agents, "one count with --map: the scenario lines of each instance")
     agents = stage_flag(args, "agents")[0]
@@ -222,7 +236,8 @@ def _gen_movingai(args: argparse.Namespace) -> int:
     scenarios = read_scen(args.scen)
     with showing_progress(len(scenarios) // max(agents, 1), f"importing {args.scen}") as update:
         result = instances_from_scenarios(grid, scenarios, agents, source=args.scen, progress=update)
-    _write_or_print(args, result.items)
+    if result.items:  # nothing imported: nothing written (an empty --out would pass for an export)
+        _write_or_print(args, result.items)
     report = result.report
     print(report.render())
     shown = 10
@@ -240,20 +255,23 @@ def _gen_movingai(args: argparse.Namespace) -> int:
 
 def _read_instance(source: str) -> Instance:
     from simulator.errors import ConfigError
+    from simulator.files import MAX_INSTANCE_BYTES, decode_text, load_json, read_text_bounded
     from simulator.text import parse_instance
     from simulator.types import Instance
 
-    try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(source, "unreadable", "a readable UTF-8 file or - for stdin", str(exc)) from None
+    what = "an instance as JSON or as map text"
+    if source == "-":
+        raw = sys.stdin.buffer.read(MAX_INSTANCE_BYTES + 1)
+        if len(raw) > MAX_INSTANCE_BYTES:
+            raise ConfigError("solve -", f"more than {MAX_INSTANCE_BYTES:,} bytes", f"{what} of at most "
+                              f"{MAX_INSTANCE_BYTES:,} bytes")
+        text = decode_text(raw, what, "solve -")
+    else:
+        text = read_text_bounded(source, MAX_INSTANCE_BYTES, what)
     stripped = text.lstrip()
     if stripped.startswith("{"):
-        try:
-            data = json.loads(stripped.splitlines()[0] if "\n" in stripped.strip() else stripped)
-        except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError; absurd nesting recurses
-            reason = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
-            raise ConfigError(source, stripped[:40], "an instance as JSON or as map text", reason) from None
+        data = load_json(stripped.splitlines()[0] if "\n" in stripped.strip() else stripped, source, what,
+                         line=None, object_only=True)
         return Instance.from_dict(data)
     return parse_instance(text)
 
@@ -343,6 +361,7 @@ def register(commands: Subcommands) -> None:
     add_stage_flags(gen, n_default=10)
     gen.add_argument("--max-attempts", type=int, default=2000, help="candidates per instance before giving up")
     gen.add_argument("--out", help="write JSON lines here (atomically) instead of printing the instances")
+    gen.add_argument("--force", action="store_true", help="replace an existing --out file")
     gen.add_argument("--quiet", action="store_true", help="print only the report")
     gen.add_argument("--schema", action="store_true", help="print the stage config's JSON Schema and exit")
 

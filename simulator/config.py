@@ -62,6 +62,8 @@ import yaml
 from simulator import constants as C
 from simulator.atomic import atomic_write
 from simulator.errors import ConfigError
+from simulator.files import (MAX_CONFIG_BYTES, MAX_DEPTH, MAX_INT_DIGITS, cut, read_text_bounded,
+                             reject_duplicate_json_keys)
 
 # --- limits of the document ----------------------------------------------------------------------------------
 MIN_SIZE = 3  # smallest map side a stage may sample
@@ -420,15 +422,30 @@ class _StrictYamlLoader(yaml.SafeLoader):
     config needs them.
     """
 
+    _depth = 0  # lists and mappings open around the node being composed (bounded: no RecursionError)
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         # The two ignores: types-PyYAML leaves Parser.peek_event unannotated.
         if self.check_event(yaml.AliasEvent) or getattr(
                 self.peek_event(), "anchor", None) is not None:  # type: ignore[no-untyped-call]
             event = self.peek_event()  # type: ignore[no-untyped-call]
             raise yaml.composer.ComposerError(None, None, "anchors and aliases are not accepted", event.start_mark)
-        return super().compose_node(parent, index)
+        if self._depth >= MAX_DEPTH:
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(None, None, f"lists or mappings nested more than {MAX_DEPTH} deep",
+                                              event.start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        digits = str(node.value).replace("_", "").lstrip("+-").lstrip("0")
+        if len(digits) > MAX_INT_DIGITS:  # counted before conversion: int() refuses 4,300 digits with a ValueError
+            raise yaml.constructor.ConstructorError(
+                None, None, f"an integer of {len(digits):,} digits ({cut(str(node.value))}): at most "
+                f"{MAX_INT_DIGITS} digits are allowed", node.start_mark)
         text = str(node.value).replace("_", "").lstrip("+-")
         if (len(text) > 1 and text[0] == "0" and text[1:].isdigit()) or ":" in text:
             # YAML 1.1 reads 010 as octal 8 and 1:30 as 90: a size key 010 became side 8 without a word
@@ -474,15 +491,6 @@ def load_yaml(text: str) -> Any:
     (no Python objects), duplicate keys and anchors/aliases refused, ``1e-3`` a number. Raises ``yaml.YAMLError``
     (callers turn it into a ConfigError naming their source) and RecursionError for absurdly deep nesting."""
     return yaml.load(text, Loader=_StrictYamlLoader)  # a SafeLoader subclass: builds plain values only
-
-
-def reject_duplicate_json_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate key {key!r}")
-        result[key] = value
-    return result
 
 
 def _check_format(format: str, source: str) -> str:
@@ -556,12 +564,7 @@ def load_config(path: str | os.PathLike[str]) -> StageConfig:
     """
     path = Path(path)
     format = format_for_path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise ConfigError(str(path), path.name, "a UTF-8 text file", str(error)) from None
-    except OSError as error:
-        raise ConfigError(str(path), path.name, "a readable file", error.strerror or str(error)) from None
+    text = read_text_bounded(path, MAX_CONFIG_BYTES, f"a {format.upper()} stage config")
     return parse_config_text(text, format, source=str(path))
 
 
@@ -763,5 +766,6 @@ __all__ = [
     "format_config_text",
     "load_config",
     "parse_config_text",
+    "reject_duplicate_json_keys",
     "save_config",
 ]

@@ -30,6 +30,7 @@ individual shortest distances.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from dataclasses import dataclass, field
@@ -49,6 +50,18 @@ from simulator.types import Instance, InstanceLabels, JointPlan
 _ICE = C.ICE
 DEFAULT_MAX_ATTEMPTS = 2000  # candidates per instance before generation gives up and names the knob
 DEFAULT_SOLVER_NODES = 100_000  # solver node budget per candidate; candidates over it are skipped
+
+
+# The integer labels of an instance record and their largest values (each is >= 0).
+_LABEL_RANGES = {"size": C.MAX_SIDE, "seed": 2**63 - 1, "index": 2**63 - 1, "optimal_makespan": C.MAX_PLAN_LENGTH,
+                 "optimal_sum_of_costs": C.MAX_PLAN_LENGTH * C.MAX_AGENTS,
+                 "sum_of_distances": C.MAX_PLAN_LENGTH * C.MAX_AGENTS}
+
+
+def _record_int(value: Any, name: str, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= high:
+        raise ConfigError(f"instance record.{name}", value, f"an integer 0..{high} (not a string, float or boolean)")
+    return int(value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,19 +97,19 @@ class LabelledInstance(InstanceLabels):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "LabelledInstance":
+        """The record as ``to_dict`` writes it. Types are exact: a label is an integer (not 4.7, "4" or true) in
+        its range, ``needs_wait`` is true or false (not "false"); anything else is a ConfigError naming the key."""
         if not isinstance(data, dict):
             raise ConfigError("instance record", type(data).__name__, "a JSON object")
         try:
+            labels = {name: _record_int(data[name], name, high) for name, high in _LABEL_RANGES.items()}
+            if not isinstance(data["needs_wait"], (bool, np.bool_)):
+                raise ConfigError("instance record.needs_wait", data["needs_wait"], "true or false (a JSON boolean)")
             return cls(
                 instance=Instance.from_dict(data),
-                size=int(data["size"]),
-                seed=int(data["seed"]),
-                index=int(data["index"]),
-                optimal_makespan=int(data["optimal_makespan"]),
-                optimal_sum_of_costs=int(data["optimal_sum_of_costs"]),
-                sum_of_distances=int(data["sum_of_distances"]),
                 needs_wait=bool(data["needs_wait"]),
                 plan=JointPlan.from_sequences(data["plan"]),
+                **labels,
             )
         except KeyError as exc:
             raise ConfigError(f"instance record.{exc.args[0]}", None, "present") from None
@@ -143,23 +156,84 @@ def to_jsonl(instances: list[LabelledInstance]) -> bytes:
     )
 
 
-def read_jsonl(path: str | os.PathLike[str]) -> list[LabelledInstance]:
+def read_jsonl(path: str | os.PathLike[str], flag: str = "") -> list[LabelledInstance]:
     """Load a ``gen --out`` file; a bad line raises :class:`ConfigError` with the file and line number."""
+    return read_jsonl_digest(path, flag)[0]
+
+
+def read_jsonl_digest(path: str | os.PathLike[str], flag: str = "",
+                      certify: bool = False) -> tuple[list[LabelledInstance], str]:
+    """The instances of a ``gen --out`` file and the sha256 of its bytes, read once through
+    :func:`simulator.files.open_regular` (a FIFO or device is refused, never waited on): lines of at most
+    ``MAX_INSTANCE_BYTES``, the file at most ``MAX_INSTANCES_BYTES``, each line a JSON object read with the
+    documents' number rules and typed exactly (:meth:`LabelledInstance.from_dict`). Anything else raises
+    :class:`ConfigError` naming the file, the line, the key and the value. With ``certify``, each record is
+    checked by :func:`certify_labelled` as it is read (the first disagreement names its line)."""
+    from simulator.files import MAX_INSTANCE_BYTES, MAX_INSTANCES_BYTES, cut, decode_text, load_json, open_regular
+
+    what = "a JSON-lines file of instances (gen --out)"
+    name = os.fspath(path)
     out = []
-    try:
-        with open(path, "rb") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    out.append(LabelledInstance.from_dict(json.loads(line)))
-                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                    raise ConfigError(f"{path}:{number}", line[:60], "one JSON object per line", str(exc)) from None
-                except ConfigError as exc:
-                    raise ConfigError(f"{path}:{number}", exc.value, exc.allowed, exc.field) from None
-    except OSError as exc:
-        raise ConfigError(str(path), "unreadable", "a readable instance file", exc.strerror or str(exc)) from None
-    return out
+    digest = hashlib.sha256()
+    total = 0
+    with open_regular(path, what, flag) as handle:
+        for number in itertools.count(1):
+            line = handle.readline(MAX_INSTANCE_BYTES + 1)
+            if not line:
+                break
+            total += len(line)
+            digest.update(line)
+            if total > MAX_INSTANCES_BYTES:
+                raise ConfigError(name, f"more than {MAX_INSTANCES_BYTES:,} bytes", f"{what} of at most "
+                                  f"{MAX_INSTANCES_BYTES:,} bytes")
+            where = f"{name} line {number}"
+            if len(line) > MAX_INSTANCE_BYTES:
+                raise ConfigError(where, f"more than {MAX_INSTANCE_BYTES:,} bytes", f"an instance record of at "
+                                  f"most {MAX_INSTANCE_BYTES:,} bytes")
+            if not line.strip():
+                continue
+            text = decode_text(line, what, where).rstrip("\r\n")
+            data = load_json(text, name, "an instance record", line=number, object_only=True)
+            try:
+                out.append(LabelledInstance.from_dict(data))
+            except ConfigError as exc:
+                key = exc.field.removeprefix("instance record").lstrip(".") or "record"
+                raise ConfigError(f"{where}: {key}", exc.value if isinstance(exc.value, (int, float, bool, type(None)))
+                                  else cut(str(exc.value)), exc.allowed) from None
+            if certify:
+                certify_labelled(out[-1], where)
+    return out, digest.hexdigest()
+
+
+def certify_labelled(item: LabelledInstance, where: str, solver_nodes: int = DEFAULT_SOLVER_NODES) -> None:
+    """Check an instance record that came from outside the generator against the generator's own labelling
+    (:func:`label_instance`: the solver's optimal makespan and sum of costs, the bare distances, needs-wait) and
+    its plan against the judge (valid, of the optimal makespan). ConfigError naming ``where``, the first field
+    that disagrees, the record's value and the certified one; a record the solver cannot certify within
+    ``solver_nodes`` is refused too."""
+    from simulator.judge import judge_plan
+
+    instance = item.instance
+    side = max(instance.height, instance.width)
+    if item.size != side:
+        raise ConfigError(f"{where}: size", item.size, f"the map's longer side, {side}")
+    labelled, status, reason = label_instance(instance, size=item.size, seed=item.seed, index=item.index,
+                                              solver_nodes=solver_nodes)
+    if labelled is None:
+        raise ConfigError(f"{where}: instance", status, "an instance the solver certifies solvable within "
+                          f"{solver_nodes:,} nodes", reason)
+    for name in ("optimal_makespan", "optimal_sum_of_costs", "sum_of_distances", "needs_wait"):
+        mine, certified = getattr(item, name), getattr(labelled, name)
+        if mine != certified:
+            shown = str(certified).lower() if isinstance(certified, bool) else certified
+            raise ConfigError(f"{where}: {name}", mine, f"the certified value, {shown}")
+    verdict = judge_plan(instance, item.plan)
+    if not verdict.valid:
+        raise ConfigError(f"{where}: plan", f"{verdict.failure_name} at step {verdict.fail_step}",
+                          "a valid plan of the instance (the certificate)")
+    if verdict.makespan != labelled.optimal_makespan:
+        raise ConfigError(f"{where}: plan", f"makespan {verdict.makespan}",
+                          f"a plan of the optimal makespan, {labelled.optimal_makespan}")
 
 
 def bare_distances(instance: Instance) -> np.ndarray:

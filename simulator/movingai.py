@@ -73,7 +73,7 @@ import numpy as np
 
 from simulator import constants as C
 from simulator.errors import ConfigError
-from simulator.files import read_text_bounded
+from simulator.files import MAX_MAP_BYTES, MAX_SCEN_BYTES, bounded_int, read_text_bounded
 from simulator.generator import DEFAULT_SOLVER_NODES, LabelledInstance, bare_distances, label_instance
 from simulator.types import Instance
 
@@ -82,8 +82,6 @@ IMPASSABLE_TILES = "@OTW"
 TILE_CODES = {**{tile: C.ICE for tile in PASSABLE_TILES}, **{tile: C.HOLE for tile in IMPASSABLE_TILES}}
 EXPORT_TILES = {C.ICE: ".", C.HOLE: "@"}
 SCEN_VERSIONS = ("1", "1.0")
-MAX_MAP_BYTES = 1 << 20  # a 256x256 map is about 66 KB; generous for CRLF line ends and trailing blank lines
-MAX_SCEN_BYTES = 16 << 20  # about 300,000 scenario lines
 _ALLOWED_TILES = f"one of {' '.join(PASSABLE_TILES)} (passable: ice) or {' '.join(IMPASSABLE_TILES)} (impassable: hole)"
 
 
@@ -177,7 +175,7 @@ def _lines(text: str) -> list[str]:
 def _side(tokens: list[str], where: str, name: str) -> int:
     if len(tokens) != 2 or not (tokens[1].isascii() and tokens[1].isdigit()):
         raise ConfigError(where, " ".join(tokens), f"'{name} N' with N an integer 1..{C.MAX_SIDE}")
-    value = int(tokens[1])
+    value = bounded_int(tokens[1], where, f"a {name} of 1..{C.MAX_SIDE}")  # digits counted first: no ValueError
     if not 1 <= value <= C.MAX_SIDE:
         raise ConfigError(where, value, f"a {name} of 1..{C.MAX_SIDE} (the largest map side the simulator accepts)")
     return value
@@ -245,7 +243,7 @@ def parse_map(text: str, source: str = "<map>") -> np.ndarray:
 def _integer(text: str, where: str, name: str) -> int:
     if not (text.isascii() and text.isdigit()):
         raise ConfigError(where, text, f"{name}: an integer >= 0")
-    return int(text)
+    return bounded_int(text, where, f"{name}: an integer", 0)
 
 
 def parse_scen(text: str, source: str = "<scen>") -> list[ScenarioLine]:
@@ -471,13 +469,33 @@ def format_scen(instances: Sequence[Instance], map_file: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def check_movingai_target(out_dir: str | os.PathLike[str], stem: str, force: bool = False) -> list[Path]:
+    """The files of an earlier export named ``STEM-*.map`` / ``STEM-*.scen`` in ``out_dir``; ConfigError when there
+    are any and ``force`` is off (an export never leaves a mix of two exports), or when ``out_dir`` is a file."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError("--movingai", str(out), "a folder (a file is there)")
+    if not out.is_dir():
+        return []
+    earlier = sorted(path for pattern in (f"{stem}-*.map", f"{stem}-*.scen") for path in out.glob(pattern))
+    if earlier and not force:
+        raise ConfigError("--movingai", str(out), f"a folder without an earlier export named {stem}-* (pick another "
+                          "folder, or pass --force to replace it)", f"{len(earlier)} such files are there, e.g. "
+                          f"{earlier[0].name}")
+    return earlier
+
+
 def export_movingai(items: Iterable[Instance | LabelledInstance], out_dir: str | os.PathLike[str],
-                    stem: str = "instances") -> list[Path]:
+                    stem: str = "instances", force: bool = False) -> list[Path]:
     """Write ``STEM-BBBB.map`` per distinct board (``BBBB`` numbers the boards in order of first appearance) and
-    ``STEM-BBBB-aK.scen`` per board and agent count ``K`` into ``out_dir`` (created when missing), atomically;
-    returns the paths written, maps first. Importing ``STEM-BBBB-aK.scen`` with ``agents=K`` gives back those
-    instances in order."""
-    from simulator.atomic import atomic_write
+    ``STEM-BBBB-aK.scen`` per board and agent count ``K`` into ``out_dir``; returns the paths written, maps first.
+    Importing ``STEM-BBBB-aK.scen`` with ``agents=K`` gives back those instances in order.
+
+    A new folder is built under a temporary name and renamed into place whole. An earlier export of the same
+    ``stem`` in the folder is refused (:func:`check_movingai_target`) unless ``force``: then each file is replaced
+    atomically and the earlier export's files this one does not write are removed, so the folder never holds a
+    mix of two exports. Other files in the folder are left alone."""
+    from simulator.atomic import atomic_folder, atomic_write
 
     if not stem or os.sep in stem or (os.altsep and os.altsep in stem):
         raise ConfigError("stem", stem, "a non-empty file name stem without path separators")
@@ -488,15 +506,26 @@ def export_movingai(items: Iterable[Instance | LabelledInstance], out_dir: str |
             raise ConfigError(f"items[{number}]", type(item).__name__, "an Instance or a LabelledInstance")
         key = np.asarray(instance.grid.shape, np.int64).tobytes() + instance.grid.tobytes()
         boards.setdefault(key, []).append(instance)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    maps, scens = [], []
+    files: dict[str, str] = {}
+    scen_names = []
     for number, instances in enumerate(boards.values()):
         map_name = f"{stem}-{number:04d}.map"
-        atomic_write(out / map_name, format_map(instances[0].grid))
-        maps.append(out / map_name)
+        files[map_name] = format_map(instances[0].grid)
         for count in sorted({instance.n_agents for instance in instances}):
-            scen = out / f"{stem}-{number:04d}-a{count}.scen"
-            atomic_write(scen, format_scen([i for i in instances if i.n_agents == count], map_name))
-            scens.append(scen)
-    return maps + scens
+            scen_name = f"{stem}-{number:04d}-a{count}.scen"
+            files[scen_name] = format_scen([i for i in instances if i.n_agents == count], map_name)
+            scen_names.append(scen_name)
+    out = Path(out_dir)
+    earlier = check_movingai_target(out, stem, force)
+    if not out.exists():
+        with atomic_folder(out) as building:
+            for name, text in files.items():
+                (building / name).write_text(text, encoding="utf-8")
+    else:
+        for name, text in files.items():
+            atomic_write(out / name, text)
+        for stale in earlier:
+            if stale.name not in files:
+                stale.unlink()
+    names = [name for name in files if name.endswith(".map")] + scen_names
+    return [out / name for name in names]

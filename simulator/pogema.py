@@ -36,7 +36,7 @@ import yaml
 
 from simulator import constants as C
 from simulator.errors import ConfigError
-from simulator.files import read_text_bounded
+from simulator.files import MAX_CONFIG_BYTES, load_json, read_text_bounded
 from simulator.text import counted
 from simulator.types import Instance
 
@@ -46,7 +46,7 @@ EXPORT_TILES = {C.ICE: FREE, C.HOLE: OBSTACLE}
 REQUIRED_KEYS = ("map", "agents_xy", "targets_xy")
 IGNORED_KEYS = ("num_agents", "seed", "size", "density", "obs_radius", "max_episode_steps", "collision_system",
                 "on_target", "integration", "observation_type", "persistent", "auto_reset", "map_name")
-MAX_GRID_CONFIG_BYTES = 4 << 20
+MAX_GRID_CONFIG_BYTES = MAX_CONFIG_BYTES
 
 
 def _rows(value: Any, where: str) -> list[list[int]]:
@@ -150,13 +150,15 @@ def _format(path: Path) -> str:
 
 def read_grid_config(path: str | os.PathLike[str]) -> Instance:
     """The instance of a ``GridConfig`` file: JSON for ``.json``, YAML for ``.yaml``/``.yml``."""
-    from simulator.config import load_yaml, reject_duplicate_json_keys
+    from simulator.config import load_yaml
 
     path = Path(path)
     format = _format(path)
     text = read_text_bounded(path, MAX_GRID_CONFIG_BYTES, "a POGEMA grid config file")
+    if format == "json":
+        return from_grid_config(load_json(text, str(path), "a POGEMA grid config", object_only=True), str(path))
     try:
-        data = json.loads(text, object_pairs_hook=reject_duplicate_json_keys) if format == "json" else load_yaml(text)
+        data = load_yaml(text)
     except (yaml.YAMLError, ValueError, RecursionError) as error:
         reason = " ".join(str(error).replace('"<unicode string>"', str(path)).split())
         raise ConfigError(str(path), text[:40], f"valid {format.upper()}", reason) from None

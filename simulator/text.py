@@ -27,6 +27,16 @@ def counted(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
+def printable(text: object) -> str:
+    """``text`` with every control or other non-printable character written as an escape (``\\n``, ``\\x1b``): a
+    string read from a file (a manifest's version) can then never start a line of its own or move the cursor
+    when printed."""
+    shown = str(text)
+    if shown.isprintable():
+        return shown
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in shown)
+
+
 def _grid_tokens(instance: Instance) -> list[list[str]]:
     tokens = [[C.TILE_SYMBOLS[int(tile)] for tile in row] for row in instance.grid]
     for k, (r, c) in enumerate(instance.goals):

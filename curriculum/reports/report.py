@@ -15,6 +15,7 @@ from replays.mining import check_value
 from simulator.config import MAX_STAGE_AGENTS, _checked_int, _checked_real
 from simulator.errors import ConfigError, short_repr
 from simulator.tables import format_rate_table
+from simulator.text import printable
 
 
 _CELL_KEY = re.compile(r"[1-9][0-9]{0,2}x[1-9][0-9]{0,3}")  # a test-set cell: "<agents>x<side>", e.g. "2x6"
@@ -408,9 +409,10 @@ def run_installation(run: RunRecord) -> dict[str, str | None]:
     history += [entry.get("versions") or {} for entry in manifest.get("extended", [])]
     names = list(dict.fromkeys(name for versions in history for name in versions))
     out: dict[str, str | None] = {}
-    for name in names:
+    for name in names:  # control characters escaped: a newline in a version would forge a line of the comparison
         seen = list(dict.fromkeys(versions.get(name, "unknown") for versions in history))
-        out[name] = seen[0] if len(seen) == 1 else " then ".join(str(version) for version in seen)
+        version = seen[0] if len(seen) == 1 else " then ".join(str(version) for version in seen)
+        out[printable(name)] = None if version is None else printable(version)
     return out
 
 
