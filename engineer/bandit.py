@@ -54,7 +54,7 @@ class BanditEngineer(SideTableState, DeclaredOptions):
         signal = context.signal.by_size if context.signal is not None else {}
         notes = decider.notes
         for side in sorted(config.sizes):
-            figures = signal.get(str(side))
+            figures = signal.get(side)
             if figures is None or figures.groups <= 0 or not math.isfinite(figures.abs_advantage_mean):
                 continue
             groups, advantage = figures.groups, figures.abs_advantage_mean

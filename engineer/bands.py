@@ -28,18 +28,17 @@ PROBE_CANDIDATES = 100
 PROBE_SEED = 0x0BAD  # the probes' own seed: the same band always gets the same verdict
 
 
-def makespan_levels(by_size_makespan: Mapping[str, GroupStats], side: int,
+def makespan_levels(by_size_makespan: Mapping[tuple[int, int], GroupStats], side: int,
                     metric: str) -> dict[int, tuple[int, float]]:
-    """``{makespan: (episodes, rate)}`` of ``side`` from the evidence's ``by_size_makespan`` (keys ``"S:M"``),
-    ascending; keys of other sides, keys that are not ``"S:M"``, empty groups and non-finite rates are skipped."""
+    """``{makespan: (episodes, rate)}`` of ``side`` from the evidence's ``by_size_makespan`` (keys ``(side,
+    makespan)``), ascending; other sides, empty groups and non-finite rates are skipped."""
     levels: dict[int, tuple[int, float]] = {}
-    for key, group in by_size_makespan.items():
-        size, _, makespan = str(key).partition(":")
-        if size != str(side) or not makespan.isdigit() or group.episodes < 1:
+    for (size, makespan), group in by_size_makespan.items():
+        if size != side or group.episodes < 1:
             continue
         rate = float(getattr(group, metric))
         if math.isfinite(rate):
-            levels[int(makespan)] = (group.episodes, rate)
+            levels[makespan] = (group.episodes, rate)
     return dict(sorted(levels.items()))
 
 

@@ -39,8 +39,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engineer.evidence import SIGNAL_FIGURES, SIGNAL_TRAINERS, StageEvidence, TrainingSignal
-from replays.mining import CATEGORIES, Exemplar, FailureSummary, GroupStats, read_key
+from engineer.evidence import StageEvidence
+from policy.signal import SIGNAL_FIGURES, SIGNAL_TRAINERS, TrainingSignal
+from replays.mining import CATEGORIES, Exemplar, FailureSummary, GroupStats, key_text, read_key
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 from simulator.text import counted
@@ -228,22 +229,22 @@ def _behavior_data(evidence: StageEvidence, config: StageConfig, history: list[H
     absent; empty for summaries written before they existed)."""
     summary = evidence.failures
     by_size = {}
-    for side in _side_order(summary.by_size):
+    for side in sorted(summary.by_size):
         entry = _group(summary.by_size[side])
         extra = evidence.size_stats.get(side)
         if extra is not None:
             entry.update({key: getattr(extra, key) for key in _SIZE_EXTRAS})
-        by_size[side] = entry
+        by_size[str(side)] = entry
     return {
         **_group(summary),
         "reward": {"mean": summary.reward_mean, "std": summary.reward_std},
         "completion_tokens_mean": summary.completion_tokens_mean,
         "by_size": by_size,
-        "by_agents": {k: _group(summary.by_agents[k]) for k in _side_order(summary.by_agents)},
-        "by_agents_size": {key: _group(group) for key, group in summary.by_agents_size.items()},
+        "by_agents": {str(k): _group(summary.by_agents[k]) for k in sorted(summary.by_agents)},
+        "by_agents_size": {key_text(key, "x"): _group(group) for key, group in summary.by_agents_size.items()},
         "by_wait": {key: _group(group) for key, group in summary.by_wait.items()},
-        "by_size_wait": {key: _group(group) for key, group in summary.by_size_wait.items()},
-        "by_size_makespan": {key: _group(group) for key, group in summary.by_size_makespan.items()},
+        "by_size_wait": {key_text(key): _group(group) for key, group in summary.by_size_wait.items()},
+        "by_size_makespan": {key_text(key): _group(group) for key, group in summary.by_size_makespan.items()},
     }
 
 
@@ -258,10 +259,11 @@ def _failures_data(evidence: StageEvidence, config: StageConfig, history: list[H
         "failures": failures,
         "failure_rates": {name: summary.failure_rates.get(name, 0.0) for name in CATEGORIES},
         "by_size": {
-            side: {name: int(summary.by_size[side].failures.get(name, 0)) for name in CATEGORIES}
-            for side in _side_order(summary.by_size)
+            str(side): {name: int(summary.by_size[side].failures.get(name, 0)) for name in CATEGORIES}
+            for side in sorted(summary.by_size)
         },
-        "fail_steps": {name: dict(steps) for name, steps in summary.fail_steps.items()},
+        "fail_steps": {name: {str(step): count for step, count in steps.items()}
+                       for name, steps in summary.fail_steps.items()},
         "exemplars": exemplars,
     }
 
@@ -312,18 +314,18 @@ def _env_stats_data(evidence: StageEvidence, config: StageConfig, history: list[
     return {
         "config": config.to_dict(),
         "generated": {
-            side: {key: getattr(generation[side], key) for key in _GENERATED_KEYS} for side in _side_order(generation)
+            str(side): {key: getattr(generation[side], key) for key in _GENERATED_KEYS} for side in sorted(generation)
         },
         "achieved": {
-            side: {key: getattr(size_stats[side], key) for key in _ACHIEVED_KEYS} for side in _side_order(size_stats)
+            str(side): {key: getattr(size_stats[side], key) for key in _ACHIEVED_KEYS} for side in sorted(size_stats)
         },
         "instance_stats": {name: stats.to_dict() for name, stats in evidence.failures.instance_stats.items()},
         "training_signal": {
-            side: {key: _score(getattr(signal[side], key)) for key in SIGNAL_FIGURES} for side in _side_order(signal)
+            str(side): {key: _score(getattr(signal[side], key)) for key in SIGNAL_FIGURES} for side in sorted(signal)
         },
         "training_signal_trainer": evidence.training_signal.trainer if evidence.training_signal is not None else None,
         "training_signal_rounds": [
-            {side: _score(by_size[side].valid_rate) for side in _side_order(by_size)}
+            {str(side): _score(by_size[side].valid_rate) for side in sorted(by_size)}
             for by_size in (evidence.training_signal.rounds if evidence.training_signal is not None else ())
         ],
     }

@@ -4,7 +4,7 @@
 :class:`StageEvidence`: the failure summary of :mod:`replays.mining` (``failures``) and
 
 ``size_stats``
-    ``{side: SizeStats}`` keyed by map side as a string (``"6"``): reward and answer length per size, and the
+    ``{side: SizeStats}`` keyed by map side (``6``; ``"6"`` in the document): reward and answer length per size, and the
     hole and wait ratios the generator actually achieved (means over that size's episodes; label fields over the
     episodes that carry labels, 0 when none do).
 
@@ -29,9 +29,10 @@ from typing import Any
 import numpy as np
 
 from replays.errors import ReplayError
-from replays.mining import FailureSummary, NumberRecord, check_value, read_key, read_mapping, read_table, summarize
+from policy.signal import SIGNAL_FIGURES, SignalFigures, TrainingSignal
+from replays.mining import (FailureSummary, NumberRecord, check_value, read_key, read_mapping, read_table, side_key,
+                            summarize)
 from replays.reader import ReplayReader, replay_files
-from simulator.errors import ConfigError
 from simulator.generator import SizeReport
 
 
@@ -71,79 +72,6 @@ def read_size_report(data: Any, where: str = "generation") -> SizeReport:
 
 
 @dataclass(frozen=True)
-class SignalFigures(NumberRecord):
-    """The groups of one map side (or agents x size pair) a stage trained on (see :class:`TrainingSignal`)."""
-
-    groups: int
-    """Groups (prompts, each sampled ``generations`` times)."""
-    reward_mean: float
-    """Mean reward of the groups' completions."""
-    valid_rate: float
-    """Share of the sampled completions that are valid plans."""
-    zero_variance_share: float
-    """Share of the groups whose rewards were all equal (no gradient)."""
-    abs_advantage_mean: float
-    """Mean over the groups of their completions' mean absolute advantage."""
-
-
-SIGNAL_FIGURES = tuple(item.name for item in fields(SignalFigures))
-"""A training signal's figures per group of sizes (:class:`SignalFigures`' fields; the context shows them in this order)."""
-
-
-# What a stage's groups were, by the trainer that sampled them (the engineer's context says it in these words).
-SIGNAL_TRAINERS = {
-    "grpo": "its GRPO groups",
-    "rft": "its rejection-sampling groups: each instance's samples, scored as a 0/1 valid reward",
-}
-
-
-def _check_trainer(trainer: str, where: str) -> str:
-    if trainer not in SIGNAL_TRAINERS:
-        raise ConfigError(f"{where}.trainer", trainer, f"one of {', '.join(SIGNAL_TRAINERS)}")
-    return trainer
-
-
-@dataclass(frozen=True)
-class TrainingSignal:
-    """A stage's own training signal (``policy.rewards.StageReward.signal``): a GRPO stage's groups, or a
-    rejection-sampling stage's samples of each instance scored as GRPO would score a 0/1 valid reward."""
-
-    by_size: Mapping[str, SignalFigures]
-    """Keyed by map side (``"6"``)."""
-    by_agents_size: Mapping[str, SignalFigures] = field(default_factory=dict)
-    """Keyed by ``"<agents>x<size>"`` (``"3x6"``)."""
-    trainer: str = "grpo"
-    """Whose groups: a key of :data:`SIGNAL_TRAINERS` (records without it are GRPO's)."""
-    rounds: tuple[Mapping[str, SignalFigures], ...] = ()
-    """A trainer that samples in rounds (rejection sampling): each round's own groups per map side, in order;
-    empty when not recorded (GRPO, and earlier records)."""
-
-    def __post_init__(self) -> None:
-        _check_trainer(self.trainer, "training_signal")
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"by_size": {side: figures.to_dict() for side, figures in self.by_size.items()},
-               "by_agents_size": {key: figures.to_dict() for key, figures in self.by_agents_size.items()}}
-        if self.trainer != "grpo":  # GRPO's records stay as they were written before the field existed
-            out["trainer"] = self.trainer
-        if self.rounds:
-            out["rounds"] = [{side: figures.to_dict() for side, figures in by_size.items()} for by_size in self.rounds]
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str = "training_signal") -> "TrainingSignal":
-        """``by_size`` is required; ``by_agents_size`` and ``rounds`` read as empty and ``trainer`` as ``grpo``
-        when absent."""
-        by_agents_size = (read_table(data, "by_agents_size", where, SignalFigures.from_dict)
-                          if read_key(data, "by_agents_size", where, "mapping", optional=True) is not None else {})
-        trainer = _check_trainer(read_key(data, "trainer", where, "str", optional=True) or "grpo", where)
-        rounds = tuple(read_mapping(by_size, f"{where}.rounds[{index}]", SignalFigures.from_dict)
-                       for index, by_size in enumerate(read_key(data, "rounds", where, "list", optional=True) or []))
-        return cls(by_size=read_table(data, "by_size", where, SignalFigures.from_dict), by_agents_size=by_agents_size,
-                   trainer=trainer, rounds=rounds)
-
-
-@dataclass(frozen=True)
 class SampledPass:
     """Sampled pass@1 on the validation set: ``k`` samples per instance at the training temperature."""
 
@@ -153,19 +81,19 @@ class SampledPass:
     """Share of the samples that are valid plans."""
     optimal_rate: float
     """Share of the samples that are valid and optimal."""
-    by_size: Mapping[str, float]
-    """Per map side (``"6"``), the share of its samples that are valid."""
+    by_size: Mapping[int, float]
+    """Per map side (``6``), the share of its samples that are valid."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"k": self.k, "temperature": self.temperature, "valid_rate": self.valid_rate,
-                "optimal_rate": self.optimal_rate, "by_size": dict(self.by_size)}
+                "optimal_rate": self.optimal_rate, "by_size": {str(side): rate for side, rate in self.by_size.items()}}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "sampled") -> "SampledPass":
         return cls(k=read_key(data, "k", where, "int"),
                    **{name: read_key(data, name, where, "number") for name in ("temperature", "valid_rate",
                                                                                 "optimal_rate")},
-                   by_size=read_table(data, "by_size", where, _number))
+                   by_size=read_table(data, "by_size", where, _number, side_key))
 
 
 @dataclass(frozen=True)
@@ -175,27 +103,27 @@ class StageEvidence:
     failure summary's keys, then the others (absent ones are left out)."""
 
     failures: FailureSummary
-    size_stats: Mapping[str, SizeStats] = field(default_factory=dict)
-    """Keyed by map side (``"6"``), ascending; empty when the episodes were not at hand."""
+    size_stats: Mapping[int, SizeStats] = field(default_factory=dict)
+    """Keyed by map side (``6``), ascending; empty when the episodes were not at hand."""
     sampled: SampledPass | None = None
     """Sampled pass@1 (``validation.sampled_k``); None: not measured."""
     seconds: Mapping[str, float] | None = None
     """Seconds of the validation: ``generation`` (the model answering) and ``judging_and_records`` (parsing,
     judging and scoring the answers, writing their replays); None: not recorded."""
-    generation: Mapping[str, SizeReport] | None = None
+    generation: Mapping[int, SizeReport] | None = None
     """Per map side, what the generator made of the config the stage trained on; None: not known."""
     training_signal: TrainingSignal | None = None
     """The groups the stage trained on; None: not known, or a trainer without groups."""
 
     def to_dict(self) -> dict[str, Any]:
         out = self.failures.to_dict()
-        out["size_stats"] = {side: stats.to_dict() for side, stats in self.size_stats.items()}
+        out["size_stats"] = {str(side): stats.to_dict() for side, stats in self.size_stats.items()}
         if self.sampled is not None:
             out["sampled"] = self.sampled.to_dict()
         if self.seconds is not None:
             out["seconds"] = dict(self.seconds)
         if self.generation is not None:
-            out["generation"] = {side: asdict(made) for side, made in self.generation.items()}
+            out["generation"] = {str(side): asdict(made) for side, made in self.generation.items()}
         if self.training_signal is not None:
             out["training_signal"] = self.training_signal.to_dict()
         return out
@@ -212,10 +140,10 @@ class StageEvidence:
 
         return cls(
             failures,
-            size_stats=part("size_stats", lambda value, at: read_mapping(value, at, SizeStats.from_dict)) or {},
+            size_stats=part("size_stats", lambda value, at: read_mapping(value, at, SizeStats.from_dict, side_key)) or {},
             sampled=part("sampled", SampledPass.from_dict),
             seconds=part("seconds", lambda value, at: read_mapping(value, at, _number)),
-            generation=part("generation", lambda value, at: read_mapping(value, at, read_size_report)),
+            generation=part("generation", lambda value, at: read_mapping(value, at, read_size_report, side_key)),
             training_signal=part("training_signal", TrainingSignal.from_dict),
         )
 
@@ -240,12 +168,12 @@ class _SizeStatsCollector:
             column["needs_wait"].append(float(bool(labels.needs_wait)))
             column["makespan"].append(float(labels.optimal_makespan))
 
-    def result(self) -> dict[str, SizeStats]:
-        out: dict[str, SizeStats] = {}
+    def result(self) -> dict[int, SizeStats]:
+        out: dict[int, SizeStats] = {}
         for side in sorted(self.columns):
             column = {name: np.asarray(values, dtype=np.float64) for name, values in self.columns[side].items()}
             makespans = column["makespan"]
-            out[str(side)] = SizeStats(
+            out[int(side)] = SizeStats(
                 episodes=int(column["reward"].size),
                 reward_mean=float(column["reward"].mean()),
                 reward_std=float(column["reward"].std()),
@@ -259,7 +187,7 @@ class _SizeStatsCollector:
         return out
 
 
-def size_stats(episodes: Iterable[Any]) -> dict[str, SizeStats]:
+def size_stats(episodes: Iterable[Any]) -> dict[int, SizeStats]:
     """The ``size_stats`` part (see the module docstring) of ``episodes`` (Episodes or ``(source, episode)``)."""
     collector = _SizeStatsCollector()
     for entry in episodes:

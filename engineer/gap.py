@@ -84,9 +84,9 @@ GAP_WEIGHS = ("keep", "yield")
 GAP_LENGTHS = ("keep", "frontier")
 
 
-def length_band(by_size_makespan: Mapping[str, GroupStats], side: int, min_episodes: int, reach: float,
+def length_band(by_size_makespan: Mapping[tuple[int, int], GroupStats], side: int, min_episodes: int, reach: float,
                 solved: float, metric: str = "valid_rate") -> tuple[int, int] | None:
-    """``(min_makespan, max_makespan)`` of ``side`` from the evidence's ``by_size_makespan`` (keys ``"S:M"``):
+    """``(min_makespan, max_makespan)`` of ``side`` from the evidence's ``by_size_makespan`` (keys ``(side, makespan)``):
     over the makespans with at least ``min_episodes`` (at least 1) episodes, the longest whose rate reaches
     ``reach`` and the shortest up to it whose rate is below ``solved`` (the longest itself when all are at least
     ``solved``); None when no makespan reaches ``reach``."""
@@ -100,11 +100,11 @@ def length_band(by_size_makespan: Mapping[str, GroupStats], side: int, min_episo
     return (min(open_) if open_ else top), top
 
 
-def wait_rates(by_size_wait: Mapping[str, GroupStats], side: int, min_episodes: int,
+def wait_rates(by_size_wait: Mapping[tuple[int, str], GroupStats], side: int, min_episodes: int,
                metric: str) -> tuple[float, float] | None:
     """``(rate on instances that need a wait, rate on the others)`` of ``side`` from the evidence's
     ``by_size_wait``; None when either kind has fewer than ``min_episodes`` (at least 1) episodes."""
-    waits, others = by_size_wait.get(f"{side}:needs_wait"), by_size_wait.get(f"{side}:no_wait")
+    waits, others = by_size_wait.get((side, "needs_wait")), by_size_wait.get((side, "no_wait"))
     if waits is None or others is None or min(waits.episodes, others.episodes) < max(min_episodes, 1):
         return None
     return float(getattr(waits, metric)), float(getattr(others, metric))
@@ -203,7 +203,7 @@ class GapEngineer(DeclaredOptions):
                                 else "its gap has closed: the start wait ratio comes back)"))
         return replace(config, sizes=sizes)
 
-    def _yields(self, context: EngineerContext, proposal: StageConfig, by_size_wait: Mapping[str, GroupStats], sides: Sequence[int],
+    def _yields(self, context: EngineerContext, proposal: StageConfig, by_size_wait: Mapping[tuple[int, str], GroupStats], sides: Sequence[int],
                 notes: list[str]) -> dict[int, float]:
         """The yield of each of ``sides`` that has one: its last training round's sampled valid rate, else its
         validation rate on the instances it will train on (the no-wait rate when ``proposal`` trains it without
@@ -224,7 +224,7 @@ class GapEngineer(DeclaredOptions):
             notes.append(f"size {side}: no round yet, validation {100 * yields[side]:.1f}% at wait ratio {share:g}")
         return yields
 
-    def _weigh(self, context: EngineerContext, proposal: StageConfig, by_size_wait: Mapping[str, GroupStats],
+    def _weigh(self, context: EngineerContext, proposal: StageConfig, by_size_wait: Mapping[tuple[int, str], GroupStats],
                notes: list[str]) -> StageConfig:
         """``proposal`` with the data ratios of the used sizes that have a yield shared by ``1 / yield`` above
         ``reach`` (``floor`` each); unchanged when no size reaches ``reach``."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
-from engineer.evidence import TrainingSignal
+from policy.signal import TrainingSignal
 from engineer.options import DeclaredOptions, SideTableState, choice, number, side_state
 from engineer.rule import filled_values, floored_shares, reweighted
 from simulator.config import StageConfig
@@ -53,9 +53,9 @@ def rate_series(signal: TrainingSignal | None, side: int) -> list[float]:
     if signal is None:
         return []
     if signal.rounds:
-        return [rate for by_size in signal.rounds for figures in [by_size.get(str(side))] if figures is not None
+        return [rate for by_size in signal.rounds for figures in [by_size.get(side)] if figures is not None
                 for rate in [_rate(figures.valid_rate)] if rate is not None]
-    figures = signal.by_size.get(str(side))
+    figures = signal.by_size.get(side)
     rate = _rate(figures.valid_rate) if figures is not None and figures.groups > 0 else None
     return [rate] if rate is not None else []
 

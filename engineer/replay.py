@@ -59,7 +59,7 @@ def learning_potential(behavior: FailureSummary, side: int, makespan: int, metri
                        min_episodes: int) -> float | None:
     """``p(1 - p)`` of the evidence on ``side``'s instances of optimal makespan ``makespan`` (with at least
     ``min_episodes`` episodes), else on ``side``; None without such evidence."""
-    for group in (behavior.by_size_makespan.get(f"{side}:{makespan}"), behavior.by_size.get(str(side))):
+    for group in (behavior.by_size_makespan.get((side, makespan)), behavior.by_size.get(side)):
         if group is None or group.episodes < min_episodes:
             continue
         rate = float(getattr(group, metric))

@@ -96,13 +96,13 @@ def behavior_rates(decider: Decider, context: EngineerContext, left: str = "left
                       decider.notes, left)
 
 
-def size_rates(by_size: Mapping[str, GroupStats], config: StageConfig, min_episodes: int, metric: str,
+def size_rates(by_size: Mapping[int, GroupStats], config: StageConfig, min_episodes: int, metric: str,
                notes: list[str], left: str = "left alone") -> dict[int, float]:
     """Each used size's ``metric`` from the evidence's ``by_size``, for sizes with at least ``min_episodes``
     episodes; the others get a note ending in ``left`` (what the engineer does with them)."""
     rates: dict[int, float] = {}
     for side in config.used_sizes():
-        group = by_size.get(str(side))
+        group = by_size.get(side)
         episodes = group.episodes if group is not None else 0
         if group is None or episodes < min_episodes:
             notes.append(f"size {side}: {counted(episodes, 'episode')} (< {min_episodes}), {left}")

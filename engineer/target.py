@@ -84,7 +84,7 @@ class TargetEngineer(SideTableState, DeclaredOptions):
             if not levels:
                 notes.append(f"{side}x{side}: no evidence episodes of any makespan, the size is left alone")
                 continue
-            sizes[side] = self._aim(config, side, max(levels), _reward(signal.get(str(side))), notes)
+            sizes[side] = self._aim(config, side, max(levels), _reward(signal.get(side)), notes)
         proposal = replace(config, sizes=sizes)
         return decide(proposal, "target: accepted" if proposal != config else "target: nothing to change")
 

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from policy.parsing import line_action_spans, parse_plan
+from policy.signal import SignalFigures, TrainingSignal
 from simulator import constants as C
 from simulator.judge import is_optimal, judge_plans
 from simulator.types import Instance
@@ -37,7 +39,7 @@ _INSTANCE_CACHE: "OrderedDict[str, Instance]" = OrderedDict()
 _CACHE_SIZE = 8192
 
 
-def reward_columns(instance: Instance, optimal_makespan: int, horizon: int) -> dict:
+def reward_columns(instance: Instance, optimal_makespan: int, horizon: int) -> dict[str, Any]:
     """The dataset columns a reward needs for one row."""
     return {
         "instance": json.dumps(instance.to_dict(), separators=(",", ":")),
@@ -57,7 +59,7 @@ def _instance(text: str) -> Instance:
     return cached
 
 
-def completion_text(completion) -> str:
+def completion_text(completion: object) -> str:
     """TRL passes strings (standard datasets) or message lists (conversational ones)."""
     if isinstance(completion, str):
         return completion
@@ -66,7 +68,8 @@ def completion_text(completion) -> str:
     return ""
 
 
-def components(parsed, valid, optimal, agents_on_goal, n_agents) -> dict[str, np.ndarray]:
+def components(parsed: ArrayLike, valid: ArrayLike, optimal: ArrayLike, agents_on_goal: ArrayLike,
+               n_agents: ArrayLike) -> dict[str, np.ndarray]:
     """The reward components of judged answers, one float array each (the one scoring rule: the GRPO reward and
     the validation episodes' rewards both come from here). ``parsed``, ``valid``, ``optimal``: ``(B,) bool``;
     ``agents_on_goal``, ``n_agents``: ``(B,) int``. ``progress`` is 0 for an answer that did not parse."""
@@ -79,8 +82,8 @@ def components(parsed, valid, optimal, agents_on_goal, n_agents) -> dict[str, np
     return out
 
 
-def reward_breakdown(completions: Sequence, instance: Sequence[str], optimal_makespan: Sequence[int],
-                     horizon: Sequence[int]) -> dict[str, np.ndarray]:
+def reward_breakdown(completions: Sequence[Any], instance: Sequence[str], optimal_makespan: Sequence[int],
+                     horizon: Sequence[int]) -> dict[str, Any]:
     """Every component for every completion (see the module docstring), as float arrays; also ``failure``
     (``simulator.constants`` failure codes, ``PARSE_ERROR`` for an answer that did not parse), ``makespan`` and
     ``sum_of_costs`` (as judged; -1 without a parsed plan), ``fail_step`` and ``fail_agent`` (as judged; -1 without a
@@ -89,17 +92,18 @@ def reward_breakdown(completions: Sequence, instance: Sequence[str], optimal_mak
     instances = [_instance(text) for text in instance]
     parsed = [parse_plan(completion_text(c), inst.n_agents, int(h)) for c, inst, h in zip(completions, instances, horizon)]
     ok = np.array([p.ok for p in parsed], bool)
-    out = {name: np.zeros(n, np.float64) for name in ("format", "valid", "optimal", "progress")}
+    out: dict[str, Any] = {name: np.zeros(n, np.float64) for name in ("format", "valid", "optimal", "progress")}
     out["format"][ok] = 1.0
-    out["failure"] = np.full(n, C.PARSE_ERROR, np.int8)  # type: ignore[assignment]  # codes of C.FAILURE_NAMES
-    out["makespan"] = np.full(n, -1, np.int32)  # type: ignore[assignment]  # -1: the answer did not parse
-    out["sum_of_costs"] = np.full(n, -1, np.int32)  # type: ignore[assignment]
-    out["fail_step"] = np.full(n, -1, np.int32)  # type: ignore[assignment]
-    out["fail_agent"] = np.full(n, -1, np.int32)  # type: ignore[assignment]
+    out["failure"] = np.full(n, C.PARSE_ERROR, np.int8)  # codes of C.FAILURE_NAMES
+    out["makespan"] = np.full(n, -1, np.int32)  # -1: the answer did not parse
+    out["sum_of_costs"] = np.full(n, -1, np.int32)
+    out["fail_step"] = np.full(n, -1, np.int32)
+    out["fail_agent"] = np.full(n, -1, np.int32)
     where = np.flatnonzero(ok)
     valid, optimal, on_goal = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, np.int64)
     if where.size:
-        result = judge_plans([instances[i] for i in where], [parsed[i].plan for i in where])
+        result = judge_plans([instances[i] for i in where], [plan for i in where for plan in [parsed[i].plan]
+                                                            if plan is not None])  # where: the parsed ones
         valid[where] = result.valid
         optimal[where] = is_optimal(result.valid, result.makespan, np.asarray(optimal_makespan)[where])
         on_goal[where] = result.agents_on_goal
@@ -109,7 +113,7 @@ def reward_breakdown(completions: Sequence, instance: Sequence[str], optimal_mak
         out["fail_step"][where] = result.fail_step
         out["fail_agent"][where] = result.fail_agent
     out.update(components(ok, valid, optimal, on_goal, np.array([inst.n_agents for inst in instances], np.int64)))
-    out["parse_error"] = [p.error for p in parsed]  # type: ignore[assignment]  # reasons, for replays
+    out["parse_error"] = [p.error for p in parsed]  # reasons, for replays
     return out
 
 
@@ -119,7 +123,7 @@ _ONE_AGENT_FAILURES = (C.FELL_IN_HOLE, C.ILLEGAL_MOVE)
 _ONE_STEP_FAILURES = (C.VERTEX_CONFLICT, C.EDGE_CONFLICT)
 
 
-def failure_spans(completions: Sequence, instance: Sequence[str], optimal_makespan: Sequence[int],
+def failure_spans(completions: Sequence[Any], instance: Sequence[str], optimal_makespan: Sequence[int],
                   horizon: Sequence[int]) -> list[list[tuple[int, int]] | None]:
     """Where each answer went wrong: the ``(start, end)`` character spans, in the completion's text, of the moves
     that made it fail, or None where no move is to blame alone.
@@ -151,8 +155,10 @@ def failure_spans(completions: Sequence, instance: Sequence[str], optimal_makesp
 
 
 def _component(name: str) -> Callable[..., list[float]]:
-    def reward(prompts=None, completions=(), instance=(), optimal_makespan=(), horizon=(), **_columns) -> list[float]:
-        return reward_breakdown(completions, instance, optimal_makespan, horizon)[name].tolist()
+    def reward(prompts: object = None, completions: Sequence[Any] = (), instance: Sequence[str] = (),
+               optimal_makespan: Sequence[int] = (), horizon: Sequence[int] = (), **_columns: object) -> list[float]:
+        values: list[float] = reward_breakdown(completions, instance, optimal_makespan, horizon)[name].tolist()
+        return values
 
     reward.__name__ = f"mapf_{name}_reward"
     reward.__doc__ = f"The ``{name}`` component (see ``policy.rewards``), TRL reward-function signature."
@@ -195,8 +201,8 @@ class StageReward:
         self.scale_rewards = scale_rewards
         self._tallies: dict[tuple[int, int], dict[str, float]] = {}
 
-    def __call__(self, prompts=None, completions=(), instance=(), optimal_makespan=(), horizon=(),
-                 **_columns) -> list[float]:
+    def __call__(self, prompts: object = None, completions: Sequence[Any] = (), instance: Sequence[str] = (),
+                 optimal_makespan: Sequence[int] = (), horizon: Sequence[int] = (), **_columns: object) -> list[float]:
         parts = reward_breakdown(completions, instance, optimal_makespan, horizon)
         total = np.zeros(len(completions), np.float64)
         for name, weight in self.weights.items():
@@ -230,7 +236,7 @@ class StageReward:
         else:
             advantages = centred
         for row, key in enumerate(keys):
-            tally = self._tallies.setdefault(tuple(key), {"groups": 0, "reward": 0.0, "valid": 0.0, "zero_variance": 0,
+            tally = self._tallies.setdefault((int(key[0]), int(key[1])), {"groups": 0, "reward": 0.0, "valid": 0.0, "zero_variance": 0,
                                                    "abs_advantage": 0.0})
             tally["groups"] += 1
             tally["reward"] += float(grouped[row].mean())
@@ -248,20 +254,21 @@ class StageReward:
             agents, _, side = key.partition("x")
             self._tallies[(int(agents), int(side))] = {name: float(value) for name, value in tally.items()}
 
-    def signal(self) -> dict[str, dict[str, dict[str, float | int]]]:
-        """``{"by_size": {side: figures}, "by_agents_size": {"AxS": figures}}``; figures: ``groups``,
-        ``reward_mean``, ``valid_rate`` (of the sampled completions), ``zero_variance_share`` and
-        ``abs_advantage_mean`` (mean over the groups of their completions' mean absolute advantage)."""
-        def figures(tallies: list[dict[str, float]]) -> dict[str, float | int]:
+    def signal(self, trainer: str = "grpo") -> TrainingSignal:
+        """The tallies as the stage's :class:`~policy.signal.TrainingSignal` (``trainer``: whose groups, see
+        :data:`~policy.signal.SIGNAL_TRAINERS`): per map side and per agents x side, ``groups``, ``reward_mean``,
+        ``valid_rate`` (of the sampled completions), ``zero_variance_share`` and ``abs_advantage_mean`` (mean over
+        the groups of their completions' mean absolute advantage)."""
+        def figures(tallies: list[dict[str, float]]) -> SignalFigures:
             groups = sum(t["groups"] for t in tallies)
-            return {"groups": int(groups),
-                    "reward_mean": sum(t["reward"] for t in tallies) / groups,
-                    "valid_rate": sum(t["valid"] for t in tallies) / groups,
-                    "zero_variance_share": sum(t["zero_variance"] for t in tallies) / groups,
-                    "abs_advantage_mean": sum(t["abs_advantage"] for t in tallies) / groups}
+            return SignalFigures(groups=int(groups),
+                                 reward_mean=sum(t["reward"] for t in tallies) / groups,
+                                 valid_rate=sum(t["valid"] for t in tallies) / groups,
+                                 zero_variance_share=sum(t["zero_variance"] for t in tallies) / groups,
+                                 abs_advantage_mean=sum(t["abs_advantage"] for t in tallies) / groups)
 
         sides = sorted({side for _, side in self._tallies})
-        return {
-            "by_size": {str(side): figures([t for (_, s), t in self._tallies.items() if s == side]) for side in sides},
-            "by_agents_size": {f"{agents}x{side}": figures([t]) for (agents, side), t in sorted(self._tallies.items())},
-        }
+        return TrainingSignal(
+            by_size={side: figures([t for (_, s), t in self._tallies.items() if s == side]) for side in sides},
+            by_agents_size={key: figures([t]) for key, t in sorted(self._tallies.items())},
+            trainer=trainer)

@@ -172,14 +172,63 @@ def read_key(data: Any, key: str, where: str, kind: str, optional: bool = False)
     return check_value(data[key], f"{where}.{key}", kind)
 
 
-def read_mapping(value: Any, where: str, read: Callable[[Any, str], Any]) -> dict[str, Any]:
-    """``value``, a mapping, with each of its values read by ``read(item, where)`` (``where`` ending in the key)."""
-    return {str(name): read(item, f"{where}.{name}") for name, item in check_value(value, where, "mapping").items()}
+def read_mapping(value: Any, where: str, read: Callable[[Any, str], Any],
+                 key: Callable[[str, str], Any] | None = None) -> dict[Any, Any]:
+    """``value``, a mapping, with each of its values read by ``read(item, where)`` (``where`` ending in the key),
+    and each of its keys by ``key(name, where)`` (None: kept as text; :func:`side_key`, :func:`pair_key`)."""
+    return {(key(str(name), f"{where}.{name}") if key is not None else str(name)): read(item, f"{where}.{name}")
+            for name, item in check_value(value, where, "mapping").items()}
 
 
-def read_table(data: Any, key: str, where: str, read: Callable[[Any, str], Any]) -> dict[str, Any]:
+def read_table(data: Any, key: str, where: str, read: Callable[[Any, str], Any],
+               keys: Callable[[str, str], Any] | None = None) -> dict[Any, Any]:
     """:func:`read_mapping` of ``data[key]``."""
-    return read_mapping(read_key(data, key, where, "mapping"), f"{where}.{key}", read)
+    return read_mapping(read_key(data, key, where, "mapping"), f"{where}.{key}", read, keys)
+
+
+# --- keys: integers and pairs in memory, text only in documents --------------------------------------------------
+_MAX_KEY_DIGITS = 9
+
+
+def side_key(text: str, where: str) -> int:
+    """A document's count key (a map side ``"6"``, an agent count, a step) as an int; ConfigError naming
+    ``where`` unless it is 1 to 9 ASCII digits."""
+    if not (text.isascii() and text.isdigit() and len(text) <= _MAX_KEY_DIGITS):
+        raise ConfigError(where, text[:40], f"a key of 1 to {_MAX_KEY_DIGITS} digits (a count or a map side)")
+    return int(text)
+
+
+def pair_key(separator: str) -> Callable[[str, str], tuple[int, int]]:
+    """A reader of ``"<a><separator><b>"`` keys (``"3x6"``, ``"5:3"``) as ``(a, b)``."""
+    def read(text: str, where: str) -> tuple[int, int]:
+        first, found, second = text.partition(separator)
+        if not found:
+            raise ConfigError(where, text[:40], f"a key <count>{separator}<count>")
+        return side_key(first, where), side_key(second, where)
+    return read
+
+
+WAIT_KINDS = ("needs_wait", "no_wait")
+"""The two kinds of labelled instance the wait split keeps apart (``by_wait``'s keys)."""
+
+
+def side_wait_key(text: str, where: str) -> tuple[int, str]:
+    """A ``by_size_wait`` key (``"6:needs_wait"``) as ``(6, "needs_wait")``."""
+    side, found, kind = text.partition(":")
+    if not found or kind not in WAIT_KINDS:
+        raise ConfigError(where, text[:40], f"a key <side>:<kind>, kind one of {', '.join(WAIT_KINDS)}")
+    return side_key(side, where), kind
+
+
+def wait_key(text: str, where: str) -> str:
+    if text not in WAIT_KINDS:
+        raise ConfigError(where, text[:40], f"one of {', '.join(WAIT_KINDS)}")
+    return text
+
+
+def key_text(key: int | str | tuple[int, int | str], separator: str = ":") -> str:
+    """A key as its document writes it: ``6`` -> ``"6"``, ``(5, 3)`` -> ``"5:3"`` (``separator`` ``"x"``: ``"3x6"``)."""
+    return separator.join(map(str, key)) if isinstance(key, tuple) else str(key)
 
 
 Record = TypeVar("Record", bound="NumberRecord")
@@ -293,21 +342,23 @@ class FailureSummary(GroupStats):
 
     failure_rates: Mapping[str, float]
     """``failures`` divided by ``episodes``."""
-    by_size: Mapping[str, GroupStats]
-    """Keyed by map side (``"6"``), ascending."""
-    by_agents: Mapping[str, GroupStats]
-    """Keyed by agent count (``"3"``), ascending."""
-    by_agents_size: Mapping[str, GroupStats]
-    """Keyed by ``"<agents>x<size>"`` (``"3x6"``), ascending by agents, then size."""
+    by_size: Mapping[int, GroupStats]
+    """Keyed by map side (``6``; ``"6"`` in the document), ascending."""
+    by_agents: Mapping[int, GroupStats]
+    """Keyed by agent count (``3``), ascending."""
+    by_agents_size: Mapping[tuple[int, int], GroupStats]
+    """Keyed by ``(agents, size)`` (``"3x6"`` in the document), ascending by agents, then size."""
     by_wait: Mapping[str, GroupStats]
     """Labelled episodes keyed by ``"needs_wait"`` / ``"no_wait"`` (a kind without episodes is absent)."""
-    by_size_wait: Mapping[str, GroupStats]
-    """The same per map side, keyed ``"6:needs_wait"`` / ``"6:no_wait"``, ascending by side."""
-    by_size_makespan: Mapping[str, GroupStats]
-    """Labelled episodes per map side and optimal makespan, keyed ``"5:3"``, ascending by side, then makespan."""
-    fail_steps: Mapping[str, Mapping[str, int]]
+    by_size_wait: Mapping[tuple[int, str], GroupStats]
+    """The same per map side, keyed ``(6, "needs_wait")`` / ``(6, "no_wait")`` (``"6:needs_wait"`` in the
+    document), ascending by side."""
+    by_size_makespan: Mapping[tuple[int, int], GroupStats]
+    """Labelled episodes per map side and optimal makespan, keyed ``(5, 3)`` (``"5:3"``), ascending by side, then
+    makespan."""
+    fail_steps: Mapping[str, Mapping[int, int]]
     """``{category: {step: count}}``: the 1-based step of each failure (0 for parse errors and empty plans)."""
-    fail_cells: Mapping[str, tuple[tuple[int, ...], ...]]
+    fail_cells: Mapping[int, tuple[tuple[int, ...], ...]]
     """Per map side, a side x side heat map (rows of counts) of the cell where the reported agent failed."""
     instance_stats: Mapping[str, InstanceStats]
     """``failed`` and ``succeeded``: the instances of the failed and of the valid episodes."""
@@ -324,14 +375,15 @@ class FailureSummary(GroupStats):
             "summary_version": SUMMARY_VERSION,
             **super().to_dict(),
             "failure_rates": dict(self.failure_rates),
-            "by_size": {key: group.to_dict() for key, group in self.by_size.items()},
-            "by_agents": {key: group.to_dict() for key, group in self.by_agents.items()},
-            "by_agents_size": {key: group.to_dict() for key, group in self.by_agents_size.items()},
+            "by_size": {str(side): group.to_dict() for side, group in self.by_size.items()},
+            "by_agents": {str(agents): group.to_dict() for agents, group in self.by_agents.items()},
+            "by_agents_size": {key_text(key, "x"): group.to_dict() for key, group in self.by_agents_size.items()},
             "by_wait": {key: group.to_dict() for key, group in self.by_wait.items()},
-            "by_size_wait": {key: group.to_dict() for key, group in self.by_size_wait.items()},
-            "by_size_makespan": {key: group.to_dict() for key, group in self.by_size_makespan.items()},
-            "fail_steps": {name: dict(steps) for name, steps in self.fail_steps.items()},
-            "fail_cells": {side: [list(row) for row in heat] for side, heat in self.fail_cells.items()},
+            "by_size_wait": {key_text(key): group.to_dict() for key, group in self.by_size_wait.items()},
+            "by_size_makespan": {key_text(key): group.to_dict() for key, group in self.by_size_makespan.items()},
+            "fail_steps": {name: {str(step): count for step, count in steps.items()}
+                           for name, steps in self.fail_steps.items()},
+            "fail_cells": {str(side): [list(row) for row in heat] for side, heat in self.fail_cells.items()},
             "instance_stats": {name: stats.to_dict() for name, stats in self.instance_stats.items()},
             "reward": {"mean": self.reward_mean, "std": self.reward_std},
             "completion_tokens_mean": self.completion_tokens_mean,
@@ -348,13 +400,16 @@ class FailureSummary(GroupStats):
         overall = GroupStats.from_dict(data, where)
         failure_rates = read_table(data, "failure_rates", where, _share)
         # read_table's dict[str, Any]: the keyword arguments of the by_* fields
-        groups: dict[str, Any] = {name: read_table(data, name, where, GroupStats.from_dict) for name in (
+        keys: dict[str, Callable[[str, str], Any]] = {
+            "by_size": side_key, "by_agents": side_key, "by_agents_size": pair_key("x"), "by_wait": wait_key,
+            "by_size_wait": side_wait_key, "by_size_makespan": pair_key(":")}
+        groups: dict[str, Any] = {name: read_table(data, name, where, GroupStats.from_dict, keys[name]) for name in (
             "by_size", "by_agents", "by_agents_size")}
         for name in ("by_wait", "by_size_wait", "by_size_makespan"):  # optional: older summaries lack them
-            groups[name] = read_table(data, name, where, GroupStats.from_dict) if isinstance(data, Mapping) and \
-                name in data else {}
-        fail_steps = read_table(data, "fail_steps", where, lambda steps, at: read_mapping(steps, at, _count))
-        fail_cells = read_table(data, "fail_cells", where, _heat_map)
+            groups[name] = read_table(data, name, where, GroupStats.from_dict, keys[name]) if isinstance(
+                data, Mapping) and name in data else {}
+        fail_steps = read_table(data, "fail_steps", where, lambda steps, at: read_mapping(steps, at, _count, side_key))
+        fail_cells = read_table(data, "fail_cells", where, _heat_map, side_key)
         stats = read_key(data, "instance_stats", where, "mapping")
         instance_stats = {
             name: InstanceStats.from_dict(read_key(stats, name, f"{where}.instance_stats", "mapping"),
@@ -460,26 +515,26 @@ def summarize(episodes: Iterable[Episode | tuple[str, Episode]], exemplars_per_c
     labelled = col["labelled"].astype(bool) if total else everything
     waits = col["needs_wait"].astype(bool) if total else everything
     kinds = {"needs_wait": labelled & waits, "no_wait": labelled & ~waits}
-    by_size_wait = {f"{s}:{kind}": group((col["size"] == s) & mask) for s in sorted(set(col["size"].tolist()))
+    by_size_wait = {(s, kind): group((col["size"] == s) & mask) for s in sorted(set(col["size"].tolist()))
                     for kind, mask in kinds.items() if (mask & (col["size"] == s)).any()}
     lengths = sorted(set(zip(col["size"][labelled].tolist(), col["makespan"][labelled].tolist()))) if total else []
-    by_size_makespan = {f"{s}:{m}": group(labelled & (col["size"] == s) & (col["makespan"] == m)) for s, m in lengths}
+    by_size_makespan = {(s, m): group(labelled & (col["size"] == s) & (col["makespan"] == m)) for s, m in lengths}
     fail_steps = {}
     for code in sorted(set(col["failure"][~valid].tolist())) if total else []:
         steps = col["fail_step"][(col["failure"] == code) & ~valid]
         values, counts = np.unique(steps, return_counts=True)
-        fail_steps[C.FAILURE_NAMES[code]] = {str(int(v)): int(n) for v, n in zip(values, counts)}
+        fail_steps[C.FAILURE_NAMES[code]] = {int(v): int(n) for v, n in zip(values, counts)}
     return FailureSummary(
         **vars(overall),
         failure_rates={name: (count / total if total else 0.0) for name, count in overall.failures.items()},
-        by_size={str(s): group(col["size"] == s) for s in sorted(set(col["size"].tolist()))},
-        by_agents={str(k): group(col["agents"] == k) for k in sorted(set(col["agents"].tolist()))},
-        by_agents_size={f"{k}x{s}": group((col["agents"] == k) & (col["size"] == s)) for k, s in pairs},
+        by_size={s: group(col["size"] == s) for s in sorted(set(col["size"].tolist()))},
+        by_agents={k: group(col["agents"] == k) for k in sorted(set(col["agents"].tolist()))},
+        by_agents_size={(k, s): group((col["agents"] == k) & (col["size"] == s)) for k, s in pairs},
         by_wait={kind: group(mask) for kind, mask in kinds.items() if mask.any()},
         by_size_wait=by_size_wait,
         by_size_makespan=by_size_makespan,
         fail_steps=dict(sorted(fail_steps.items())),
-        fail_cells={str(size): tuple(map(tuple, heat.tolist())) for size, heat in sorted(fail_cells.items())},
+        fail_cells={size: tuple(map(tuple, heat.tolist())) for size, heat in sorted(fail_cells.items())},
         instance_stats={"failed": stats(~valid), "succeeded": stats(valid)},
         reward_mean=float(col["reward"].mean()) if total else 0.0,
         reward_std=float(col["reward"].std()) if total else 0.0,
@@ -502,7 +557,7 @@ def render_summary(summary: FailureSummary, exemplars: bool = True) -> str:
     for key, group in summary.by_agents_size.items():
         top = max(group.failures.items(), key=lambda kv: kv[1])
         worst = f", most often {top[0]} ({top[1]})" if top[1] else ""
-        lines.append(f"  {key}: {counted(group.episodes, 'episode')}, {100 * group.valid_rate:.0f}% / "
+        lines.append(f"  {key_text(key, 'x')}: {counted(group.episodes, 'episode')}, {100 * group.valid_rate:.0f}% / "
                      f"{100 * group.optimal_rate:.0f}%{worst}")
     if summary.by_wait:
         lines.append("by need of a wait (valid%): " + ", ".join(

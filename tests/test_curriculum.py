@@ -547,10 +547,10 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     assert figures["sampled_valid_rate"] == pytest.approx(5 / 12)
     # the samples of one instance are one group of the 0/1 valid reward: 5 mixed groups (each sample 0.5 from the
     # mean, the group's std 0.5 ** 0.5), 1 agreeing group (no advantage)
-    three = signal.signal()["by_size"]["3"]
-    assert three["groups"] == 6 and three["zero_variance_share"] == pytest.approx(1 / 6)
-    assert three["valid_rate"] == pytest.approx(5 / 12)
-    assert three["abs_advantage_mean"] == pytest.approx(5 / 6 * 0.5 / (0.5 ** 0.5 + 1e-4))
+    three = signal.signal().by_size[3]
+    assert three.groups == 6 and three.zero_variance_share == pytest.approx(1 / 6)
+    assert three.valid_rate == pytest.approx(5 / 12)
+    assert three.abs_advantage_mean == pytest.approx(5 / 6 * 0.5 / (0.5 ** 0.5 + 1e-4))
 
     model = str(finished_run.run_dir / "warm_start" / "model")
     training = Training(trainer="rft", steps=2, prompts_per_step=3, generations=4, max_completion_length=24,
@@ -566,8 +566,8 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     assert TrainingSignal.from_dict(info["signal"]).trainer == "rft"
     # each round's own groups too (what the progress engineer reads): 3 instances each, together the stage's
     rounds = TrainingSignal.from_dict(info["signal"]).rounds
-    assert [by_size["3"].groups for by_size in rounds] == [3, 3]
-    assert [by_size["3"].valid_rate for by_size in rounds] == \
+    assert [by_size[3].groups for by_size in rounds] == [3, 3]
+    assert [by_size[3].valid_rate for by_size in rounds] == \
         pytest.approx([r["sampled_valid_rate"] for r in info["rounds"]])
     # each sampled instance's own samples (what the replay engineer scores it by): 6 prompts x 4 samples in all
     from curriculum.training.trainers import OUTCOMES_FILE

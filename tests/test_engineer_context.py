@@ -216,7 +216,7 @@ def test_context__env_stats_shows_the_generator_s_report_and_the_training_signal
     assert "what the generator made of the current config" in context.text
     assert "3x3: 4 groups, reward 0.50, sampled valid 40.0%, zero-variance 25.0%, mean |advantage| 0.61" in context.text
     assert "(its GRPO groups)" in context.text and data["training_signal_trainer"] == "grpo"
-    assert context.signal is not None and context.signal.by_size["3"].abs_advantage_mean == 0.61
+    assert context.signal is not None and context.signal.by_size[3].abs_advantage_mean == 0.61
     assert context.behavior is None  # behavior is off: its typed summary too
     json.dumps(context.data, allow_nan=False)
     plain = build_context(summarize_episodes(episodes), stage_config, [], sections=("env_stats",))

@@ -497,7 +497,7 @@ def test_length_band__from_the_shortest_unsolved_to_the_longest_reached_makespan
         return GroupStats(n, round(rate * n), round(rate * n), rate, rate, {})
 
     def table(cells: dict[int, tuple[float, int]]) -> dict:
-        return {f"4:{m}": group(rate, n) for m, (rate, n) in cells.items()}
+        return {(4, m): group(rate, n) for m, (rate, n) in cells.items()}
 
     rows = [  # (cells {makespan: (rate, episodes)}, band)
         ({1: (1.0, 10), 2: (0.9, 10), 3: (0.5, 10), 4: (0.1, 10), 5: (0.0, 10)}, (3, 4)),
@@ -509,8 +509,8 @@ def test_length_band__from_the_shortest_unsolved_to_the_longest_reached_makespan
     ]
     for cells, band in rows:
         assert length_band(table(cells), 4, min_episodes=5, reach=0.05, solved=0.8) == band, cells
-    junk = {"4:x": group(0.5, 9), "5:3": group(0.5, 9), "4:2": group(0.5, 0)}
-    assert length_band(junk, 4, min_episodes=5, reach=0.05, solved=0.8) is None
+    others = {(5, 3): group(0.5, 9), (4, 2): group(0.5, 0)}  # another side's cell, an empty cell
+    assert length_band(others, 4, min_episodes=5, reach=0.05, solved=0.8) is None
 
 
 def test_gap__lengths_frontier_bands_each_size_without_waits_and_clears_the_bands_it_cannot_set():

@@ -86,7 +86,7 @@ def test_summary__makespan_split_equals_the_split_recomputed_from_episodes(episo
         members = [ep for ep in episodes if (ep.labels.size, ep.labels.optimal_makespan) == (side, makespan)]
         group = data["by_size_makespan"][f"{side}:{makespan}"]
         assert (group["episodes"], group["valid"]) == (len(members), sum(ep.outcome.valid for ep in members))
-    assert summarize(episodes_by_policy["oracle"]).by_size_makespan[f"{cells[0][0]}:{cells[0][1]}"].valid_rate == 1.0
+    assert summarize(episodes_by_policy["oracle"]).by_size_makespan[cells[0]].valid_rate == 1.0
 
 
 def test_summary__written_before_the_wait_split_reads_back_without_it(episodes_by_policy):

@@ -86,14 +86,14 @@ def test_stage_reward__sums_components_and_tallies_trl_s_advantages_per_size(sca
     assert got == pytest.approx(separate)
     advantages = _trl_advantages(got, 4, scale)
     signal = reward.signal()
-    three, four = signal["by_size"]["3"], signal["by_size"]["4"]
-    assert three["groups"] == 3 and four["groups"] == 1 and signal["by_agents_size"]["2x3"] == three
-    assert three["zero_variance_share"] == pytest.approx(1 / 3) and four["zero_variance_share"] == 1.0
-    assert three["valid_rate"] == pytest.approx((0.5 + 0.0 + 1.0) / 3)
-    assert three["reward_mean"] == pytest.approx((sum(got[0:4]) + sum(got[4:8]) + sum(got[12:16])) / 12)
+    three, four = signal.by_size[3], signal.by_size[4]
+    assert three.groups == 3 and four.groups == 1 and signal.by_agents_size[(2, 3)] == three
+    assert three.zero_variance_share == pytest.approx(1 / 3) and four.zero_variance_share == 1.0
+    assert three.valid_rate == pytest.approx((0.5 + 0.0 + 1.0) / 3)
+    assert three.reward_mean == pytest.approx((sum(got[0:4]) + sum(got[4:8]) + sum(got[12:16])) / 12)
     per_group = [sum(advantages[i:i + 4]) / 4 for i in range(0, 16, 4)]
-    assert three["abs_advantage_mean"] == pytest.approx((per_group[0] + per_group[1] + per_group[3]) / 3)
-    assert four["abs_advantage_mean"] == pytest.approx(per_group[2])
+    assert three.abs_advantage_mean == pytest.approx((per_group[0] + per_group[1] + per_group[3]) / 3)
+    assert four.abs_advantage_mean == pytest.approx(per_group[2])
     again = StageReward(weights, generations=4, scale_rewards=scale)
     again.load_state(reward.state())  # what a resumed stage reloads from its checkpoint
     assert again.signal() == signal
@@ -105,7 +105,7 @@ def test_stage_reward__a_batch_not_in_groups_scores_but_records_nothing():
     reward = StageReward({"valid": 1.0}, generations=4)
     completions, columns = _batch([(COLUMNS, [ANSWERS["optimal"], ANSWERS["garbage"]]), (BIG_COLUMNS, ["x", "y"])])
     assert reward(completions=completions, **columns) == [1.0, 0.0, 0.0, 0.0]
-    assert reward.signal() == {"by_size": {}, "by_agents_size": {}}
+    assert reward.signal().to_dict() == {"by_size": {}, "by_agents_size": {}}
     with pytest.raises(ValueError, match="names among"):
         StageReward({"nope": 1.0}, generations=4)
 
@@ -123,7 +123,7 @@ def test_stage_reward__record_groups_tallies_what_trl_s_reward_call_tallies():
     rewards = through_call(completions=completions, **columns)
     direct = StageReward({"valid": 1.0}, generations=4)
     direct.record_groups([(2, 3), (2, 4), (2, 3)], rewards, rewards)
-    assert direct.signal() == through_call.signal() and direct.signal()["by_size"]["3"]["groups"] == 2
+    assert direct.signal() == through_call.signal() and direct.signal().by_size[3].groups == 2
     with pytest.raises(ValueError, match="3 groups of 4 need 12 samples, got 11"):
         direct.record_groups([(2, 3)] * 3, rewards[:11], rewards[:11])
 

@@ -45,12 +45,12 @@ def evidence(episodes) -> StageEvidence:
     generated = generate(STAGE)
     return replace(
         summarize_episodes(episodes),
-        sampled=SampledPass(k=2, temperature=1, valid_rate=0.25, optimal_rate=0.125, by_size={"3": 0.5, "5": 0.0}),
+        sampled=SampledPass(k=2, temperature=1, valid_rate=0.25, optimal_rate=0.125, by_size={3: 0.5, 5: 0.0}),
         seconds={"generation": 1.5, "judging_and_records": 0.25},
-        generation={str(side): report for side, report in generated.reports.items()},
+        generation=dict(generated.reports),
         training_signal=TrainingSignal(
-            by_size={"3": SignalFigures(4, 0.5, 0.4, 0.25, 0.61)},
-            by_agents_size={"2x3": SignalFigures(4, 0.5, 0.4, 0.25, 0.61)}),
+            by_size={3: SignalFigures(4, 0.5, 0.4, 0.25, 0.61)},
+            by_agents_size={(2, 3): SignalFigures(4, 0.5, 0.4, 0.25, 0.61)}),
     )
 
 
@@ -71,7 +71,7 @@ def test_failure_summary__from_dict_of_to_dict_is_the_same_document_in_the_same_
     read = FailureSummary.from_dict(json.loads(json.dumps(document)))
     assert read == summary  # the typed values too: tuples and mappings compare equal
     assert render_summary(read) == render_summary(summary)
-    assert isinstance(read.by_size["3"], GroupStats) and read.by_size["3"].episodes > 0
+    assert isinstance(read.by_size[3], GroupStats) and read.by_size[3].episodes > 0
     assert read.episodes == len(episodes) and read.exemplars[0].source.endswith(tuple("0123456789"))
 
 
@@ -220,6 +220,41 @@ def test_signal_figures__one_spelling_for_the_trainer_s_tallies_the_record_and_t
     reward = StageReward({"valid": 1.0}, 2)
     reward.record_groups([(2, 3), (2, 4)], np.array([1.0, 0.0, 1.0, 1.0]), np.array([True, False, True, True]))
     signal = reward.signal()
-    for figures in (*signal["by_size"].values(), *signal["by_agents_size"].values()):
+    document = signal.to_dict()
+    for figures in (*document["by_size"].values(), *document["by_agents_size"].values()):
         assert tuple(figures) == SIGNAL_FIGURES
-    assert TrainingSignal.from_dict(signal).to_dict() == signal
+    assert TrainingSignal.from_dict(document) == signal and list(signal.by_agents_size) == [(2, 3), (2, 4)]
+
+
+def test_keys__ints_and_pairs_in_memory_text_only_in_the_document(evidence):
+    # In memory a side is an int and a pair a tuple (no caller parses "5:3" back); the document keeps its text keys.
+    failures = evidence.failures
+    assert all(isinstance(side, int) for side in failures.by_size) and all(
+        isinstance(key, tuple) and len(key) == 2 for key in (*failures.by_agents_size, *failures.by_size_makespan,
+                                                             *failures.by_size_wait))
+    assert all(isinstance(step, int) for steps in failures.fail_steps.values() for step in steps)
+    document = evidence.to_dict()
+    assert all(isinstance(key, str) for key in (*document["by_size"], *document["by_size_makespan"],
+                                                *document["training_signal"]["by_agents_size"]))
+    assert StageEvidence.from_dict(json.loads(json.dumps(document))) == evidence
+
+
+@pytest.mark.parametrize("part, key, field", [
+    ("by_size", "six", "summary.by_size.six"),
+    ("by_size", "-3", "summary.by_size.-3"),
+    ("by_agents_size", "2-3", "summary.by_agents_size.2-3"),
+    ("by_size_makespan", "4:x", "summary.by_size_makespan.4:x"),
+    ("by_size_wait", "4:sometimes", "summary.by_size_wait.4:sometimes"),
+    ("by_size", "1" * 12, "summary.by_size." + "1" * 12),
+])
+def test_keys__a_key_that_is_not_a_count_or_pair_is_refused_by_name(evidence, part, key, field):
+    document = evidence.to_dict()
+    first = next(iter(document[part].values()))
+    document[part] = {key: first}
+    with pytest.raises(ConfigError) as error:
+        StageEvidence.from_dict(document)
+    assert error.value.field == field
+    signal = evidence.training_signal.to_dict()
+    signal["by_agents_size"] = {"3/6": signal["by_size"]["3"]}
+    with pytest.raises(ConfigError, match="by_agents_size"):
+        TrainingSignal.from_dict(signal)

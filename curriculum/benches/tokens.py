@@ -68,7 +68,7 @@ def engineer_inputs(preset_name: str):
 
     from curriculum.config import preset
     from engineer import HistoryEntry, build_context, summarize_episodes
-    from engineer.evidence import SignalFigures, TrainingSignal
+    from policy.signal import SignalFigures, TrainingSignal
     from policy.rollout import judge_episodes
     from policy.scripted import make_scripted
     from simulator.generator import generate
@@ -81,9 +81,9 @@ def engineer_inputs(preset_name: str):
     generated = generate(replace(config, samples=min(config.samples, 400)))
     summary = replace(
         summarize_episodes(episodes),
-        generation={str(s): r for s, r in generated.reports.items()},
+        generation=dict(generated.reports),
         training_signal=TrainingSignal(by_size={
-            str(side): SignalFigures(groups=100, reward_mean=0.5, valid_rate=0.4, zero_variance_share=0.3,
+            side: SignalFigures(groups=100, reward_mean=0.5, valid_rate=0.4, zero_variance_share=0.3,
                                      abs_advantage_mean=0.6) for side in config.sizes}))
     history = [HistoryEntry(stage=stage, config=config, valid_rate=0.4, optimal_rate=0.3, zero_variance_share=0.3)
                for stage in (1, 2, 3)]

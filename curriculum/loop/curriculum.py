@@ -356,7 +356,7 @@ class Curriculum:
                      f"set (valid gained {churn['gained']}, lost {churn['lost']})")
         clock.lap("records")
         evidence = replace(  # the generator's own report and the trainer's own groups: what the stage trained on
-            summary, generation={str(side): report for side, report in sorted(inputs.generated.reports.items())},
+            summary, generation=dict(sorted(inputs.generated.reports.items())),
             training_signal=train_info.signal)
         decision = self.decide(stage, model, config, evidence, self.history + [HistoryEntry(
             stage=stage, config=config, **scores_of(summary),

@@ -19,7 +19,7 @@ from typing import Any
 
 from engineer.context import HistoryEntry
 from engineer.decision import DECISION_OUTCOMES, EngineerDecision, decision_outcome
-from engineer.evidence import TrainingSignal
+from policy.signal import TrainingSignal
 from simulator.config import StageConfig, _checked_int, _checked_real
 from simulator.errors import ConfigError
 

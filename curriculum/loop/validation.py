@@ -167,7 +167,7 @@ def validate(models: EvaluationModels, model: Model, folder: Path, stage: int, i
         summary = replace(summary, sampled=SampledPass(
             k=k, temperature=config.training.temperature, valid_rate=float(valid.mean()),
             optimal_rate=float(optimal.mean()),
-            by_size={str(int(side)): float(valid[sides == side].mean()) for side in sorted(set(sides.tolist()))}))
+            by_size={int(side): float(valid[sides == side].mean()) for side in sorted(set(sides.tolist()))}))
     # the model's generation apart from the loop's own work on its answers (parse, judge, rewards, replays)
     summary = replace(summary, seconds={
         "generation": recorded.answer_seconds + time.perf_counter() - judged,

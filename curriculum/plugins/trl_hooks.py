@@ -42,7 +42,6 @@ from transformers import TrainerCallback
 from curriculum.loop.curriculum import Curriculum
 from curriculum.loop.records import TrainingReport, read_record
 from curriculum.loop.validation import LoadedModel
-from engineer.evidence import TrainingSignal
 from simulator.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -176,7 +175,7 @@ class CurriculumCallback(TrainerCallback):
 
         signal = None
         if self.reward is not None and self.reward.state():
-            signal = TrainingSignal.from_dict(self.reward.signal(), "train.signal")
+            signal = self.reward.signal()
         return TrainingReport(steps=state.global_step - self._stage_began, reward_mean=mean_of("reward"),
                               zero_variance_share=mean_of("frac_reward_zero_std"),
                               completion_tokens_mean=mean_of("completions/mean_length"), signal=signal,

@@ -51,7 +51,6 @@ no verl training job has run it.
 from __future__ import annotations
 
 import copy
-import json
 import re
 import weakref
 from collections.abc import Mapping, Sequence
@@ -180,13 +179,13 @@ def _read_rows(files: list[str], max_samples: int) -> list[dict]:
 
             rows.extend(pq.read_table(path).to_pylist())
         elif path.suffix in (".jsonl", ".json"):
-            try:
-                text = path.read_text(encoding="utf-8")
-                rows.extend(json.loads(text) if path.suffix == ".json" else
-                            [json.loads(line) for line in text.splitlines() if line.strip()])
-            except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-                raise ConfigError("data_files", name, "a readable .json/.jsonl file of verl rows",
-                                  " ".join(str(exc).split())[:200]) from None
+            from simulator.files import MAX_INSTANCES_BYTES, load_json, read_text_bounded
+
+            what = "a .json/.jsonl file of verl rows"
+            text = read_text_bounded(path, MAX_INSTANCES_BYTES, what, "data_files")
+            rows.extend(load_json(text, name, what) if path.suffix == ".json" else
+                        [load_json(line, name, what, line=number)
+                         for number, line in enumerate(text.splitlines(), start=1) if line.strip()])
         else:
             raise ConfigError("data_files", name, "a .parquet, .jsonl or .json file of verl rows")
     return rows[:max_samples] if max_samples > 0 else rows
@@ -399,7 +398,6 @@ class MapfCurriculumDataset(Dataset):
 
     def _end_stage(self, checkpoint: tuple[str, int]) -> None:
         from curriculum.loop.records import TrainingReport
-        from engineer.evidence import TrainingSignal
 
         cur = self._require_curriculum()
         model, step = checkpoint
@@ -414,7 +412,7 @@ class MapfCurriculumDataset(Dataset):
         report = TrainingReport(
             steps=self._steps, reward_mean=self._reward_sum / self._reward_count if self._reward_count else None,
             zero_variance_share=sum(tally["zero_variance"] for tally in state.values()) / groups if groups else None,
-            signal=TrainingSignal.from_dict(signal, "train.signal") if signal is not None else None,
+            signal=signal,
             figures={"trainer": "verl", "global_step": self._global_step, "checkpoint_step": step,
                      "generations": self._generations, "groups_skipped": self._groups_skipped,
                      "steps_without_outcomes": self._steps_without_outcomes})

@@ -12,15 +12,17 @@ import json
 import os
 import sys
 import time
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from curriculum.loop.distributed import is_main_process
 from curriculum.loop.records import OUTCOMES_FILE, TrainingReport, read_record
-from engineer.evidence import TrainingSignal
 from policy.backend_hf import set_cpu_threads as _cpu_threads
 from policy.prompts import PromptStyle, save_checkpoint_style
 from policy.rewards import StageReward, group_key, reward_columns
+from policy.signal import SignalFigures, TrainingSignal
 from simulator.atomic import atomic_write
 from simulator.env import default_horizon
 from simulator.generator import LabelledInstance
@@ -544,7 +546,7 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
         steps=steps, seconds=seconds, step_seconds=(sum(timer.times) / len(timer.times)) if timer.times else None,
         reward_mean=mean_of("reward"), zero_variance_share=mean_of("frac_reward_zero_std"),
         completion_tokens_mean=mean_of("completions/mean_length"),
-        signal=TrainingSignal.from_dict(reward.signal(), "train.signal"), figures=figures)
+        signal=reward.signal(), figures=figures)
     if save and is_main_process():
         _mark_checkpoint(final, info.to_dict())
     _release(trainer)
@@ -639,7 +641,6 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
     import math
     import random
     import shutil
-    from dataclasses import replace as replace_item
 
     from policy.backends import HFBackend, Sampling
     from policy.policies import ModelPolicy
@@ -661,6 +662,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
     outcomes: dict[str, list[int]] = {}  # each instance's own samples, for an engineer that scores instances
     current = model_dir
     figures: list[dict] = []
+    round_sides: list[Mapping[int, SignalFigures]] = []  # each round's own groups per map side, typed
     start = time.perf_counter()
     for round_index in range(rounds):
         round_items = chosen[round_index * per_round:(round_index + 1) * per_round]
@@ -671,6 +673,9 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
         if _checkpoint_done(done):
             mark = json.loads((done / "checkpoint_done.json").read_text())
             figures.append(mark["round"])
+            if mark["round"].get("signal_by_size"):
+                round_sides.append(TrainingSignal.from_dict({"by_size": mark["round"]["signal_by_size"]},
+                                                            f"{done}/checkpoint_done.json round").by_size)
             signal.load_state(mark.get("signal_state") or {})  # the tallies up to and including this round
             for key, (valid, samples) in (mark.get("outcomes") or {}).items():
                 outcomes[key] = [valid, samples]  # cumulative up to this round, as the tallies are
@@ -688,8 +693,9 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
         kept, round_figures = _best_valid_plans(round_items, plans, generations, signal, round_signal,
                                                 outcomes=outcomes)
         if round_signal.state():
-            round_figures["signal_by_size"] = round_signal.signal()["by_size"]
-        pairs = [replace_item(item, plan=plan) for item, plan in zip(round_items, kept) if plan is not None]
+            round_sides.append(round_signal.signal().by_size)
+            round_figures["signal_by_size"] = round_signal.signal().to_dict()["by_size"]
+        pairs = [replace(item, plan=plan) for item, plan in zip(round_items, kept) if plan is not None]
         round_figures.update(round=round_index + 1, prompts=len(round_items), kept=len(pairs),
                              sample_seconds=time.perf_counter() - began)
         if len(pairs) >= tr.rft_min_kept:
@@ -721,9 +727,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
     info = TrainingReport(
         steps=steps, seconds=seconds, step_seconds=seconds / max(steps, 1), reward_mean=mean_of("sampled_valid_rate"),
         zero_variance_share=mean_of("zero_variance_share"),
-        signal=(TrainingSignal.from_dict({**signal.signal(), "trainer": "rft", "rounds": [
-            f["signal_by_size"] for f in figures if f.get("signal_by_size")]}, "train.signal")
-            if signal.state() else None),
+        signal=replace(signal.signal(trainer="rft"), rounds=tuple(round_sides)) if signal.state() else None,
         figures={"trainer": "rft", "solved_share": mean_of("solved_share"), "rounds": figures,
                  "reward_first": figures[0]["sampled_valid_rate"] if figures else None,
                  "reward_last": figures[-1]["sampled_valid_rate"] if figures else None})

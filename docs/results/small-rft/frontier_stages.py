@@ -22,7 +22,7 @@ def by_length(folder: Path) -> dict[str, list[int]]:
     """``{"side:makespan": [valid, episodes]}`` of a validation folder (from its replays when the summary predates
     the split)."""
     split = _read_summary(folder / "summary.json").failures.by_size_makespan
-    return {key: [group.valid, group.episodes] for key, group in split.items()}
+    return {f"{side}:{makespan}": [group.valid, group.episodes] for (side, makespan), group in split.items()}
 
 
 def pooled(runs: dict[str, dict]) -> dict[str, dict[str, dict[str, list[int]]]]:
