@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 
 from curriculum.config import PRESET_SUMMARIES, PRESETS, parse_overrides
@@ -47,6 +48,12 @@ def _train(args: argparse.Namespace) -> int:
         raise ConfigError("--seeds" if args.seeds != 1 else "--arm", args.seeds if args.seeds != 1 else args.arm[0],
                           "used with --compare (a single run has one seed: --set seed=N)")
 
+    if args.settings:
+        from curriculum.config import settings_rows
+        from simulator.fields import format_rows
+
+        print(format_rows(settings_rows(), width=min(shutil.get_terminal_size().columns, 100) - 2, stacked=True))
+        return 0
     if args.resume:
         overrides = parse_overrides(args.set)
         if set(overrides) - {"stages"} or args.compare or args.name or args.output_dir:
@@ -261,8 +268,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     train.add_argument("--name", help="run name (folder under output_dir)")
     train.add_argument("--output-dir", help="parent folder of runs (default runs)")
     train.add_argument("--set", nargs="*", action="extend", metavar="KEY=VALUE",
-                       help="override fields, e.g. training.steps=10 stages=2 (repeated --set flags add up)")
+                       help="override fields, e.g. training.steps=10 stages=2 (repeated --set flags add up; "
+                       "--settings lists every key)")
     train.add_argument("--print-config", action="store_true", help="print the run config as YAML and exit")
+    train.add_argument("--settings", action="store_true", help="list every run config key --set takes, with its "
+                       "default, the values it allows and what it does, and exit")
     train.add_argument("--rehearse", action="store_true",
                        help="rehearse the preset's exact path on a CPU in minutes: a miniature random Qwen3 on the "
                             "real tokenizer and chat template for hub models, 2 stages of 2 steps, 8 validation "

@@ -20,17 +20,15 @@ import yaml
 
 from engineer.context import CONTEXT_SECTIONS as ENGINEER_CONTEXT
 from engineer.engineers import engineer_names
+from policy.prompts import PROMPT_STYLES
 from simulator.atomic import atomic_write
 from simulator.config import REQUIRED_SIZE_KEYS, SIZE_KEYS, StageConfig
 from simulator.errors import ConfigError
+from simulator.fields import Allowed, FieldRow, check_fields, choice, field_rows, flag, integer, number
+from simulator.suites import SUITES
 
 
-def _check_number(where: str, value: Any, low: float, high: float, integer: bool = False) -> None:
-    ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok_type or (isinstance(value, float) and not math.isfinite(value)):
-        raise ConfigError(where, value, f"{'an integer' if integer else 'a number'} in [{low}, {high}]")
-    if not low <= value <= high:
-        raise ConfigError(where, value, f"{low} <= {where.rsplit('.', 1)[-1]} <= {high}")
+_REWARD_WEIGHT = Allowed(-100.0, 100.0)
 
 
 def _stage_config(where: str, value: Any) -> StageConfig:
@@ -70,32 +68,27 @@ def _plain(value: Any) -> Any:
 class WarmStart:
     """Supervised fine-tuning on the solver's optimal plans (TRL SFTTrainer) before stage 1."""
 
-    enabled: bool = True
+    enabled: bool = flag(True)
     """Run it (the embedded tiny model needs it: GRPO from random weights earns no reward at all)."""
     config: StageConfig | None = None
     """Stage config of the supervised instances (a document is turned into a StageConfig; empty or None: the
     run's initial config)."""
-    samples: int = 8000
+    samples: int = integer(8000, 1, 10_000_000)
     """Supervised instances generated (distinct, certified)."""
-    steps: int = 900
+    steps: int = integer(900, 1, 10_000_000)
     """Optimizer steps."""
-    batch_size: int = 64
-    learning_rate: float = 2e-3
+    batch_size: int = integer(64, 1, 65_536)
+    """Supervised examples per optimizer step."""
+    learning_rate: float = number(2e-3, 1e-8, 1.0)
     """Peak learning rate, cosine decay to 0 over ``steps``."""
-    max_length: int = 160
+    max_length: int = integer(160, 8, 1_000_000)
     """Tokens of prompt + answer kept."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "config", _stage_config("warm_start.config", self.config) if self.config else None)
 
     def validate(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise ConfigError("warm_start.enabled", self.enabled, "true or false")
-        _check_number("warm_start.samples", self.samples, 1, 10_000_000, integer=True)
-        _check_number("warm_start.steps", self.steps, 1, 10_000_000, integer=True)
-        _check_number("warm_start.batch_size", self.batch_size, 1, 65_536, integer=True)
-        _check_number("warm_start.learning_rate", self.learning_rate, 1e-8, 1.0)
-        _check_number("warm_start.max_length", self.max_length, 8, 1_000_000, integer=True)
+        check_fields(self, "warm_start")
 
 
 # TRL 1.16's GRPO loss aggregations (GRPOConfig.loss_type).
@@ -108,66 +101,69 @@ class Training:
     (``trainer: rft``: sample, keep each instance's best valid own plan, TRL's SFTTrainer on them), with the same
     generation budget at equal ``steps`` (``steps x prompts_per_step`` prompts x ``generations`` samples)."""
 
-    trainer: str = "grpo"
+    trainer: str = choice("grpo", ("grpo", "rft"))
     """``grpo`` or ``rft`` (``curriculum.training.trainers.STAGE_TRAINERS``)."""
-    steps: int = 60
+    steps: int = integer(60, 1, 10_000_000)
     """Optimizer steps per stage."""
-    prompts_per_step: int = 4
+    prompts_per_step: int = integer(4, 1, 65_536)
     """Distinct instances per step; each gets ``generations`` completions (one GRPO group)."""
-    generations: int = 8
+    generations: int = integer(8, 2, 1024)
     """Completions per prompt (the GRPO group size), >= 2."""
-    max_completion_length: int = 48
+    max_completion_length: int = integer(48, 1, 1_000_000)
     """Tokens per completion."""
-    learning_rate: float = 5e-5
-    temperature: float = 1.0
-    beta: float = 0.0
+    learning_rate: float = number(5e-5, 1e-10, 1.0)
+    """Peak learning rate of the stage's optimizer."""
+    temperature: float = number(1.0, 0.01, 10.0)
+    """Sampling temperature of the training completions."""
+    beta: float = number(0.0, 0.0, 100.0)
     """KL coefficient (0: no reference model, as TRL defaults)."""
-    lora: bool = False
+    lora: bool = flag(False)
     """Train LoRA adapters (peft) instead of all weights."""
-    lora_rank: int = 16
-    use_vllm: bool = False
+    lora_rank: int = integer(16, 1, 4096)
+    """Rank of the LoRA adapters (with ``lora``)."""
+    use_vllm: bool = flag(False)
     """Generate with vLLM (GPU only)."""
-    vllm_mode: str = "colocate"
+    vllm_mode: str = choice("colocate", ("colocate", "server"))
     """``colocate`` (same process) or ``server`` (``trl vllm-serve``)."""
     vllm_server_host: str = "0.0.0.0"
     """``server`` only: host of the ``trl vllm-serve`` server (TRL's default, this machine)."""
-    vllm_server_port: int = 8000
+    vllm_server_port: int = integer(8000, 1, 65_535)
     """``server`` only: its port (``trl vllm-serve --port``)."""
-    enable_thinking: bool = False
+    enable_thinking: bool = flag(False)
     """Qwen3 thinking mode for chat prompts."""
     rewards: dict = field(default_factory=lambda: {"default": 1.0})
     """Reward components (``policy.rewards.REWARDS``) and their weights, summed by TRL: e.g. ``{default: 1.0,
     progress: 0.5}`` adds partial credit for agents on their goal, a denser signal for weak policies."""
-    rft_rounds: int = 4
+    rft_rounds: int = integer(4, 1, 10_000)
     """``rft`` only: sample-then-train rounds the stage's budget is split into."""
-    rft_epochs: int = 2
+    rft_epochs: int = integer(2, 1, 1000)
     """``rft`` only: passes over each round's kept plans."""
-    rft_batch_size: int = 64
+    rft_batch_size: int = integer(64, 1, 65_536)
     """``rft`` only: kept plans per supervised step."""
-    rft_min_kept: int = 64
+    rft_min_kept: int = integer(64, 1, 10_000_000)
     """``rft`` only: a round that keeps fewer valid plans than this does not fine-tune (its checkpoint stays as
     it was): several passes over a handful of plans over-fit them (a ``random`` stage of all 10x10 boards, 1%
     kept, broke the policy). 1 fine-tunes on whatever is kept."""
-    loss_type: str = "dapo"
+    loss_type: str = choice("dapo", GRPO_LOSS_TYPES)
     """``grpo`` only: TRL's loss aggregation (``GRPO_LOSS_TYPES``; ``dapo``: over the batch's tokens)."""
-    num_iterations: int = 1
+    num_iterations: int = integer(1, 1, 64)
     """``grpo`` only: optimizer passes over each generated batch (PPO's mu; above 1 the clipped ratio acts)."""
-    scale_rewards: str = "group"
+    scale_rewards: str = choice("group", ("group", "batch", "none"))
     """``grpo`` only: advantages divided by the group's reward std (``group``), the batch's (``batch``), or
     not at all (``none``)."""
-    warmup_ratio: float = 0.0
+    warmup_ratio: float = number(0.0, 0.0, 1.0)
     """Share of a stage's steps over which the learning rate rises linearly from 0 (a fresh Adam moves every
     weight by about the learning rate on its first steps, whatever the gradient)."""
-    greedy_member: bool = False
+    greedy_member: bool = flag(False)
     """``grpo`` only: each group's first completion is the greedy decode of its prompt instead of a sample, so the
     advantages compare the samples with the answer the policy gives and move that answer itself (self-critical
     training's greedy baseline inside GRPO's group; ``curriculum.training.trainers.greedy_member_trainer``). Transformers
     generation only."""
-    failure_credit: bool = False
+    failure_credit: bool = flag(False)
     """``grpo`` only: a failed answer's negative advantage lands on the moves that failed (the judge's failing step:
     the agent that fell or left the grid, or every move of a conflict), not on its other tokens; everything else is
     as in GRPO (``curriculum.training.trainers.failure_credit_trainer``)."""
-    weight_average: float = 0.0
+    weight_average: float = number(0.0, 0.0, 0.9999)
     """``grpo`` only: decay of an exponential moving average of the trained weights over the stage's steps; the
     stage keeps the average instead of its last weights (0: the last weights). 0.98 averages over ~50 steps."""
 
@@ -179,36 +175,11 @@ class Training:
         for name, weight in self.rewards.items():
             if name not in REWARDS:
                 raise ConfigError(f"training.rewards.{name}", weight, f"a reward among {sorted(REWARDS)}")
-            _check_number(f"training.rewards.{name}", weight, -100.0, 100.0)
-        for flag in ("lora", "use_vllm", "enable_thinking", "greedy_member", "failure_credit"):
-            if not isinstance(getattr(self, flag), bool):
-                raise ConfigError(f"training.{flag}", getattr(self, flag), "true or false")
-        if self.trainer not in ("grpo", "rft"):
-            raise ConfigError("training.trainer", self.trainer, "grpo or rft")
-        _check_number("training.rft_rounds", self.rft_rounds, 1, 10_000, integer=True)
-        _check_number("training.rft_epochs", self.rft_epochs, 1, 1000, integer=True)
-        _check_number("training.rft_batch_size", self.rft_batch_size, 1, 65_536, integer=True)
-        _check_number("training.rft_min_kept", self.rft_min_kept, 1, 10_000_000, integer=True)
-        _check_number("training.steps", self.steps, 1, 10_000_000, integer=True)
-        _check_number("training.prompts_per_step", self.prompts_per_step, 1, 65_536, integer=True)
-        _check_number("training.generations", self.generations, 2, 1024, integer=True)
-        _check_number("training.max_completion_length", self.max_completion_length, 1, 1_000_000, integer=True)
-        _check_number("training.learning_rate", self.learning_rate, 1e-10, 1.0)
-        _check_number("training.temperature", self.temperature, 0.01, 10.0)
-        _check_number("training.beta", self.beta, 0.0, 100.0)
-        _check_number("training.lora_rank", self.lora_rank, 1, 4096, integer=True)
-        if self.vllm_mode not in ("colocate", "server"):
-            raise ConfigError("training.vllm_mode", self.vllm_mode, "colocate or server")
+            if not _REWARD_WEIGHT.admits(weight):
+                raise ConfigError(f"training.rewards.{name}", weight, str(_REWARD_WEIGHT))
+        check_fields(self, "training")
         if not isinstance(self.vllm_server_host, str) or not self.vllm_server_host.strip():
             raise ConfigError("training.vllm_server_host", self.vllm_server_host, "a host name or IP address")
-        _check_number("training.vllm_server_port", self.vllm_server_port, 1, 65_535, integer=True)
-        if self.loss_type not in GRPO_LOSS_TYPES:
-            raise ConfigError("training.loss_type", self.loss_type, f"one of {', '.join(GRPO_LOSS_TYPES)}")
-        if self.scale_rewards not in ("group", "batch", "none"):
-            raise ConfigError("training.scale_rewards", self.scale_rewards, "group, batch or none")
-        _check_number("training.num_iterations", self.num_iterations, 1, 64, integer=True)
-        _check_number("training.warmup_ratio", self.warmup_ratio, 0.0, 1.0)
-        _check_number("training.weight_average", self.weight_average, 0.0, 0.9999)
         if self.greedy_member and self.use_vllm:
             raise ConfigError("training.greedy_member", True, "false when training.use_vllm is true (the greedy "
                               "member is generated with transformers)")
@@ -223,23 +194,26 @@ class Validation:
     """Stage config of the evidence set the engineer reads between stages (a document is turned into a
     StageConfig; its seed below 2**61). Generated with every test instance excluded by content, and kept out of
     every stage's training data by content (``curriculum.loop.sets``). Required."""
-    samples: int = 200
-    max_new_tokens: int = 48
-    sampled_k: int = 0
+    samples: int = integer(200, 1, 1_000_000)
+    """Instances in the evidence set."""
+    max_new_tokens: int = integer(48, 1, 1_000_000)
+    """Tokens per validation and evaluation answer."""
+    sampled_k: int = integer(0, 0, 1024)
     """Sampled pass@1 beside the greedy rates: ``sampled_k`` samples per validation instance at the training
     temperature (0: greedy only). GRPO can move sampling without moving the greedy answer, so both are shown."""
-    temperature: float = 0.0
+    temperature: float = number(0.0, 0.0, 10.0)
     """Decoding of the validation answers and of the final evaluation (recorded in their replay headers and
     tables): 0 is greedy. Qwen3 in thinking mode: 0.6 with ``top_p`` 0.95 and ``top_k`` 20, as its model card
     advises (greedy decoding makes thinking models repeat themselves). Thinking follows
     ``training.enable_thinking``."""
-    top_p: float = 1.0
-    top_k: int = 0
+    top_p: float = number(1.0, 0, 1, low_open=True)
+    """Nucleus sampling of the validation and evaluation answers (1: no cut)."""
+    top_k: int = integer(0, 0, 1_000_000)
     """0: no top-k cut."""
-    backend: str = "auto"
+    backend: str = choice("auto", ("auto", "hf", "vllm"))
     """What generates the validation and evaluation answers: ``hf`` (transformers), ``vllm`` (a vLLM engine on
     the GPU, built after the stage's trainer is released) or ``auto`` (``vllm`` when ``training.use_vllm``)."""
-    vllm_gpu_memory_utilization: float = 0.85
+    vllm_gpu_memory_utilization: float = number(0.85, 0.05, 0.99)
     """Share of the GPU the validation/evaluation vLLM engine may take (``vllm.LLM(gpu_memory_utilization)``)."""
 
     def __post_init__(self) -> None:
@@ -247,16 +221,7 @@ class Validation:
             object.__setattr__(self, "config", _stage_config("validation.config", self.config))
 
     def validate(self) -> None:
-        _check_number("validation.samples", self.samples, 1, 1_000_000, integer=True)
-        _check_number("validation.sampled_k", self.sampled_k, 0, 1024, integer=True)
-        _check_number("validation.max_new_tokens", self.max_new_tokens, 1, 1_000_000, integer=True)
-        _check_number("validation.temperature", self.temperature, 0.0, 10.0)
-        if isinstance(self.top_p, bool) or not isinstance(self.top_p, (int, float)) or not 0 < self.top_p <= 1:
-            raise ConfigError("validation.top_p", self.top_p, "a number in (0, 1]")
-        _check_number("validation.top_k", self.top_k, 0, 1_000_000, integer=True)
-        if self.backend not in ("auto", "hf", "vllm"):
-            raise ConfigError("validation.backend", self.backend, "auto, hf or vllm")
-        _check_number("validation.vllm_gpu_memory_utilization", self.vllm_gpu_memory_utilization, 0.05, 0.99)
+        check_fields(self, "validation")
 
 
 @dataclass(frozen=True)
@@ -270,7 +235,7 @@ class Engineer:
     options: dict = field(default_factory=dict)
     """The engineer's own options (its declared fields: ``mapf-lake engineers NAME`` lists them with defaults and
     allowed values; checked when the run config is)."""
-    plan_first: bool = False
+    plan_first: bool = flag(False)
     """Ask the engineer for stage 1's config too, from the warm start's validation (or the untrained model's,
     without a warm start), instead of training stage 1 on ``initial_config`` as given. The decision is kept in
     ``warm_start/decision.json`` (``untrained/decision.json``)."""
@@ -281,8 +246,7 @@ class Engineer:
         unknown = [s for s in self.context if s not in ENGINEER_CONTEXT]
         if unknown:
             raise ConfigError("engineer.context", unknown[0], f"sections among {ENGINEER_CONTEXT}")
-        if not isinstance(self.plan_first, bool):
-            raise ConfigError("engineer.plan_first", self.plan_first, "true or false")
+        check_fields(self, "engineer")
         if not isinstance(self.options, dict) or not all(isinstance(k, str) for k in self.options):
             raise ConfigError("engineer.options", self.options, "a mapping of option names to values")
         if "backend" in self.options:
@@ -305,18 +269,18 @@ class RunConfig:
     """Everything a curriculum run does. Field docs below each field."""
 
     name: str = "run"
+    """The run's name: its folder is ``output_dir/name``."""
     arm: str = ""
     """Comparison arm this run belongs to (``train --compare`` sets it; ``compare`` groups runs by it and by
     ``seed``); empty: the engineer spec names the arm."""
     model: str = "tiny"
-    """``tiny``, ``small`` or ``medium`` (embedded models of ~0.8 M, ~3.2 M and ~10.6 M parameters, created at run
-    start) or a backend
-    spec ``hf:PATH_OR_NAME``."""
-    prompt_style: str = "compact"
-    """A ``policy.prompts.PROMPT_STYLES`` name: ``compact``, ``compact-nb`` or ``compact-xy`` (tiny models;
-    ``compact-nb`` also spells out each agent's start neighbours; ``compact-xy`` lists the holes' cells and answers
-    with the cell each action leads to) or ``natural`` (real models)."""
-    stages: int = 3
+    """An embedded model (``policy.models.EMBEDDED_SHAPES``: ~0.8 M to ~10.6 M parameters, created at run start) or
+    a backend spec ``hf:PATH_OR_NAME``."""
+    prompt_style: str = choice("compact", tuple(PROMPT_STYLES))
+    """A prompt style of ``policy.prompts.PROMPT_STYLES``: the compact ones suit the embedded tiny models (the
+    ``-nb`` one also spells out each agent's start neighbours, the ``-xy`` one lists the holes' cells and answers
+    with the cell each action leads to), ``natural`` suits real models."""
+    stages: int = integer(3, 1, 1000)
     """Engineered training stages."""
     initial_config: StageConfig | None = None
     """Stage config of stage 1 (a document is turned into a StageConfig; the engineer edits its document
@@ -325,12 +289,14 @@ class RunConfig:
     training: Training = field(default_factory=Training)
     validation: Validation = field(default_factory=Validation)
     engineer: Engineer = field(default_factory=Engineer)
-    evaluation_suite: str = "train-2agent-quick"
+    evaluation_suite: str = choice("train-2agent-quick", tuple(SUITES))
     """The test set: the benchmark suite of the final evaluation, read by nothing but the final score (no engineer,
     plan or checkpoint choice sees it; its instances are excluded from training and evidence by content).
     ``test-small`` for the CPU presets (2 and 3 agents on 3x3..6x6), ``paper`` for the paper's table."""
-    seed: int = 0
-    cpu_threads: int | None = None
+    seed: int = integer(0, 0, 2**31 - 1)
+    """The run's seed: every stage's instances, the evidence and test exclusions, the model's initial weights
+    and the trainers' sampling follow from it."""
+    cpu_threads: int | None = integer(None, 1, 1024, optional=True)
     """Torch threads for training and validation on a CPU; null: 1 for models under 100 M parameters (steady
     while other work shares the machine), torch's default for larger ones. On an idle 2-core machine 2 threads
     train ~1.4x faster (``mapf-lake bench grpo --cpu-threads N``: 0.77 -> 0.54 s per GRPO step); while another
@@ -360,24 +326,13 @@ class RunConfig:
         if not isinstance(self.model, str) or not (self.model in EMBEDDED_SHAPES or ":" in self.model):
             raise ConfigError("model", self.model, f"an embedded model ({', '.join(EMBEDDED_SHAPES)}) or a "
                               "backend spec like hf:PATH")
-        from policy.prompts import PROMPT_STYLES
-
-        if self.prompt_style not in PROMPT_STYLES:
-            raise ConfigError("prompt_style", self.prompt_style, f"one of {sorted(PROMPT_STYLES)}")
-        _check_number("stages", self.stages, 1, 1000, integer=True)
-        _check_number("seed", self.seed, 0, 2**31 - 1, integer=True)
-        if self.cpu_threads is not None:
-            _check_number("cpu_threads", self.cpu_threads, 1, 1024, integer=True)
+        check_fields(self, "")
         # the three stage configs become StageConfig objects here, so every reader gets a validated one
         object.__setattr__(self, "initial_config", _stage_config("initial_config", self.initial_config))
         if self.validation.config is None:
             raise ConfigError("validation.config", None, "a stage config (the held-out target distribution)")
         for part in (self.warm_start, self.training, self.validation, self.engineer):
             part.validate()
-        from simulator.suites import SUITES
-
-        if self.evaluation_suite not in SUITES:
-            raise ConfigError("evaluation_suite", self.evaluation_suite, f"one of {sorted(SUITES)}")
 
     @property
     def run_dir(self) -> Path:
@@ -675,3 +630,26 @@ def preset(name: str) -> RunConfig:
     if name not in PRESETS:
         raise ConfigError("preset", name, f"one of {sorted(PRESETS)}")
     return copy.deepcopy(PRESETS[name])
+
+
+# --- the settings, for people: derived from the declarations -------------------------------------------------
+_SECTIONS = {"warm_start": WarmStart, "training": Training, "validation": Validation, "engineer": Engineer}
+_STAGE_CONFIG_HELP = "a stage config (its fields: mapf-lake gen --schema)"
+
+
+def settings_rows() -> list[FieldRow]:
+    """Every run config setting as ``--set`` names it (``training.steps``), in the run config's order, with its
+    default, what it allows and its help (:mod:`simulator.fields`); a stage config is one row."""
+    rows: list[FieldRow] = []
+    for row in field_rows(RunConfig):
+        if row.name in _SECTIONS:
+            section = _SECTIONS[row.name]
+            for inner in field_rows(section, prefix=f"{row.name}."):
+                if isinstance(inner.default, StageConfig) or inner.name in STAGE_CONFIG_FIELDS:
+                    inner = dataclasses.replace(inner, default=None, allowed=_STAGE_CONFIG_HELP)
+                rows.append(inner)
+        elif row.name in STAGE_CONFIG_FIELDS:
+            rows.append(dataclasses.replace(row, allowed=_STAGE_CONFIG_HELP))
+        else:
+            rows.append(row)
+    return rows

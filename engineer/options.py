@@ -1,8 +1,9 @@
 """An engineer's options, declared once: each option is a field of the engineer's dataclass, and the field says
 which values it takes (``low: float = number(0.2, 0, 1)``). The checks and their ConfigError (naming
 ``ENGINEER.OPTION``, the value and what is allowed), the unknown-option error of ``make_engineer`` and the option
-table (``mapf-lake engineers NAME``, the docs' engineer reference) all read that one declaration; an option's
-help is the docstring under its field.
+table (``mapf-lake engineers NAME``, the docs' engineer reference) all read that one declaration
+(:mod:`simulator.fields`, which the run config's settings use too); an option's help is the docstring under its
+field.
 
 Fields that are an engineer's state between stages (``state(dict)``, ``side_state()``) or objects only Python code
 passes (``python_object()``), its ``name`` and an ``llm`` engineer's ``backend_spec`` are not rows of the table.
@@ -14,66 +15,18 @@ options and hands the state fields' values to its ``load_state``. One whose stat
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
-import math
-import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from simulator.errors import ConfigError
+from simulator.fields import (ALLOWED, Allowed, FieldRow, as_written, choice, field_docs, field_rows, format_rows,
+                              integer, number)
 
-ALLOWED = "allowed"
 STATE = "state"
 SIDE_TABLE = "side_table"
 OBJECT = "object"
 NOT_OPTIONS = ("name", "backend_spec")
-
-
-@dataclass(frozen=True)
-class Allowed:
-    """The values an option takes: ``choices`` (names), else a finite number (an integer when ``integer``) in
-    ``[low, high]``, None for no bound at that end. Bools are no numbers here."""
-
-    low: float | None = None
-    high: float | None = None
-    integer: bool = False
-    choices: tuple[str, ...] = ()
-
-    def admits(self, value: Any) -> bool:
-        if self.choices:
-            return value in self.choices
-        if isinstance(value, bool) or not isinstance(value, int if self.integer else (int, float)):
-            return False
-        return math.isfinite(value) and (self.low is None or value >= self.low) and (
-            self.high is None or value <= self.high)
-
-    def __str__(self) -> str:
-        if self.choices:
-            return f"one of {', '.join(self.choices)}"
-        kind = "an integer" if self.integer else "a number"
-        if self.low is not None and self.high is not None:
-            return f"{kind} in [{self.low}, {self.high}]"
-        if self.low is not None:
-            return f"{kind} >= {self.low}"
-        return kind if self.high is None else f"{kind} <= {self.high}"
-
-
-def number(default: float, low: float, high: float) -> Any:
-    """An option that is an int or float in ``[low, high]``."""
-    return dataclasses.field(default=default, metadata={ALLOWED: Allowed(low, high)})
-
-
-def integer(default: int, low: int, high: int | None = None) -> Any:
-    """An option that is an integer at least ``low`` and at most ``high`` (None: no upper bound)."""
-    return dataclasses.field(default=default, metadata={ALLOWED: Allowed(low, high, integer=True)})
-
-
-def choice(default: str, choices: tuple[str, ...]) -> Any:
-    """An option that is one of ``choices``."""
-    return dataclasses.field(default=default, metadata={ALLOWED: Allowed(choices=tuple(choices))})
 
 
 def state(factory: Callable[[], Any] | None = None) -> Any:
@@ -158,34 +111,8 @@ class SideTableState:
                 for name in self._tables()}
 
 
-@dataclass(frozen=True)
-class Option:
-    """One row of an engineer's option table."""
-
-    name: str
-    default: Any
-    allowed: str
-    """What the declaration allows ("a number in [0, 1]"), else the field's type."""
-    help: str
-    """The docstring under the field ("" when it has none)."""
-
-
-def field_docs(cls: type) -> dict[str, str]:
-    """The docstrings under the fields of ``cls`` and of the classes it derives from (attribute docstrings), by
-    field name, the nearest class's winning; a class whose source cannot be read adds none."""
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        except (OSError, TypeError, SyntaxError):
-            continue
-        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-        for statement, after in zip(body, body[1:]):
-            if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
-                    and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-                    and isinstance(after.value.value, str)):
-                docs[statement.target.id] = " ".join(inspect.cleandoc(after.value.value).split())
-    return docs
+Option = FieldRow
+"""One row of an engineer's option table (:class:`simulator.fields.FieldRow`)."""
 
 
 def option_names(cls: type) -> list[str]:
@@ -196,35 +123,13 @@ def option_names(cls: type) -> list[str]:
 
 def option_table(cls: type) -> list[Option]:
     """The options of an engineer class for people: its option fields without the state ones, in order."""
-    docs = field_docs(cls)
-    rows = []
-    for field in dataclasses.fields(cls):
-        if not field.init or field.name in NOT_OPTIONS or STATE in field.metadata or OBJECT in field.metadata:
-            continue
-        default = field.default if field.default is not dataclasses.MISSING else None
-        allowed = field.metadata[ALLOWED] if ALLOWED in field.metadata else field.type
-        rows.append(Option(field.name, default, str(allowed), docs[field.name] if field.name in docs else ""))
-    return rows
+    hidden = tuple(field.name for field in dataclasses.fields(cls)  # type: ignore[arg-type]
+                   if field.name in NOT_OPTIONS or STATE in field.metadata or OBJECT in field.metadata)
+    return field_rows(cls, skip=hidden)
 
 
-def as_written(value: Any) -> str:
-    """A default as a config file writes it: ``true``, ``null``, ``valid_rate``, ``0.5``."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    return "null" if value is None else str(value)
-
-
-def format_option_table(rows: list[Option], width: int = 80) -> str:
-    """``rows`` as text for a terminal ``width`` columns wide: each option's name, default and allowed values on
-    a line, its help wrapped and indented under them."""
-    name_width = max((len(row.name) for row in rows), default=0) + 2
-    lines = []
-    for row in rows:
-        lines.append(f"  {row.name:<{name_width}}{as_written(row.default):<12} {row.allowed}".rstrip())
-        if row.help:
-            lines.extend(textwrap.wrap(row.help.replace("``", ""), width, initial_indent=" " * 6,
-                                       subsequent_indent=" " * 6))
-    return "\n".join(lines)
+format_option_table = format_rows
+"""``rows`` as text for a terminal (:func:`simulator.fields.format_rows`)."""
 
 
 __all__ = ["Allowed", "DeclaredOptions", "Option", "SideTableState", "as_written", "check_options", "choice",

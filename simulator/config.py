@@ -62,6 +62,7 @@ import yaml
 from simulator import constants as C
 from simulator.atomic import atomic_write
 from simulator.errors import ConfigError
+from simulator.fields import REQUIRED, allowed_of, integer, number, schema_property
 from simulator.files import (MAX_CONFIG_BYTES, MAX_DEPTH, MAX_INT_DIGITS, cut, read_text_bounded,
                              reject_duplicate_json_keys)
 
@@ -133,29 +134,48 @@ def _size_key(key: Any) -> int:
     return side
 
 
+def _makespan_bound(what: str) -> str:
+    return f"Optional, 1..{MAX_HORIZON} or null (default: no bound): only instances whose optimal makespan is {what}"
+
+
+def _bounds(cls: Any, name: str) -> tuple[Any, Any]:
+    """The ``(low, high)`` field ``name`` of ``cls`` declares (:mod:`simulator.fields`)."""
+    allowed = allowed_of(cls, name)
+    return allowed.low, allowed.high
+
+
 @dataclass(frozen=True)
 class SizeSpec:
     """How one map size is sampled in a stage. Validated on construction (fields named bare, e.g. ``hole_ratio``;
     inside a :class:`StageConfig` document they are reported as ``sizes.<side>.<field>``)."""
 
-    data_ratio: float
+    data_ratio: float = number(REQUIRED, 0, 1, description=(
+        "Share of the stage's samples drawn at this size, 0..1. The data_ratio values of all sizes must sum to 1 "
+        "(within 1e-6). 0 keeps the size listed but unused."))
     """Share of the stage's samples drawn at this size, in [0, 1]; 0 keeps the size listed but unused."""
-    hole_ratio: float
+    hole_ratio: float = number(REQUIRED, 0, MAX_HOLE_RATIO, description=(
+        f"Share of the map's cells that are holes, 0..{MAX_HOLE_RATIO}. A side-s map gets round(hole_ratio*s*s) "
+        "holes (halves round up), and the cells left free must be at least the largest agent count. More holes "
+        "make paths longer and instances harder."))
     """Share of this size's cells that are holes, in [0, 0.9]; see :meth:`hole_count` for the exact count."""
-    wait_ratio: float
+    wait_ratio: float = number(REQUIRED, 0, 1, description=(
+        "Share of this size's instances whose optimal solution needs at least one agent to wait to resolve a "
+        "conflict, 0..1. Must be 0 when every instance has a single agent."))
     """Share of this size's instances whose optimal solution needs at least one agent to wait, in [0, 1]."""
-    min_makespan: int | None = None
+    min_makespan: int | None = integer(None, 1, MAX_HORIZON, optional=True, description=_makespan_bound(
+        "at least this. With max_makespan it sets how long the plans this size asks for are (the steps the best "
+        "joint plan takes)."))
     """Least optimal makespan of this size's instances, 1..MAX_HORIZON; None: no lower bound."""
-    max_makespan: int | None = None
+    max_makespan: int | None = integer(None, 1, MAX_HORIZON, optional=True, description=_makespan_bound(
+        "at most this (at least min_makespan). Small values put agents near their goals."))
     """Greatest optimal makespan of this size's instances, 1..MAX_HORIZON; None: no upper bound."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "data_ratio", _checked_real(self.data_ratio, "data_ratio", 0.0, 1.0))
-        object.__setattr__(self, "hole_ratio", _checked_real(self.hole_ratio, "hole_ratio", 0.0, MAX_HOLE_RATIO))
-        object.__setattr__(self, "wait_ratio", _checked_real(self.wait_ratio, "wait_ratio", 0.0, 1.0))
+        for name in ("data_ratio", "hole_ratio", "wait_ratio"):
+            object.__setattr__(self, name, _checked_real(getattr(self, name), name, *_bounds(SizeSpec, name)))
         for name in ("min_makespan", "max_makespan"):
             if getattr(self, name) is not None:
-                object.__setattr__(self, name, _checked_int(getattr(self, name), name, 1, MAX_HORIZON))
+                object.__setattr__(self, name, _checked_int(getattr(self, name), name, *_bounds(SizeSpec, name)))
         if self.min_makespan is not None and self.max_makespan is not None and self.min_makespan > self.max_makespan:
             raise ConfigError("max_makespan", self.max_makespan, f"at least min_makespan ({self.min_makespan})")
 
@@ -255,15 +275,19 @@ class StageConfig:
     """Fewest agents in an instance, 1..16 (the document's ``agents``, or its range's first entry)."""
     agents_max: int
     """Most agents in an instance, agents_min..16 (equal to ``agents_min`` for a fixed count)."""
-    samples: int
+    samples: int = integer(REQUIRED, 1, MAX_SAMPLES, description=(
+        f"Number of instances in the stage, 1..{MAX_SAMPLES}, split among sizes by data_ratio."))
     """Instances in the stage, 1..1,000,000, split among sizes by :meth:`size_counts`."""
-    sizes: Mapping[int, SizeSpec]
+    sizes: Mapping[int, SizeSpec]  # type: ignore[misc]  # samples' declaration has no default (REQUIRED)
     """Map side (3..32) -> how that size is sampled; stored as a read-only :class:`SizeTable` in ascending order."""
-    seed: int = 0
+    seed: int = integer(0, 0, MAX_SEED, description=(
+        "Generator seed (default 0). The same config and seed give the same instances."))
     """Generator seed, 0 <= seed < 2**63: the same config and seed give the same instances."""
-    slip: float = 0.0
+    slip: float = number(0.0, 0, 1, description=(
+        "Slippery ice: probability that a move slips sideways, 0..1 (default 0: moves are exact)."))
     """Probability that a move slips sideways (slippery ice), in [0, 1]; 0 is deterministic."""
-    horizon: int | None = None
+    horizon: int | None = integer(None, 1, MAX_HORIZON, optional=True, description=(
+        f"Maximum plan length per agent, 1..{MAX_HORIZON}, or null (default) to derive it from each instance."))
     """Max plan length per agent, 1..4096; None lets the generator derive it from the instance."""
 
     def __post_init__(self) -> None:
@@ -273,11 +297,11 @@ class StageConfig:
             raise ConfigError("agents", [agents_min, agents_max], "a range [min, max] with min <= max")
         object.__setattr__(self, "agents_min", agents_min)
         object.__setattr__(self, "agents_max", agents_max)
-        object.__setattr__(self, "samples", _checked_int(self.samples, "samples", 1, MAX_SAMPLES))
-        object.__setattr__(self, "seed", _checked_int(self.seed, "seed", 0, MAX_SEED))
-        object.__setattr__(self, "slip", _checked_real(self.slip, "slip", 0.0, 1.0))
+        object.__setattr__(self, "samples", _checked_int(self.samples, "samples", *_bounds(StageConfig, "samples")))
+        object.__setattr__(self, "seed", _checked_int(self.seed, "seed", *_bounds(StageConfig, "seed")))
+        object.__setattr__(self, "slip", _checked_real(self.slip, "slip", *_bounds(StageConfig, "slip")))
         if self.horizon is not None:
-            object.__setattr__(self, "horizon", _checked_int(self.horizon, "horizon", 1, MAX_HORIZON))
+            object.__setattr__(self, "horizon", _checked_int(self.horizon, "horizon", *_bounds(StageConfig, "horizon")))
         object.__setattr__(self, "sizes", self._checked_sizes(self.sizes, agents_max))
 
     @staticmethod
@@ -632,53 +656,13 @@ def config_json_schema() -> dict[str, Any]:
     Returns a fresh dict on every call, so a caller may edit it.
     """
     agent_count = {"type": "integer", "minimum": 1, "maximum": MAX_STAGE_AGENTS}
-    side_pattern = "^([3-9]|[12][0-9]|3[0-2])$"
-
-    def makespan_bound(what: str) -> dict[str, Any]:
-        return {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_HORIZON, "default": None,
-                "description": f"Optional, 1..{MAX_HORIZON} or null (default: no bound): only instances whose "
-                               f"optimal makespan is {what}"}
-  # the decimal strings "3".."32"; a test pins it to MIN/MAX_SIZE
+    side_pattern = "^([3-9]|[12][0-9]|3[0-2])$"  # the decimal strings "3".."32"; a test pins it to MIN/MAX_SIZE
     size_spec = {
         "type": "object",
         "description": "How one map size is sampled.",
         "additionalProperties": False,
         "required": list(REQUIRED_SIZE_KEYS),
-        "properties": {
-            "data_ratio": {
-                "type": "number",
-                "minimum": 0,
-                "maximum": 1,
-                "description": (
-                    "Share of the stage's samples drawn at this size, 0..1. The data_ratio values of all sizes "
-                    "must sum to 1 (within 1e-6). 0 keeps the size listed but unused."
-                ),
-            },
-            "hole_ratio": {
-                "type": "number",
-                "minimum": 0,
-                "maximum": MAX_HOLE_RATIO,
-                "description": (
-                    f"Share of the map's cells that are holes, 0..{MAX_HOLE_RATIO}. A side-s map gets "
-                    "round(hole_ratio*s*s) holes (halves round up), and the cells left free must be at least "
-                    "the largest agent count. More holes make paths longer and instances harder."
-                ),
-            },
-            "wait_ratio": {
-                "type": "number",
-                "minimum": 0,
-                "maximum": 1,
-                "description": (
-                    "Share of this size's instances whose optimal solution needs at least one agent to wait to "
-                    "resolve a conflict, 0..1. Must be 0 when every instance has a single agent."
-                ),
-            },
-            "min_makespan": makespan_bound(
-                "at least this. With max_makespan it sets how long the plans this size asks for are (the steps the "
-                "best joint plan takes)."),
-            "max_makespan": makespan_bound("at most this (at least min_makespan). Small values put agents near their "
-                                           "goals."),
-        },
+        "properties": {name: schema_property(SizeSpec, name) for name in SIZE_KEYS},
     }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -702,38 +686,10 @@ def config_json_schema() -> dict[str, Any]:
                     {"type": "array", "prefixItems": [agent_count, agent_count], "items": False, "minItems": 2},
                 ],
             },
-            "samples": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": MAX_SAMPLES,
-                "description": f"Number of instances in the stage, 1..{MAX_SAMPLES}, split among sizes by data_ratio.",
-            },
-            "seed": {
-                "type": "integer",
-                "minimum": 0,
-                "maximum": MAX_SEED,
-                "default": 0,
-                "description": "Generator seed (default 0). The same config and seed give the same instances.",
-            },
-            "slip": {
-                "type": "number",
-                "minimum": 0,
-                "maximum": 1,
-                "default": 0.0,
-                "description": (
-                    "Slippery ice: probability that a move slips sideways, 0..1 (default 0: moves are exact)."
-                ),
-            },
-            "horizon": {
-                "type": ["integer", "null"],
-                "minimum": 1,
-                "maximum": MAX_HORIZON,
-                "default": None,
-                "description": (
-                    f"Maximum plan length per agent, 1..{MAX_HORIZON}, or null (default) to derive it from each "
-                    "instance."
-                ),
-            },
+            "samples": schema_property(StageConfig, "samples"),
+            "seed": schema_property(StageConfig, "seed"),
+            "slip": schema_property(StageConfig, "slip"),
+            "horizon": schema_property(StageConfig, "horizon"),
             "sizes": {
                 "type": "object",
                 "minProperties": 1,

@@ -5,7 +5,9 @@ A page that holds the marker ``<!-- cli-reference -->`` gets, in its place, the 
 every subcommand under it (``bench`` targets included), each under a heading named after the command
 (``mapf-lake gen`` -> anchor ``#mapf-lake-gen``). A page that holds ``<!-- engineer-reference -->`` gets every
 registered engineer (``engineer.engineers.ENGINEERS``) under a heading of its name, with its option table as
-``mapf-lake engineers NAME`` prints it (``engineer.options``). Registered in ``mkdocs.yml`` under ``hooks:``.
+``mapf-lake engineers NAME`` prints it (``engineer.options``). A page that holds ``<!-- settings-reference -->``
+gets the run config's settings (``curriculum.config.settings_rows``: every key ``--set`` takes, its default, what it
+allows and what it does, from the fields' declarations). Registered in ``mkdocs.yml`` under ``hooks:``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 
 MARKER = "<!-- cli-reference -->"
 ENGINEER_MARKER = "<!-- engineer-reference -->"
+SETTINGS_MARKER = "<!-- settings-reference -->"
 HELP_WIDTH = "100"  # argparse wraps to $COLUMNS; a fixed width makes the page the same on every machine
 
 
@@ -60,9 +63,22 @@ def render_engineer_reference() -> str:
     return "\n".join(blocks)
 
 
+def render_settings_reference() -> str:
+    """Markdown: one table of every run config setting, as ``mapf-lake train --settings`` lists them."""
+    from curriculum.config import settings_rows
+    from simulator.fields import as_written
+
+    lines = ["| setting | default | allowed | what it does |", "| --- | --- | --- | --- |"]
+    lines += [f"| `{row.name}` | `{as_written(row.default)}` | {_cell(row.allowed)} | {_cell(row.help)} |"
+              for row in settings_rows()]
+    return "\n".join(lines) + "\n"
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     if MARKER in markdown:
         markdown = markdown.replace(MARKER, render_cli_reference())
     if ENGINEER_MARKER in markdown:
         markdown = markdown.replace(ENGINEER_MARKER, render_engineer_reference())
+    if SETTINGS_MARKER in markdown:
+        markdown = markdown.replace(SETTINGS_MARKER, render_settings_reference())
     return markdown
