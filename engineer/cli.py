@@ -40,12 +40,10 @@ def load_history(path: str | Path) -> list[HistoryEntry]:
     from engineer.context import HistoryEntry
     from simulator.errors import ConfigError
 
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ConfigError("--history", str(path), "a readable JSON file", error.strerror or str(error)) from None
-    except ValueError as error:
-        raise ConfigError("--history", str(path), "valid JSON", str(error)) from None
+    from simulator.files import MAX_CONFIG_BYTES, load_json, read_text_bounded
+
+    data = load_json(read_text_bounded(path, MAX_CONFIG_BYTES, "a history file", "--history"), f"--history {path}",
+                     "a history file")
     if isinstance(data, dict) and "history" in data:
         data = data["history"]
     if not isinstance(data, list):

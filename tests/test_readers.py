@@ -40,10 +40,7 @@ NOT_USERS_FILES = {
     "curriculum.benches.replay:_read_jsonl": "a benchmark reading its temporary file back",
     "curriculum.loop.records:read_record": "the run-folder reader: checks S_ISREG before opening, bounded read",
     # Still to route through the helper (issue 47; these modules are being reworked at the same time):
-    "engineer.cli:load_history": "TO DO: --history (engineer/ is under refactor)",
     "curriculum.loop.curriculum:end_stage": "TO DO: a run folder's shared-from note",
-    "curriculum.loop.sharing:share_stage": "TO DO: a sibling arm's stage files (train --compare)",
-    "curriculum.loop.sharing:handed_bytes": "TO DO: a sibling arm's handed-over instances (train --compare)",
     "curriculum.training.trainers:grpo_stage": "TO DO: the run folder's reward signal on resume",
     "curriculum.training.trainers:rft_stage": "TO DO: the run folder's checkpoint mark",
 }
@@ -396,3 +393,21 @@ def test_fuzz_readers__json_and_yaml_documents_load_or_raise_one_error(pieces):
             load_yaml(text)
         except yaml.YAMLError:
             pass
+
+
+def test_run_folder_siblings_and_history_refuse_a_fifo_before_opening_it(tmp_path):
+    # --history, a sibling arm's handed-over instances and its stage records (train --compare) go through the helper
+    from curriculum.loop.sharing import handed_bytes
+    from engineer.cli import load_history
+
+    fifo = tmp_path / "history.json"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="FIFO"):
+        load_history(fifo)
+    (tmp_path / "stage").mkdir()
+    os.mkfifo(tmp_path / "stage" / "replay.jsonl")
+    with pytest.raises(ConfigError, match="FIFO"):
+        handed_bytes(tmp_path / "stage")
+    (tmp_path / "deep.json").write_text("[" * 100 + "]" * 100)
+    with pytest.raises(ConfigError, match="nested"):
+        load_history(tmp_path / "deep.json")

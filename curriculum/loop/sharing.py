@@ -11,6 +11,7 @@ from curriculum.loop.folder import HANDED_FILE, SHARED_FROM_FILE, stage_folder
 from curriculum.loop.records import OUTCOMES_FILE
 from simulator.atomic import atomic_folder, atomic_write
 from simulator.config import StageConfig, format_config_text
+from simulator.files import MAX_CONFIG_BYTES, MAX_INSTANCES_BYTES, read_bytes_bounded, read_text_bounded
 
 # Run-config keys that cannot change what a stage trains on: the engineer acts only after a stage is validated,
 # and what it decides is compared stage by stage (the stage configs themselves).
@@ -42,14 +43,14 @@ def share_stage(source: RunConfig, target: RunConfig, stage: int, config: StageC
     src, dst = stage_folder(source.run_dir, stage), stage_folder(target.run_dir, stage)
     if neutral(source) != neutral(target) or not (src / "stage.json").exists() or (dst / "model").exists():
         return False
-    if not (src / "config.yaml").exists() or (src / "config.yaml").read_text() != format_config_text(config, "yaml"):
+    if not (src / "config.yaml").exists() or _text(src / "config.yaml") != format_config_text(config, "yaml"):
         return False
     if handed_bytes(src) != given:
         return False
     for earlier in range(1, stage):  # the same chain of stage configs: the same checkpoint this stage starts from
         mine = stage_folder(target.run_dir, earlier) / "config.yaml"
         theirs = stage_folder(source.run_dir, earlier) / "config.yaml"
-        if not (mine.exists() and theirs.exists()) or mine.read_text() != theirs.read_text():
+        if not (mine.exists() and theirs.exists()) or _text(mine) != _text(theirs):
             return False
         if handed_bytes(mine.parent) != handed_bytes(theirs.parent):
             return False
@@ -61,16 +62,21 @@ def share_stage(source: RunConfig, target: RunConfig, stage: int, config: StageC
             with atomic_folder(dst / part) as building:
                 shutil.copytree(src / part, building, dirs_exist_ok=True)
         else:
-            atomic_write(dst / part, (src / part).read_bytes())
+            atomic_write(dst / part, read_bytes_bounded(src / part, MAX_INSTANCES_BYTES, f"a sibling arm's {part}"))
     origin = src / SHARED_FROM_FILE  # a copy of a copy names the run that trained (and timed) the stage
-    atomic_write(dst / SHARED_FROM_FILE, origin.read_text() if origin.exists() else str(source.run_dir))
+    atomic_write(dst / SHARED_FROM_FILE, _text(origin) if origin.exists() else str(source.run_dir))
     return True
 
 
 def handed_bytes(folder: Path) -> bytes:
     """The bytes of a stage folder's ``replay.jsonl`` (the instances handed to it), empty without one."""
     path = folder / HANDED_FILE
-    return path.read_bytes() if path.exists() else b""
+    return read_bytes_bounded(path, MAX_INSTANCES_BYTES, "a stage's handed-over instances") if path.exists() else b""
+
+
+def _text(path: Path) -> str:
+    """A stage folder's small text record (a config, a shared-from note): a regular file, bounded."""
+    return read_text_bounded(path, MAX_CONFIG_BYTES, "a stage folder's record")
 
 
 def share_warm_start(source: Path, target: Path) -> None:
