@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from policy.parsing import _answer_region, _tokens, parse_plan
+from policy.parsing import _SEPARATORS, _WORDS, _answer_region, _tokens, parse_plan
 from policy.prompts import PROMPT_STYLES
 from policy.rewards import DEFAULT_WEIGHTS, reward_columns
 from simulator import constants as C
@@ -108,10 +108,18 @@ def parse_joint_action(text: str, n_agents: int) -> tuple[np.ndarray | None, str
         return None, "the answer is empty"
     labelled = parse_plan(text, n_agents, horizon=1)
     if labelled.plan is not None:
-        return labelled.plan.actions[:, 0].astype(np.int8) if labelled.plan.horizon else np.zeros(n_agents, np.int8), None
+        silent = [agent for agent, length in enumerate(labelled.plan.lengths.tolist()) if length != 1]
+        if silent:  # a turn moves every agent: a missing move is no wait
+            return None, f"agent {silent[0]} has no action (one action per agent each turn)"
+        return labelled.plan.actions[:, 0].astype(np.int8), None
     region = _answer_region(text)
     if region is None:
         return None, "a <think> block is never closed, so there is no answer after it"
+    for token in _SEPARATORS.split(region):
+        word = token.rstrip(".:")
+        # one turn's letters run together as the prompt writes them ("UD"); a lower-case word is a word ("dull")
+        if len(word) > 1 and word.isalpha() and not word.isupper() and word.lower() not in _WORDS:
+            return None, f"not an action: {token[:40]!r}"
     actions = _tokens(region)
     if isinstance(actions, str):
         return None, f"not an action: {actions!r}"

@@ -34,6 +34,10 @@ CONFIG = StageConfig.from_dict({"agents": [2, 3], "samples": 24, "seed": 11, "si
     ("UX", 2, None),
     ("", 2, None),
     ("<think>never closed U D", 2, None),
+    ("A0 U\nA1", 2, None),  # a turn moves every agent: a missing move is not a wait
+    ("A0\nA1", 2, None),
+    ("dull", 4, None),  # a word is not four moves
+    ("Up, Wait", 2, [C.UP, C.WAIT]),
 ])
 def test_parse_joint_action__table(text, agents, expected):
     actions, error = parse_joint_action(text, agents)
