@@ -44,7 +44,7 @@ from policy.signal import SIGNAL_FIGURES, SIGNAL_TRAINERS, TrainingSignal
 from replays.mining import CATEGORIES, Exemplar, FailureSummary, GroupStats, key_text, read_key
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
-from simulator.text import counted
+from simulator.text import counted, figure, percent
 
 CONTEXT_SECTIONS = ("behavior", "failures", "env_stats", "history")
 DEFAULT_MAX_EXEMPLARS = 3  # exemplar episodes shown: enough to show what a failure looks like, cheap in tokens
@@ -182,14 +182,6 @@ def parse_sections(sections: str | Iterable[str] | None) -> tuple[str, ...]:
 
 
 # --- small renderers -----------------------------------------------------------------------------------------
-def _pct(value: Any) -> str:
-    return f"{100 * float(value):.1f}%" if isinstance(value, (int, float)) else "n/a"
-
-
-def _num(value: Any, digits: int = 2) -> str:
-    return f"{float(value):.{digits}f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "n/a"
-
-
 def _side_order(keys: Iterable[str]) -> list[str]:
     """Size or agent keys ("4", "10") in numeric order; odd keys last, as text."""
     return sorted(keys, key=lambda key: (0, int(key)) if str(key).isdigit() else (1, str(key)))
@@ -202,8 +194,8 @@ def describe_config(config: Mapping[str, Any]) -> str:
     """
     try:
         sizes = ", ".join(
-            f"{side} (data {_num(spec['data_ratio'], 3)}, holes {_num(spec['hole_ratio'], 3)}, "
-            f"wait {_num(spec['wait_ratio'], 3)})"
+            f"{side} (data {figure(spec['data_ratio'], 3)}, holes {figure(spec['hole_ratio'], 3)}, "
+            f"wait {figure(spec['wait_ratio'], 3)})"
             for side, spec in config["sizes"].items()
         )
         agents = config["agents"]
@@ -358,8 +350,8 @@ def _score(value: Any) -> float | None:
 # --- sections: text ------------------------------------------------------------------------------------------
 def _group_line(label: str, group: Mapping) -> str:
     return (
-        f"  {label}: {counted(group['episodes'], 'episode')}, valid {_pct(group['valid_rate'])}, "
-        f"optimal {_pct(group['optimal_rate'])}"
+        f"  {label}: {counted(group['episodes'], 'episode')}, valid {percent(group['valid_rate'])}, "
+        f"optimal {percent(group['optimal_rate'])}"
     )
 
 
@@ -369,17 +361,17 @@ _WAIT_LABELS = {"needs_wait": "needs a wait", "no_wait": "no wait needed"}
 def _behavior_text(data: Mapping) -> list[str]:
     lines = [
         "## behavior: how the policy did on this stage's validation instances",
-        f"{counted(data['episodes'], 'episode')}: valid {_pct(data['valid_rate'])} ({data['valid']}), "
-        f"optimal {_pct(data['optimal_rate'])} ({data['optimal']}); reward mean {_num(data['reward']['mean'])}, "
-        f"std {_num(data['reward']['std'])}; {_num(data['completion_tokens_mean'], 1)} tokens per answer",
+        f"{counted(data['episodes'], 'episode')}: valid {percent(data['valid_rate'])} ({data['valid']}), "
+        f"optimal {percent(data['optimal_rate'])} ({data['optimal']}); reward mean {figure(data['reward']['mean'])}, "
+        f"std {figure(data['reward']['std'])}; {figure(data['completion_tokens_mean'], 1)} tokens per answer",
         "per map size:",
     ]
     for side, group in data["by_size"].items():
         line = _group_line(f"{side}x{side}", group)
         if "reward_mean" in group:
             line += (
-                f", reward {_num(group['reward_mean'])} +- {_num(group['reward_std'])}, "
-                f"{_num(group['completion_tokens_mean'], 1)} tokens"
+                f", reward {figure(group['reward_mean'])} +- {figure(group['reward_std'])}, "
+                f"{figure(group['completion_tokens_mean'], 1)} tokens"
             )
         lines.append(line)
     lines.append("per agent count:")
@@ -393,7 +385,7 @@ def _behavior_text(data: Mapping) -> list[str]:
         lines += [_group_line(_WAIT_LABELS.get(key, key), group) for key, group in by_wait.items()]
         sides = sorted({key.partition(":")[0] for key in by_size_wait}, key=lambda side: int(side))
         for side in sides:
-            parts = [f"{_WAIT_LABELS.get(kind, kind)} {_pct(group['valid_rate'])} of {group['episodes']}"
+            parts = [f"{_WAIT_LABELS.get(kind, kind)} {percent(group['valid_rate'])} of {group['episodes']}"
                      for kind in ("needs_wait", "no_wait") for group in [by_size_wait.get(f"{side}:{kind}")] if group]
             lines.append(f"  {side}x{side}: valid " + ", ".join(parts))
     by_length = data.get("by_size_makespan") or {}
@@ -413,7 +405,7 @@ def _failures_text(data: Mapping) -> list[str]:
     if not seen:
         return lines + ["no failures"]
     lines.append("failures: " + ", ".join(
-        f"{name} {count} ({_pct(data['failure_rates'].get(name, 0.0))})" for name, count in seen.items()
+        f"{name} {count} ({percent(data['failure_rates'].get(name, 0.0))})" for name, count in seen.items()
     ))
     lines.append("per map size:")
     for side, counts in data["by_size"].items():
@@ -442,18 +434,18 @@ def _env_stats_text(data: Mapping) -> list[str]:
                                              "rejected_makespan")
                                  if made.get(key))
             lines.append(
-                f"  {side}x{side}: {counted(made['count'], 'instance')}; holes {_num(made['achieved_hole_ratio'], 3)} "
-                f"(asked {_num(made['requested_hole_ratio'], 3)}), needs-wait share "
-                f"{_num(made['achieved_wait_ratio'], 3)} (asked {_num(made['requested_wait_ratio'], 3)}); "
+                f"  {side}x{side}: {counted(made['count'], 'instance')}; holes {figure(made['achieved_hole_ratio'], 3)} "
+                f"(asked {figure(made['requested_hole_ratio'], 3)}), needs-wait share "
+                f"{figure(made['achieved_wait_ratio'], 3)} (asked {figure(made['requested_wait_ratio'], 3)}); "
                 f"{counted(made['candidates'], 'candidate')} drawn" + (f", rejected: {rejected}" if rejected else "")
             )
     if data["achieved"]:
         lines.append("the evaluated episodes' instances per size (for a run: the validation set, not the config):")
     for side, achieved in data["achieved"].items():
         lines.append(
-            f"  {side}x{side}: {counted(achieved['episodes'], 'episode')}; holes {_num(achieved['hole_ratio_mean'], 3)}, "
-            f"needs-wait share {_num(achieved['needs_wait_share'], 3)}, optimal makespan mean "
-            f"{_num(achieved['optimal_makespan_mean'], 1)} (range {achieved['optimal_makespan_min']}.."
+            f"  {side}x{side}: {counted(achieved['episodes'], 'episode')}; holes {figure(achieved['hole_ratio_mean'], 3)}, "
+            f"needs-wait share {figure(achieved['needs_wait_share'], 3)}, optimal makespan mean "
+            f"{figure(achieved['optimal_makespan_mean'], 1)} (range {achieved['optimal_makespan_min']}.."
             f"{achieved['optimal_makespan_max']})"
         )
     failed, succeeded = data["instance_stats"].get("failed"), data["instance_stats"].get("succeeded")
@@ -462,11 +454,11 @@ def _env_stats_text(data: Mapping) -> list[str]:
         failed, succeeded = ({key: (value if group.get("episodes") else None) for key, value in group.items()}
                              for group in (failed, succeeded))
         lines.append(
-            f"failed vs succeeded instances: holes {_num(failed.get('hole_ratio_mean'), 3)} vs "
-            f"{_num(succeeded.get('hole_ratio_mean'), 3)}, needs-wait share {_num(failed.get('needs_wait_share'))} vs "
-            f"{_num(succeeded.get('needs_wait_share'))}, optimal makespan {_num(failed.get('optimal_makespan_mean'), 1)}"
-            f" vs {_num(succeeded.get('optimal_makespan_mean'), 1)}, agents {_num(failed.get('agents_mean'), 1)} vs "
-            f"{_num(succeeded.get('agents_mean'), 1)}"
+            f"failed vs succeeded instances: holes {figure(failed.get('hole_ratio_mean'), 3)} vs "
+            f"{figure(succeeded.get('hole_ratio_mean'), 3)}, needs-wait share {figure(failed.get('needs_wait_share'))} vs "
+            f"{figure(succeeded.get('needs_wait_share'))}, optimal makespan {figure(failed.get('optimal_makespan_mean'), 1)}"
+            f" vs {figure(succeeded.get('optimal_makespan_mean'), 1)}, agents {figure(failed.get('agents_mean'), 1)} vs "
+            f"{figure(succeeded.get('agents_mean'), 1)}"
         )
     if data.get("training_signal"):
         lines.append(f"training signal of the stage just trained "
@@ -475,13 +467,13 @@ def _env_stats_text(data: Mapping) -> list[str]:
             groups = figures["groups"]
             lines.append(
                 f"  {side}x{side}: {int(groups) if groups is not None else '-'} groups, reward "
-                f"{_num(figures['reward_mean'])}, sampled valid {_pct(figures['valid_rate'])}, zero-variance "
-                f"{_pct(figures['zero_variance_share'])}, mean |advantage| {_num(figures['abs_advantage_mean'])}"
+                f"{figure(figures['reward_mean'])}, sampled valid {percent(figures['valid_rate'])}, zero-variance "
+                f"{percent(figures['zero_variance_share'])}, mean |advantage| {figure(figures['abs_advantage_mean'])}"
             )
         rounds = data.get("training_signal_rounds") or []
         if len(rounds) >= 2:
             lines.append("  sampled valid by round: " + ", ".join(
-                f"{side}x{side} " + " -> ".join(_pct(by_size.get(side)) for by_size in rounds)
+                f"{side}x{side} " + " -> ".join(percent(by_size.get(side)) for by_size in rounds)
                 for side in _side_order({side: None for by_size in rounds for side in by_size})))
     return lines
 
@@ -492,7 +484,7 @@ def _history_text(data: Mapping) -> list[str]:
         return lines + ["no previous stages"]
     for entry in data["stages"]:
         scores = ", ".join(
-            f"{key.replace('_', ' ')} {_pct(entry[key])}" for key in _HISTORY_SCORES if entry.get(key) is not None
+            f"{key.replace('_', ' ')} {percent(entry[key])}" for key in _HISTORY_SCORES if entry.get(key) is not None
         )
         lines.append(f"stage {entry['stage']}: {scores or 'no scores'}")
         if isinstance(entry.get("config"), Mapping):

@@ -26,7 +26,7 @@ Every engineer has a ``name`` and ``propose(context, config, seed=0) -> Engineer
 * ``replay``: the next stage replays instances it trained on, drawn from a buffer by learning potential and
   staleness (PLR; :mod:`engineer.replay`); stateful, and hands the stage loop explicit instances.
 * ``failures``: the next stage also trains on the boards where the evidence's failed plans broke, re-certified by
-  the solver, never a test or evidence instance (MAPF-GPT-DDG; :mod:`engineer.failures`).
+  the solver, never a test or evidence instance (MAPF-GPT-DDG; :mod:`engineer.failure_cuts`).
 * ``llm:BACKEND_SPEC``: a language model through a policy backend (:mod:`engineer.llm`).
 
 ``replay`` and ``failures`` need more than the context: they have ``load_material(StageMaterial)``
@@ -48,7 +48,7 @@ import numpy as np
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
 from engineer.bandit import BanditEngineer
-from engineer.failures import FailuresEngineer
+from engineer.failure_cuts import FailuresEngineer
 from engineer.gap import GapEngineer
 from engineer.learnability import LearnabilityEngineer
 from engineer.llm import LLMEngineer

@@ -78,6 +78,7 @@ from engineer.rule import RULE_METRICS, floored_shares, hole_ratio_cap, reweight
 from replays.mining import GroupStats
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
+from simulator.text import percent
 
 GAP_REMEDIES = ("lesson", "drop")
 GAP_WEIGHS = ("keep", "yield")
@@ -181,11 +182,11 @@ class GapEngineer(DeclaredOptions):
             return self.lesson
         top = min(max(self.start[side][0], self.lesson_holes), cap)
         if rates[-1] < self.advance:
-            notes.append(f"{side}x{side}'s last round solved {100 * rates[-1]:.1f}% of the lesson (below "
+            notes.append(f"{side}x{side}'s last round solved {percent(rates[-1])} of the lesson (below "
                          f"{100 * self.advance:g}%): the lesson stays at holes {self.lesson:g}")
             return self.lesson
         holes = round(min(self.lesson + self.hole_step, top), 4)
-        notes.append(f"{side}x{side}'s last round solved {100 * rates[-1]:.1f}% of the lesson (at least "
+        notes.append(f"{side}x{side}'s last round solved {percent(rates[-1])} of the lesson (at least "
                      f"{100 * self.advance:g}%): the lesson moves from holes {self.lesson:g} to {holes:g}")
         return holes
 
@@ -213,7 +214,7 @@ class GapEngineer(DeclaredOptions):
             rates = rate_series(context.signal, side)
             if rates:
                 yields[side] = rates[-1]
-                notes.append(f"size {side}: the last round's samples solved {100 * rates[-1]:.1f}%")
+                notes.append(f"size {side}: the last round's samples solved {percent(rates[-1])}")
                 continue
             split = wait_rates(by_size_wait, side, self.min_episodes, self.metric)
             if split is None:
@@ -221,7 +222,7 @@ class GapEngineer(DeclaredOptions):
             waits, others = split
             share = proposal.sizes[side].wait_ratio
             yields[side] = share * waits + (1.0 - share) * others
-            notes.append(f"size {side}: no round yet, validation {100 * yields[side]:.1f}% at wait ratio {share:g}")
+            notes.append(f"size {side}: no round yet, validation {percent(yields[side])} at wait ratio {share:g}")
         return yields
 
     def _weigh(self, context: EngineerContext, proposal: StageConfig, by_size_wait: Mapping[tuple[int, str], GroupStats],
@@ -288,7 +289,7 @@ class GapEngineer(DeclaredOptions):
                 notes.append(f"size {side}: fewer than {self.min_episodes} validation episodes of a kind")
                 continue
             waits, others = rates
-            seen = f"size {side}: {self.metric} {100 * waits:.1f}% when a wait is needed, {100 * others:.1f}% otherwise"
+            seen = f"size {side}: {self.metric} {percent(waits)} when a wait is needed, {percent(others)} otherwise"
             if others <= 0.0:
                 notes.append(f"{seen}: nothing solved, no evidence of which skill is missing")
                 continue

@@ -1,4 +1,4 @@
-"""The LLM engineer: any policy backend (``hf:``, ``vllm:``, ``openai:``) reads the context and writes the config.
+"""The LLM engineer: any policy backend (``policy.backends.BACKENDS``) reads the context and writes the config.
 
 ``make_engineer("llm:hf:runs/x/checkpoint")`` (the current checkpoint), ``"llm:hf:Qwen/Qwen3-4B"`` (the base
 model) or ``"llm:openai:gpt-4o"`` (an external model). The backend is loaded on the first :meth:`propose`, not

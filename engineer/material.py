@@ -3,7 +3,7 @@
 Most engineers edit the stage config, a distribution, from the evidence's figures (:mod:`engineer.context`). Two
 hand the next stage explicit instances (``EngineerDecision.instances``): ``replay`` replays instances the stage
 trained on (:mod:`engineer.replay`), ``failures`` cuts new ones from the evidence set's failed episodes
-(:mod:`engineer.failures`). They need the instances themselves, which the context does not carry, and the content
+(:mod:`engineer.failure_cuts`). They need the instances themselves, which the context does not carry, and the content
 a training instance must never have. An engineer that wants them derives :class:`ReadsMaterial`, whose
 ``load_material(material)`` the stage loop (``curriculum.loop.curriculum``) calls with a :class:`StageMaterial` before each
 proposal. Without it (``mapf-lake engineer`` on replays alone) such an engineer proposes no instances and says why.

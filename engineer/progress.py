@@ -38,6 +38,7 @@ from policy.signal import TrainingSignal
 from engineer.options import DeclaredOptions, SideTableState, choice, number, side_state
 from engineer.rule import filled_values, floored_shares, reweighted
 from simulator.config import StageConfig
+from simulator.text import percent
 
 
 def _rate(value) -> float | None:
@@ -109,7 +110,7 @@ class ProgressEngineer(SideTableState, DeclaredOptions):
                     self.values[side] = observed if current is None else current + self.step_size * (observed - current)
                 previous = rate
             self.rates[side] = previous
-            steps = " -> ".join(f"{100 * rate:.1f}%" for rate in series)
+            steps = " -> ".join(percent(rate) for rate in series)
             value = self.values.get(side)
             before = "new" if old is None else f"{old:.4f}"
             after = "none yet" if value is None else f"{value:.4f}"

@@ -42,6 +42,7 @@ from engineer.decision import Decider, EngineerDecision
 from engineer.evidence import SignalFigures
 from engineer.options import DeclaredOptions, SideTableState, integer, number, side_state
 from simulator.config import MAX_HORIZON, StageConfig
+from simulator.text import percent
 
 
 def next_target(target: float, reward: float, eta: float, alpha: float, beta: float, high: float) -> float:
@@ -95,7 +96,7 @@ class TargetEngineer(SideTableState, DeclaredOptions):
         new = old if reward is None else next_target(old, reward, self.eta, self.alpha, self.beta, float(longest))
         self.targets[side] = new
         moved = ("no training signal, it stays" if reward is None
-                 else f"sampled valid {100 * reward:.1f}% vs beta {100 * self.beta:g}%: {old:.3f} -> {new:.3f}")
+                 else f"sampled valid {percent(reward)} vs beta {100 * self.beta:g}%: {old:.3f} -> {new:.3f}")
         centre = math.floor(new + 0.5)
         low, high = max(1, centre - self.radius), min(centre + self.radius, longest)
         band = fillable_band(config, side, spec, low, high, longest)

@@ -42,6 +42,7 @@ from engineer.decision import Decider, EngineerDecision
 from engineer.options import DeclaredOptions, choice, integer, number
 from engineer.rule import RULE_METRICS, hole_ratio_cap
 from simulator.config import MAX_HOLE_RATIO, MAX_HORIZON, StageConfig
+from simulator.text import percent
 
 _DIGITS = 4
 
@@ -102,7 +103,7 @@ class WindowEngineer(DeclaredOptions):
         low = max(low, top - self.width + 1)
         if top in levels:
             episodes, rate = levels[top]
-            seen = f"top level {top}: {self.metric} {100 * rate:.1f}% of {episodes}"
+            seen = f"top level {top}: {self.metric} {percent(rate)} of {episodes}"
         else:
             seen = f"no evidence of level {top}"
         hole_ratio = spec.hole_ratio

@@ -104,10 +104,10 @@ def main(argv: list[str] | None = None) -> int:
                   else None)
     final = config.run_dir / "final-model"
     trainer.save_model(str(final))  # the main process writes
-    if curriculum.main:
+    if curriculum.is_main_process:
         tokenizer.save_pretrained(str(final))
     curriculum.evaluate(str(final))
-    if curriculum.main:
+    if curriculum.is_main_process:
         print(f"run folder: {config.run_dir} (mapf-lake report {config.run_dir})")
     return 0
 
@@ -146,7 +146,7 @@ def warm_start(curriculum) -> str:
     if (folder / "model.safetensors").exists():
         return str(folder)
     initial = config.run_dir / "model-init"
-    if curriculum.main and not (initial / "model.safetensors").exists():
+    if curriculum.is_main_process and not (initial / "model.safetensors").exists():
         init_tiny_model(initial, seed=config.seed, shape=config.model)  # once; the other processes wait for it
     for name in ("config.json", "tokenizer.json", "model.safetensors"):
         wait_for_file(initial / name)
@@ -162,7 +162,7 @@ def warm_start(curriculum) -> str:
                                         seed=config.seed, use_cpu=not _cuda(), disable_tqdm=True, save_strategy="no"))
     trainer.train()
     trainer.save_model(str(folder))  # the main process writes
-    if curriculum.main:
+    if curriculum.is_main_process:
         tokenizer.save_pretrained(str(folder))
         save_checkpoint_style(folder, style.name)
     return str(folder)

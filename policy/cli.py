@@ -217,8 +217,8 @@ def register(commands: Subcommands) -> None:
         commands, "rollout", _rollout,
         help="run a scripted policy on generated instances, judge the plans, write replays",
         description=(
-            "Generate a stage's instances (from --config or the gen flags), run a scripted policy (random, greedy, "
-            "oracle), judge every plan in one batch and write a replay file into --out; prints the failure summary."
+            "Generate a stage's instances (from --config or the gen flags), run a scripted policy "
+            f"({', '.join(SCRIPTED_POLICIES)}), judge every plan in one batch and write a replay file into --out; prints the failure summary."
         ),
         examples=(
             "mapf-lake rollout --policy greedy --size 6 --agents 2 --n 200 --out runs/rollouts",
@@ -242,8 +242,8 @@ def register(commands: Subcommands) -> None:
             "file per (agents x size) cell into --out, and print the table: rows = agent counts, columns = map "
             "sizes, cells = valid% / optimal%, plus the mean and the worst 10% of cells' mean valid rate "
             "(cvar10_valid). Each replay header records the set (suite name, instance file and its sha256, or the "
-            "config document). Re-running with the same --out skips finished cells. POLICY: random, greedy, "
-            "oracle, or a model backend spec hf:PATH, vllm:PATH, openai:MODEL."
+            "config document). Re-running with the same --out skips finished cells. POLICY: "
+            f"{', '.join(SCRIPTED_POLICIES)}, or a model backend spec hf:PATH, vllm:PATH, openai:MODEL."
         ),
         examples=(
             "mapf-lake eval --policy greedy --suite paper --quick",

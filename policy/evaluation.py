@@ -36,7 +36,7 @@ from simulator.errors import ConfigError
 from simulator.generator import LabelledInstance, generate, read_jsonl_digest
 from simulator.suites import SuiteCell, generate_cell, suite_cells
 from simulator.tables import format_rate_table
-from simulator.text import counted
+from simulator.text import counted, percent
 
 if TYPE_CHECKING:
     from policy.policies import Answers, Policy
@@ -201,11 +201,11 @@ class EvalTable:
         worst_valid = self.cvar10_valid()  # None exactly when there are no cells
         if worst_valid is not None:
             lines.append(f"worst {CVAR_PERCENT}% of cells (cvar10_valid, the {self.cvar_cells()} of "
-                         f"{len(self.rates)} cells with the lowest valid rate): valid {100 * worst_valid:.1f}%")
+                         f"{len(self.rates)} cells with the lowest valid rate): valid {percent(worst_valid)}")
         total = sum(v[2] for v in self.rates.values())
         failed = {name: n for name, n in self.failures.items() if n}
         lines.append(f"failures over {counted(total, 'episode')}: " + (
-            ", ".join(f"{name} {n} ({100 * n / total:.1f}%)" for name, n in failed.items()) if failed else "none"))
+            ", ".join(f"{name} {n} ({percent(n / total)})" for name, n in failed.items()) if failed else "none"))
         return "\n".join(lines)
 
 

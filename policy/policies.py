@@ -1,6 +1,6 @@
-"""Policies by spec: a scripted name (``random``, ``greedy``, ``oracle``) or a model backend spec
-(``hf:PATH``, ``vllm:PATH``, ``openai:MODEL``). Every policy answers in a prompt style's text and every answer
-goes through the same parser, so scripted and model policies are judged the same way.
+"""Policies by spec: a scripted name (``policy.scripted.SCRIPTED_POLICIES``: ``greedy``, ...) or a model backend
+spec (``policy.backends.BACKENDS``: ``hf:PATH``, ``openai:MODEL``, ...). Every policy answers in a prompt style's
+text and every answer goes through the same parser, so scripted and model policies are judged the same way.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ Keyword arguments (all optional; the knobs build a stage config, ``simulator.con
 ``wait_ratio``      share of instances whose solution needs a wait (default 0.3; 0 with one agent)
 ``samples``         instances in the stage (default 64)
 ``seed``            generator seed (default 0): same arguments, same dataset
-``prompt_style``    ``natural`` (default), ``compact``, ``compact-nb`` or ``compact-xy`` (``policy.prompts``)
+``prompt_style``    a prompt style named in ``policy.prompts.PROMPT_STYLES`` (default ``natural``)
 ``eval_suite``      a benchmark suite for the environment's eval dataset (default none)
 ``rewards``         component weights (see above)
 ==================  =================================================================================================

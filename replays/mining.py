@@ -57,7 +57,7 @@ from replays.types import Episode
 from simulator import constants as C
 from simulator.errors import ConfigError
 from simulator.failures import Kind
-from simulator.text import counted, format_plan, render_instance, render_state
+from simulator.text import counted, format_plan, percent, render_instance, render_state
 from simulator.types import Instance
 
 SUMMARY_VERSION = 1
@@ -547,8 +547,8 @@ def render_summary(summary: FailureSummary, exemplars: bool = True) -> str:
     """Plain text of the summary, for people and for the engineer's prompt."""
     failures = summary.failures
     lines = [
-        f"episodes {summary.episodes}: valid {100 * summary.valid_rate:.1f}%, "
-        f"optimal {100 * summary.optimal_rate:.1f}%",
+        f"episodes {summary.episodes}: valid {percent(summary.valid_rate)}, "
+        f"optimal {percent(summary.optimal_rate)}",
         "failures: " + ", ".join(f"{name} {count}" for name, count in failures.items() if count) or "failures: none",
     ]
     if not any(failures.values()):
@@ -557,11 +557,11 @@ def render_summary(summary: FailureSummary, exemplars: bool = True) -> str:
     for key, group in summary.by_agents_size.items():
         top = max(group.failures.items(), key=lambda kv: kv[1])
         worst = f", most often {top[0]} ({top[1]})" if top[1] else ""
-        lines.append(f"  {key_text(key, 'x')}: {counted(group.episodes, 'episode')}, {100 * group.valid_rate:.0f}% / "
-                     f"{100 * group.optimal_rate:.0f}%{worst}")
+        lines.append(f"  {key_text(key, 'x')}: {counted(group.episodes, 'episode')}, {percent(group.valid_rate, 0)} / "
+                     f"{percent(group.optimal_rate, 0)}{worst}")
     if summary.by_wait:
         lines.append("by need of a wait (valid%): " + ", ".join(
-            f"{key} {100 * group.valid_rate:.0f}% of {group.episodes}" for key, group in summary.by_wait.items()))
+            f"{key} {percent(group.valid_rate, 0)} of {group.episodes}" for key, group in summary.by_wait.items()))
     failed, succeeded = summary.instance_stats["failed"], summary.instance_stats["succeeded"]
 
     def mean(stats: InstanceStats, value: float, digits: int) -> str:  # a group without episodes has no mean

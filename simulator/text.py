@@ -13,8 +13,10 @@ hole, ``!<k>`` agent k marked (where a failure happened), ``.`` ice, ``H`` hole.
 
 from __future__ import annotations
 
+import numbers
 import re
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import numpy as np
 
@@ -25,6 +27,22 @@ from simulator.types import Instance
 def counted(count: int, noun: str) -> str:
     """``count`` with ``noun`` in the number it takes: ``1 step``, ``0 steps``, ``3 steps`` (nouns that add -s)."""
     return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _is_number(value: object) -> TypeGuard[numbers.Real]:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)  # numpy's scalars too
+
+
+def percent(share: object, digits: int = 1, missing: str = "n/a") -> str:
+    """A share (0..1) as a person reads it: ``percent(0.7416666666666667)`` is ``74.2%``; ``missing`` when ``share``
+    is not a number (``None``: not measured)."""
+    return f"{100 * float(share):.{digits}f}%" if _is_number(share) else missing
+
+
+def figure(value: object, digits: int = 2, missing: str = "n/a") -> str:
+    """A number as a person reads it, to ``digits`` decimals: ``figure(0.123456)`` is ``0.12``; ``missing`` when
+    ``value`` is not a number."""
+    return f"{float(value):.{digits}f}" if _is_number(value) else missing
 
 
 def printable(text: object) -> str:

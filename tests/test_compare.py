@@ -433,6 +433,70 @@ def test_seed_comparison__pairs_must_share_an_installation(rule_s1, fixed_s1, di
     assert any(line.startswith("rule!") for line in text.splitlines()) and "WARNING: arm other" not in flat
 
 
+AVX512 = {"system": "Linux", "cpus": 2, "torch_cpu_capability": "AVX512", "kernel_env": {}}
+AVX2 = {**AVX512, "torch_cpu_capability": "AVX2", "kernel_env": {"ATEN_CPU_CAPABILITY": "avx2"}}
+OLD_MACHINE = {"system": "Linux", "machine": "x86_64", "processor": None, "cpus": 2}  # before the kernel facts
+
+
+@pytest.mark.parametrize("manifest, kernels", [
+    ({}, None),                                                    # no machine at all: not recorded
+    ({"machine": OLD_MACHINE}, None),                              # written before the kernel facts
+    ({"machine": AVX512}, {"torch_cpu_capability": "AVX512"}),
+    ({"machine": {**AVX512, "torch_cpu_capability": None}}, {"torch_cpu_capability": "unknown"}),  # no torch
+    ({"machine": AVX2}, {"torch_cpu_capability": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}),
+    ({"machine": AVX512, "extended": [{"machine": AVX512}]}, {"torch_cpu_capability": "AVX512"}),
+    ({"machine": AVX512, "extended": [{"machine": AVX2}]},
+     {"torch_cpu_capability": "AVX512 then AVX2", "ATEN_CPU_CAPABILITY": "unset then avx2"}),
+    ({"machine": AVX512, "extended": [{"versions": V12}]}, {"torch_cpu_capability": "AVX512"}),  # an old extension
+    ({"machine": OLD_MACHINE, "extended": [{"machine": AVX2}]}, None),  # begun before the facts: as before
+])
+def test_run_kernels__table(manifest, kernels):
+    from curriculum.reports.report import RunRecord, run_kernels
+
+    assert run_kernels(RunRecord(dir="x", manifest=manifest, stages=[])) == kernels
+
+
+@pytest.mark.parametrize("rule_machine, fixed_machine, differing", [
+    (AVX512, AVX512, None),
+    (OLD_MACHINE, OLD_MACHINE, None),
+    (OLD_MACHINE, AVX2, None),  # one run from before the kernel facts: compared on versions alone, as before
+    ({**AVX512, "torch_cpu_capability": "AVX2"}, AVX512, "torch_cpu_capability AVX2 vs AVX512"),
+    ({**AVX512, "kernel_env": {"OMP_NUM_THREADS": "4"}}, AVX512, "OMP_NUM_THREADS 4 vs unset"),
+    ({**AVX512, "kernel_env": {"ONEDNN_MAX_CPU_ISA": "AVX2"}}, {**AVX512, "kernel_env": {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE"}},
+     "ONEDNN_MAX_CPU_ISA AVX2 vs AVX512_CORE"),
+    ({**AVX512, "cpu_model": "another CPU", "cpu_flags": []}, AVX512, None),  # the model alone chooses no kernels
+])
+def test_seed_comparison__pairs_must_share_the_cpu_kernels(rule_machine, fixed_machine, differing):
+    from curriculum.reports.report import render_seed_comparison, seed_comparison
+
+    runs = [_with_versions(_fake_run("fixed", 0, 0.40), V12), _with_versions(_fake_run("rule", 0, 0.45), V12)]
+    runs[0].manifest["machine"], runs[1].manifest["machine"] = dict(fixed_machine), dict(rule_machine)
+    if differing is None:
+        assert seed_comparison(runs)["mixed_installations"] == []
+        return
+    with pytest.raises(ConfigError, match="--allow-mixed") as error:
+        seed_comparison(runs)
+    assert f"runs made on one installation (differing: {differing})" in str(error.value)
+    flat = " ".join(render_seed_comparison(seed_comparison(runs, allow_mixed=True)).split())
+    assert f"WARNING: arm rule's pairs span installations ({differing}; seed 0)" in flat
+
+
+@pytest.mark.parametrize("machine, field", [
+    ({"torch_cpu_capability": 5}, "machine.torch_cpu_capability"),
+    ({"torch_cpu_capability": "AVX2", "kernel_env": ["OMP_NUM_THREADS"]}, "machine.kernel_env"),
+    ({"torch_cpu_capability": "AVX2", "kernel_env": {"OMP_NUM_THREADS": 4}}, "machine.kernel_env.'OMP_NUM_THREADS'"),
+    ("x86_64", "machine"),
+])
+def test_load_run__ill_typed_kernel_facts_name_the_field(tmp_path, machine, field):
+    from curriculum.reports.report import load_run
+
+    run = _with_versions(_fake_run("fixed", 0, 0.40), V12)
+    run.manifest["machine"] = machine
+    with pytest.raises(ConfigError) as error:
+        load_run(_write_run(tmp_path, run))
+    assert f"{field} =" in str(error.value) and "manifest.json" in str(error.value)
+
+
 def _write_run(root: Path, run: dict) -> Path:
     """A run folder on disk from a :func:`_fake_run` dict (manifest and stage records only)."""
     folder = root / Path(run.dir).name

@@ -711,13 +711,13 @@ def test_weight_average__is_the_exponential_average_of_the_steps_and_survives_a_
 
     import torch
 
-    from curriculum.training.trainers import AVERAGE_FILE, _WeightAverage
+    from curriculum.training.trainers import AVERAGE_FILE, weight_average_callback
 
     model = torch.nn.Linear(3, 2)
     frozen = torch.nn.Parameter(torch.ones(2), requires_grad=False)
     model.register_parameter("frozen", frozen)
     args = SimpleNamespace(output_dir=str(tmp_path))
-    average = _WeightAverage(0.5)
+    average = weight_average_callback(0.5)
     average.on_train_begin(args, SimpleNamespace(global_step=0), None, model=model)
     expected = model.weight.detach().clone()
     for step in (1, 2):
@@ -729,7 +729,7 @@ def test_weight_average__is_the_exponential_average_of_the_steps_and_survives_a_
     torch.testing.assert_close(average.average["weight"], expected)
     (tmp_path / "checkpoint-2").mkdir()
     average.on_save(args, SimpleNamespace(global_step=2), None)
-    resumed = _WeightAverage(0.5)
+    resumed = weight_average_callback(0.5)
     resumed.on_train_begin(args, SimpleNamespace(global_step=2), None, model=model)
     torch.testing.assert_close(resumed.average["weight"], expected)
     resumed.on_train_end(args, SimpleNamespace(global_step=2), None, model=model)  # the stage keeps the average

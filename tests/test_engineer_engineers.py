@@ -857,7 +857,7 @@ def _failing_episodes():
     (4, None, None),  # a parse error: no board
 ])
 def test_failing_board__the_board_before_the_failing_step_or_where_the_plan_ended(index, starts, step):
-    from engineer.failures import failing_board
+    from engineer.failure_cuts import failing_board
 
     item, episodes = _failing_episodes()
     found = failing_board(episodes[index])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from policy.export import layout_row, write_rows
-from policy.prompts import get_style
+from policy.prompts import PROMPT_STYLES, get_style
 from policy.rewards import REWARDS, reward_columns
 from policy.score import check_record, compute_score, make_record, score, score_batch
 from policy.scripted import make_scripted
@@ -147,7 +147,7 @@ CHAT_TEMPLATES = {
 
 
 @pytest.mark.parametrize("template", sorted(CHAT_TEMPLATES))
-@pytest.mark.parametrize("style_name", ["natural", "compact", "compact-nb", "compact-xy"])
+@pytest.mark.parametrize("style_name", sorted(PROMPT_STYLES))
 def test_openrlhf_reward__a_chat_template_around_the_prompt_scores_the_response_alone(items, style_name, template):
     """The query wraps the prompt in a chat template: the whole query was scored, so an empty response got 0.1
     (the natural prompt's own example answer parsed) and a right one 0 (compact prompts)."""

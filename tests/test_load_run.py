@@ -150,3 +150,22 @@ def test_cli_report_and_compare__a_damaged_record_is_one_line_exit_2(tmp_path, n
                                 capture_output=True, text=True, timeout=120)
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-1500:]
         assert name in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_write_curves__names_the_evidence_set_counts_seeds_and_ticks_whole_stages(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from curriculum.reports.report import write_curves
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to read its axes
+    write_curves([load_run(write_run_folder(tmp_path / "run"))], tmp_path / "plots")
+    ax = figures[0].axes[0]
+    assert ax.get_ylabel() == "evidence valid %"
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["fixed (1 seed)", "fixed pass@1"]
+    low, high = ax.get_xlim()
+    ticks = [tick for tick in ax.get_xticks() if low <= tick <= high]
+    assert ticks and all(float(tick).is_integer() for tick in ticks)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from policy.rollout import judge_episodes
-from policy.scripted import make_scripted
+from policy.scripted import SCRIPTED_POLICIES, make_scripted
 from replays.mining import FailureSummary, render_summary, summarize, summarize_paths
 from replays.types import ReplayHeader
 from replays.writer import write_replay
@@ -20,7 +20,7 @@ CONFIG = StageConfig(2, 3, samples=60, seed=11, sizes={4: SizeSpec(0.5, 0.2, 0.6
 
 @pytest.fixture(scope="module")
 def episodes_by_policy(items):
-    return {name: judge_episodes(items, make_scripted(name).plans(items, seed=1)) for name in ("random", "greedy", "oracle")}
+    return {name: judge_episodes(items, make_scripted(name).plans(items, seed=1)) for name in SCRIPTED_POLICIES}
 
 
 def test_oracle_rollout__is_fully_valid_and_optimal(episodes_by_policy):

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from mapf_strategies import instances
 from policy.parsing import MAX_COMPLETION_CHARS, PARSE_ERRORS, parse_plan
-from policy.prompts import (compact_answer, compact_nb_prompt, compact_prompt, compact_xy_prompt, get_style,
+from policy.prompts import (PROMPT_STYLES, compact_answer, compact_nb_prompt, compact_prompt, compact_xy_prompt, get_style,
                             natural_answer, natural_messages, xy_answer_for)
 from simulator import constants as C
 from simulator.judge import judge_plan
@@ -94,7 +94,7 @@ def test_parse_plan__near_miss_texts_never_raise(lines):
     parse_plan("\n".join(lines), 3, 20)
 
 
-@pytest.mark.parametrize("style", ["natural", "compact", "compact-nb", "compact-xy"])
+@pytest.mark.parametrize("style", sorted(PROMPT_STYLES))
 def test_prompt_styles__the_style_answer_parses_back(style):
     inst = Instance(grid=[[0, 0, 1], [0, 0, 0]], starts=[[0, 0], [1, 2]], goals=[[1, 0], [0, 1]])
     plan = JointPlan.from_sequences([[D], [U, L]])

@@ -188,3 +188,55 @@ def test_run__a_record_that_is_a_folder_or_too_large_is_named(tmp_path, monkeypa
     path.mkdir()
     with pytest.raises(ConfigError, match="regular file"):
         Run(config).curriculum.folder.completed_stages()
+
+
+CPUINFO_AMX = """processor\t: 0
+vendor_id\t: GenuineIntel
+model name\t: Intel(R) Xeon(R) Platinum 8480+
+flags\t\t: fpu sse2 avx2 avx512f avx512bw amx_tile amx_bf16 avx512_vnni
+bugs\t\t: spectre_v1
+
+processor\t: 1
+model name\t: Intel(R) Xeon(R) Platinum 8480+
+flags\t\t: fpu sse2 avx2 avx512f avx512bw amx_tile amx_bf16 avx512_vnni
+"""
+
+
+@pytest.mark.parametrize("text, facts", [
+    (CPUINFO_AMX, ("Intel(R) Xeon(R) Platinum 8480+", ["amx_bf16", "amx_tile", "avx512_vnni", "avx512bw",
+                                                          "avx512f"])),
+    ("processor\t: 0\nmodel name\t: AMD EPYC 7B12\nflags\t\t: fpu sse2 avx avx2 fma\n", ("AMD EPYC 7B12", [])),
+    ("processor\t: 0\nfeatures\t: fp asimd\n", (None, [])),  # an ARM machine: neither field
+    (None, (None, [])),  # no /proc/cpuinfo (not Linux)
+])
+def test_cpu_facts__model_name_and_amx_avx512_flags_of_the_first_processor(tmp_path, text, facts):
+    from curriculum.loop.folder import _cpu_facts
+
+    path = tmp_path / "cpuinfo"
+    if text is not None:
+        path.write_text(text)
+    assert _cpu_facts(str(path)) == facts
+
+
+def test_run_folder__the_manifest_records_the_facts_that_choose_the_cpu_kernels(tmp_path, monkeypatch):
+    from curriculum.loop.folder import KERNEL_ENV, RunFolder
+
+    for name in KERNEL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    monkeypatch.setenv("MKL_CBWR", "COMPATIBLE")
+    config = preset("tiny").with_overrides(name="run", output_dir=str(tmp_path))
+    RunFolder(config, lambda message: None).start()
+    machine = json.loads((config.run_dir / "manifest.json").read_text())["machine"]
+    assert machine["kernel_env"] == {"ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "COMPATIBLE"}  # only those set
+    import torch
+
+    assert machine["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert {"cpu_model", "cpu_flags", "system", "machine", "cpus"} <= set(machine)
+    assert all(flag.startswith(("amx", "avx512")) for flag in machine["cpu_flags"])
+    # what compare reads of it: the capability and the variables set
+    run = load_run(config.run_dir)
+    from curriculum.reports.report import run_kernels
+
+    assert run_kernels(run) == {"torch_cpu_capability": machine["torch_cpu_capability"],
+                                "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "COMPATIBLE"}

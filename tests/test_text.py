@@ -1,10 +1,32 @@
 """Text rendering of instances and states."""
 
+import numpy as np
 import pytest
 
 from simulator import constants as C
-from simulator.text import describe_agents, render_instance, render_state
+from simulator.text import describe_agents, figure, percent, render_instance, render_state
 from simulator.types import Instance
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (lambda: percent(0.7416666666666667), "74.2%"),  # the run log printed this share raw once
+        (lambda: percent(0.5, 0), "50%"),
+        (lambda: percent(1), "100.0%"),
+        (lambda: percent(None), "n/a"),
+        (lambda: percent(None, missing="not measured"), "not measured"),
+        (lambda: percent(True), "n/a"),  # a flag is not a share
+        (lambda: percent(np.float64(0.25)), "25.0%"),
+        (lambda: figure(0.123456), "0.12"),
+        (lambda: figure(3, 1), "3.0"),
+        (lambda: figure(np.int64(7), 0), "7"),
+        (lambda: figure("0.5"), "n/a"),
+        (lambda: figure(None, missing="-"), "-"),
+    ],
+)
+def test_percent_and_figure__numbers_as_a_person_reads_them(call, expected):
+    assert call() == expected
 
 
 def test_render_instance__labels_agents_goals_and_holes():

@@ -51,11 +51,7 @@ from simulator.atomic import atomic_write
 from simulator.config import StageConfig, save_config
 from simulator.errors import ConfigError
 from simulator.generator import GeneratedStage, LabelledInstance, to_jsonl
-from simulator.text import counted
-
-
-def _share(value: float | None) -> str:
-    return "not measured" if value is None else f"{100 * value:.1f}%"
+from simulator.text import counted, percent
 
 
 def log_to_stderr(message: str) -> None:
@@ -167,8 +163,8 @@ class Curriculum:
 
     # --- the folder -------------------------------------------------------------------------------------------
     @property
-    def main(self) -> bool:
-        return self.folder.main
+    def is_main_process(self) -> bool:
+        return self.folder.is_main_process
 
     def stage_dir(self, stage: int) -> Path:
         return stage_folder(self.dir, stage)
@@ -210,7 +206,7 @@ class Curriculum:
         """``model``'s answers on the evidence set -> ``folder``'s replays and summary (read back when there).
         Under several processes the main one answers and the others read its summary."""
         summary_path = folder / "summary.json"
-        if not self.main or ((folder / "validation.mlr").exists() and summary_path.exists()):
+        if not self.is_main_process or ((folder / "validation.mlr").exists() and summary_path.exists()):
             return read_summary(wait_for_file(summary_path))
         folder.mkdir(parents=True, exist_ok=True)
         return validate(self.models, model, folder, stage, self.evidence_items, trained_config)
@@ -226,7 +222,7 @@ class Curriculum:
         start = self.validate(model, self.folder.start_dir(), 0, trained_config=trained)
         self.history = [HistoryEntry(stage=0, config=None, **scores_of(start))] if cfg.warm_start.enabled else []
         self.current = cfg.stage_one
-        if cfg.engineer.plan_first and self.main:
+        if cfg.engineer.plan_first and self.is_main_process:
             self.current = self._plan_first(model)
         elif cfg.engineer.plan_first:  # the other processes take the main one's decision
             self.current = StageConfig.from_dict(read_record(wait_for_file(self.folder.plan_path()),
@@ -334,10 +330,10 @@ class Curriculum:
         train_info = train_info or TrainingReport()
         stage, config, folder = inputs.stage, inputs.config, self.stage_dir(inputs.stage)
         recorded = folder / "stage.json"
-        if not self.main or recorded.exists():
+        if not self.is_main_process or recorded.exists():
             path = wait_for_file(recorded)
             record = StageRecord.from_dict(read_record(path, "stage record"), str(path))
-            if self.main:
+            if self.is_main_process:
                 self.log(f"stage {stage}: already recorded in {path}; its decision is read back")
             return self._advance(replace(record, model=str(folder / "model")))
         summary = self.validate(model, folder, stage, trained_config=config.to_dict())
@@ -346,13 +342,13 @@ class Curriculum:
         if "judging_and_records" in split and clock.laps.get("validation", 0.0) >= split["judging_and_records"]:
             clock.laps["validation"] -= split["judging_and_records"]  # what is left is the model generating
             clock.laps["judging"] = split["judging_and_records"]
-        self.log(f"stage {stage}: valid {100 * summary.failures.valid_rate:.1f}%, "
-                 f"optimal {100 * summary.failures.optimal_rate:.1f}%,"
-                 f" zero-variance groups {_share(train_info.zero_variance_share)}")
+        self.log(f"stage {stage}: valid {percent(summary.failures.valid_rate)}, "
+                 f"optimal {percent(summary.failures.optimal_rate)},"
+                 f" zero-variance groups {percent(train_info.zero_variance_share, missing='not measured')}")
         before = self.stage_dir(stage - 1) if stage > 1 else self.folder.start_dir()
         churn = answer_churn(before / "validation.mlr", folder / "validation.mlr")
         if churn["changed"] is not None:
-            self.log(f"stage {stage}: greedy answers changed on {100 * churn['changed']:.1f}% of the validation "
+            self.log(f"stage {stage}: greedy answers changed on {percent(churn['changed'])} of the validation "
                      f"set (valid gained {churn['gained']}, lost {churn['lost']})")
         clock.lap("records")
         evidence = replace(  # the generator's own report and the trainer's own groups: what the stage trained on
@@ -383,7 +379,7 @@ class Curriculum:
         # after the last stage its instances keep serving a trainer that runs on (sample)
         self._inputs = self._inputs if self.finished else None
         self._clock, self._drawn = None, 0
-        if self.main:
+        if self.is_main_process:
             self.folder.write_metrics()
         return record
 
@@ -482,7 +478,7 @@ class Curriculum:
         from curriculum.loop.validation import evaluate_test_set
 
         table_path = self.dir / "final" / "table.json"
-        if not self.main:
+        if not self.is_main_process:
             return read_record(wait_for_file(table_path), "final table")
         return evaluate_test_set(self.models, model, self.dir / "final", self.log)
 

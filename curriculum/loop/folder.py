@@ -85,10 +85,53 @@ def _versions() -> dict[str, str | None]:
     return out
 
 
+# Environment variables that change which CPU kernels torch, oneDNN and MKL run (and so a run's per-seed figures:
+# AVX-512/AMX and AVX2 kernels round differently), recorded in the manifest when set.
+KERNEL_ENV = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "OMP_NUM_THREADS")
+_CPUINFO = "/proc/cpuinfo"
+_CPUINFO_LINES = 400  # the first processor's block is about 30 lines; stop well before a large machine's whole file
+
+
+def _cpu_facts(path: str = _CPUINFO) -> tuple[str | None, list[str]]:
+    """The CPU's model name and its AMX and AVX-512 flags (sorted), from the first processor of ``/proc/cpuinfo``;
+    ``(None, [])`` where that file is not readable (not Linux)."""
+    model, flags = None, []
+    try:
+        # procfs reports size 0 for this file, so the size-bounded reader of simulator.files would read nothing;
+        # the lines read are bounded instead
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for _, line in zip(range(_CPUINFO_LINES), handle):
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model is None:
+                    model = value.strip() or None
+                elif key.strip() == "flags":
+                    flags = sorted(flag for flag in value.split() if flag.startswith(("amx", "avx512")))
+                    break
+    except OSError:
+        return None, []
+    return model, flags
+
+
+def _torch_cpu_capability() -> str | None:
+    """The CPU kernels torch dispatches to (``torch.backends.cpu.get_cpu_capability()``: ``AVX512``, ``AVX2``,
+    ``DEFAULT``, ...), or None where torch is not installed. Torch is imported for it: a run trains with torch."""
+    try:
+        import torch
+    except (ImportError, OSError):  # not installed, or a broken install (a shared library that does not load)
+        return None
+    get = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+    return str(get()) if get is not None else None
+
+
 def _machine() -> dict:
-    """What the run ran on, for telling installations apart (no user or host names)."""
+    """What the run ran on, for telling installations apart (no user or host names): the platform, and the facts
+    that choose the CPU kernels (the CPU model, its AMX/AVX-512 flags, torch's CPU capability and the
+    :data:`KERNEL_ENV` variables that are set)."""
+    model, flags = _cpu_facts()
     return {"system": platform.system(), "machine": platform.machine(), "processor": platform.processor() or None,
-            "cpus": os.cpu_count()}
+            "cpus": os.cpu_count(), "cpu_model": model, "cpu_flags": flags,
+            "torch_cpu_capability": _torch_cpu_capability(),
+            "kernel_env": {name: os.environ[name] for name in KERNEL_ENV if name in os.environ}}
 
 
 def stage_folder(run_dir: Path, stage: int) -> Path:
@@ -141,7 +184,7 @@ class RunFolder:
         self.log = log
 
     @property
-    def main(self) -> bool:
+    def is_main_process(self) -> bool:
         """Under several processes (``accelerate launch``), only the main one generates validation answers, runs
         the engineer, evaluates and writes the run's records; the others take part in training only and read
         the records back (``wait_for_file``)."""
@@ -196,7 +239,7 @@ class RunFolder:
         the folder is now), extending it when only ``stages`` grew; anything else raises ConfigError."""
         self.dir.mkdir(parents=True, exist_ok=True)
         manifest = self.dir / "manifest.json"
-        if not self.main:
+        if not self.is_main_process:
             wait_for_file(manifest)
         if manifest.exists():
             data = read_record(manifest, "run manifest", ("run_config",))
@@ -235,7 +278,7 @@ class RunFolder:
         rerun with a larger ``stages``): the finished stages are kept and the loop continues after them, exactly as
         a run made with N stages would (no engineer sees the stage count). The final evaluation of the earlier last
         stage is kept as ``final-stage-NN/``. Fewer stages than are finished: ConfigError, nothing is touched."""
-        if not self.main:  # the main process extends the folder; the others only train
+        if not self.is_main_process:  # the main process extends the folder; the others only train
             return
         done = len(self.completed_stages())
         if self.config.stages < max(done, recorded_stages):
@@ -253,7 +296,7 @@ class RunFolder:
         data["run_config"] = self.config.to_dict()
         data.setdefault("extended", []).append({"from_stages": recorded_stages, "to_stages": self.config.stages,
                                                 "git_commit": _git_commit(), "versions": _versions(),
-                                                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+                                                "machine": _machine(), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         write_json(manifest, data)
         self.log(f"{self.config.name}: extended from {recorded_stages} to {counted(self.config.stages, 'stage')}"
                  + (f" (the {recorded_stages}-stage final evaluation kept in {kept.name}/)" if kept.exists() else ""))

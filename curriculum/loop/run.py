@@ -35,7 +35,7 @@ from curriculum.loop.sharing import share_stage
 from policy.prompts import save_checkpoint_style
 from simulator.atomic import atomic_folder
 from simulator.errors import ConfigError
-from simulator.text import counted
+from simulator.text import counted, percent
 
 
 class Run:
@@ -56,7 +56,7 @@ class Run:
 
         if self.config.model in EMBEDDED_SHAPES:
             folder = self.dir / "model-init"
-            if not self.curriculum.main:
+            if not self.curriculum.is_main_process:
                 while not _complete_model(folder):
                     time.sleep(2.0)
             if not _complete_model(folder):
@@ -79,7 +79,7 @@ class Run:
         t0 = time.perf_counter()
         model = base_model = self.initial_model()
         baseline = curriculum.validate(model, self.dir / "untrained", 0)
-        self.log(f"untrained model: valid {100 * baseline.failures.valid_rate:.1f}%")
+        self.log(f"untrained model: valid {percent(baseline.failures.valid_rate)}")
         if self.config.warm_start.enabled:
             model = self._warm_start(model)
         resumed = curriculum.begin(model, base_model)  # the last finished stage's checkpoint, on a resume
@@ -104,7 +104,7 @@ class Run:
         summary = curriculum.validate(str(folder / "model"), folder, 0,
                                       trained_config=curriculum.warm_start_config().to_dict())
         self.log(f"warm start: {info.seconds or 0:.0f} s, validation valid "
-                 f"{100 * summary.failures.valid_rate:.1f}% optimal {100 * summary.failures.optimal_rate:.1f}%")
+                 f"{percent(summary.failures.valid_rate)} optimal {percent(summary.failures.optimal_rate)}")
         return str(folder / "model")
 
     def _stage(self, model: str) -> str:

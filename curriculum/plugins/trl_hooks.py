@@ -132,7 +132,7 @@ class CurriculumCallback(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        if folder.is_dir() and self.curriculum.main:
+        if folder.is_dir() and self.curriculum.is_main_process:
             from simulator.atomic import atomic_write
 
             document = {"curriculum": self.curriculum.state_dict(), "stage_began": self._stage_began,

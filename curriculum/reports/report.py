@@ -15,7 +15,7 @@ from replays.mining import check_value
 from simulator.config import MAX_STAGE_AGENTS, _checked_int, _checked_real
 from simulator.errors import ConfigError, short_repr
 from simulator.tables import format_rate_table
-from simulator.text import printable
+from simulator.text import counted, percent, printable
 
 
 _CELL_KEY = re.compile(r"[1-9][0-9]{0,2}x[1-9][0-9]{0,3}")  # a test-set cell: "<agents>x<side>", e.g. "2x6"
@@ -85,6 +85,14 @@ def _check_manifest(manifest: dict) -> None:
             if version is not None and not isinstance(version, str):
                 raise ConfigError(f"{where + '.' if where else ''}versions.{short_repr(name, 40)}", version,
                                   "a version string, or null (not installed)")
+        machine = _get(entry, "machine", where, "mapping", optional=True) or {}
+        at = f"{where + '.' if where else ''}machine"
+        capability = machine.get("torch_cpu_capability")
+        if capability is not None and not isinstance(capability, str):
+            raise ConfigError(f"{at}.torch_cpu_capability", capability, "a string (AVX512, AVX2, ...), or null")
+        for name, value in (_get(machine, "kernel_env", at, "mapping", optional=True) or {}).items():
+            if not isinstance(value, str):
+                raise ConfigError(f"{at}.kernel_env.{short_repr(name, 40)}", value, "the variable's value, a string")
 
 
 def _check_final_table(table: dict) -> None:
@@ -257,7 +265,7 @@ def render_report(run: RunRecord) -> str:
         for record in timed:
             t = record.timings
             share = loop_overhead(t)
-            loop = f"{100 * share:.1f}%" if share is not None else "n/a"
+            loop = percent(share)
             lines.append(f"  stage {record.stage}: train {t.get('train', 0):.0f}, validation {t.get('validation', 0):.0f}"
                          f", judging {t.get('judging', 0):.1f}, instances {t.get('instances', 0):.1f}, records "
                          f"{t.get('records', 0):.1f}, engineer "
@@ -427,6 +435,37 @@ def installation_difference(arm: dict[str, str | None], reference: dict[str, str
             for name in dict.fromkeys([*arm, *reference]) if arm.get(name, "unknown") != reference.get(name, "unknown")]
 
 
+def run_kernels(run: RunRecord) -> dict[str, str] | None:
+    """What chose a run's CPU kernels, from its manifest's ``machine``: ``torch_cpu_capability`` (torch's CPU
+    kernels: ``AVX512``, ``AVX2``, ...) and each kernel variable of :data:`curriculum.loop.folder.KERNEL_ENV` that was
+    set (``ONEDNN_MAX_CPU_ISA``, ``OMP_NUM_THREADS``, ...). Per-seed figures depend on them (AVX-512/AMX and AVX2
+    kernels round differently). None for a manifest written before they were recorded (no
+    ``torch_cpu_capability``): such a run compares on its versions alone, as before. A run extended later on other
+    kernels reads ``"AVX512 then AVX2"``, as :func:`run_installation` reads versions."""
+    manifest = run.manifest
+    history = [manifest.get("machine")] + [entry.get("machine") for entry in manifest.get("extended", [])]
+    recorded = [machine for machine in history if isinstance(machine, Mapping) and "torch_cpu_capability" in machine]
+    if not recorded or recorded[0] is not history[0]:
+        return None
+    facts = [{"torch_cpu_capability": str(machine["torch_cpu_capability"] or "unknown"),
+              **{str(name): str(value) for name, value in (machine.get("kernel_env") or {}).items()}}
+             for machine in recorded]
+    out: dict[str, str] = {}
+    for name in dict.fromkeys(name for fact in facts for name in fact):
+        seen = list(dict.fromkeys(fact.get(name, "unset") for fact in facts))
+        out[printable(name)] = printable(" then ".join(seen))
+    return out
+
+
+def kernel_difference(arm: dict[str, str] | None, reference: dict[str, str] | None) -> list[str]:
+    """What differs between two :func:`run_kernels` results, e.g. ``["torch_cpu_capability AVX512 vs AVX2",
+    "ONEDNN_MAX_CPU_ISA unset vs AVX2"]``; empty when they agree or either run did not record them."""
+    if arm is None or reference is None:
+        return []
+    return [f"{name} {arm.get(name, 'unset')} vs {reference.get(name, 'unset')}"
+            for name in dict.fromkeys([*arm, *reference]) if arm.get(name, "unset") != reference.get(name, "unset")]
+
+
 def _training_agents(run: RunRecord) -> set[int]:
     """Agent counts of the run's training data: its initial config's ``agents`` (a count or ``[min, max]``)."""
     agents = (run.run_config.get("initial_config") or {}).get("agents", 2)
@@ -482,7 +521,7 @@ def seed_comparison(runs: list[RunRecord], reference: str = "fixed", primary: st
     compared against the reference: ConfigError.
 
     Each pair compared (an arm's run and the reference's run of one seed) must come from one installation
-    (:func:`run_installation`), else a difference mixes library effects with the arm's: ConfigError, or with
+    (:func:`run_installation`) and one set of CPU kernels (:func:`run_kernels`, where both runs recorded it), else a difference mixes library effects with the arm's: ConfigError, or with
     ``allow_mixed`` the arm is listed in ``mixed_installations`` ({arm, seeds, differing, dirs}) for the text to
     flag."""
     from curriculum.reports.stats import holm, mean_interval, paired_p_value, paired_values
@@ -504,7 +543,8 @@ def seed_comparison(runs: list[RunRecord], reference: str = "fixed", primary: st
         entry: dict = {"arm": arm, "seeds": [], "differing": [], "dirs": []}
         for seed in sorted(set(by_arm[arm]) & set(by_arm[reference])):
             mine, theirs = run_of[arm, seed], run_of[reference, seed]
-            differing = installation_difference(run_installation(mine), run_installation(theirs))
+            differing = (installation_difference(run_installation(mine), run_installation(theirs))
+                         + kernel_difference(run_kernels(mine), run_kernels(theirs)))
             if differing:
                 entry["seeds"].append(seed)
                 entry["dirs"] += [mine.dir, theirs.dir]
@@ -644,12 +684,13 @@ def render_seed_comparison(result: dict) -> str:
 
 
 def write_curves(runs: list[RunRecord], out_dir: str | Path) -> Path:
-    """``curves.png``: held-out greedy valid rate per stage (0 = warm start), one line per arm (mean over seeds)
-    with a band of the 95% interval; sampled pass@1 dashed where recorded."""
+    """``curves.png``: the evidence set's greedy valid rate per stage (0 = warm start), one line per arm (mean over
+    seeds) with a band of the 95% interval; sampled pass@1 dashed where recorded."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     from curriculum.reports.stats import mean_interval
 
@@ -681,12 +722,13 @@ def write_curves(runs: list[RunRecord], out_dir: str | Path) -> Path:
                 means.append(stats.mean)
                 lows.append(stats.low if stats.low is not None else stats.mean)
                 highs.append(stats.high if stats.high is not None else stats.mean)
-            label = f"{arm} ({len(members)} seeds)" if key == "valid_rate" else f"{arm} pass@1"
+            label = f"{arm} ({counted(len(members), 'seed')})" if key == "valid_rate" else f"{arm} pass@1"
             ax.plot(stages, means, style, marker="o" if style == "-" else None, color=color, label=label)
             if style == "-":
                 ax.fill_between(stages, lows, highs, color=color, alpha=0.15)
     ax.set_xlabel("stage (0 = warm start)")
-    ax.set_ylabel("held-out valid %")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # stages are whole numbers: no tick at 0.25
+    ax.set_ylabel("evidence valid %")
     ax.set_title("validation per stage: mean and 95% interval over seeds")
     ax.legend(fontsize="small")
     fig.tight_layout()

@@ -171,7 +171,7 @@ def _format_seconds(seconds: float) -> str:
 SIGNAL_FILE = "stage_signal.json"  # the StageReward tallies, beside each TRL checkpoint of a GRPO stage
 
 
-def _SignalSaver(reward: StageReward):
+def signal_saving_callback(reward: StageReward):
     """A TrainerCallback that writes ``reward``'s tallies into every checkpoint TRL saves, so a stage resumed
     from that checkpoint continues its per-size training signal instead of starting the counts again."""
     from transformers import TrainerCallback
@@ -188,7 +188,7 @@ def _SignalSaver(reward: StageReward):
 AVERAGE_FILE = "weight_average.pt"  # the running weight average, beside each TRL checkpoint of a GRPO stage
 
 
-def _WeightAverage(decay: float):
+def weight_average_callback(decay: float):
     """A TrainerCallback keeping an exponential moving average of the trained weights over a stage's optimizer
     steps (``average = decay * average + (1 - decay) * weights`` after every step, starting from the stage's
     first weights): the weights a noisy update random-walks around, with the walk averaged out over about
@@ -502,7 +502,7 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
     resume_from = _latest_trainer_checkpoint(out_dir / "trainer")
     if resume_from and (Path(resume_from) / SIGNAL_FILE).exists():
         reward.load_state(json.loads((Path(resume_from) / SIGNAL_FILE).read_text()))
-    callbacks = [timer, _SignalSaver(reward)] + ([_WeightAverage(weight_average)] if weight_average else [])
+    callbacks = [timer, signal_saving_callback(reward)] + ([weight_average_callback(weight_average)] if weight_average else [])
     trainer_class = greedy_member_trainer() if tr.greedy_member else GRPOTrainer
     if tr.failure_credit:
         trainer_class = failure_credit_trainer(trainer_class)
