@@ -35,6 +35,7 @@ def _train(args: argparse.Namespace) -> int:
     from curriculum.config import load_run_config, preset
     from curriculum.reports.report import (compare_table, load_run, render_report, render_seed_comparison, seed_comparison,
                                    write_curves, write_plots)
+    from curriculum.loop.folder import RunFolder
     from curriculum.loop.run import Run, resume
     from curriculum.loop.sharing import share_warm_start
 
@@ -75,6 +76,14 @@ def _train(args: argparse.Namespace) -> int:
         from curriculum.loop.rehearsal import rehearsal_config
 
         config = rehearsal_config(config, log=lambda line: print(line, file=sys.stderr))
+    # with --compare, every arm's full run config is built and validated before anything else (--print-config
+    # included): an unknown arm or an override the run would refuse is refused at once, not after a warm start
+    arms = _parse_arms(args.arm) if args.compare else {}
+    if args.primary is not None and args.primary not in arms:
+        raise ConfigError("--primary", args.primary, f"one of the arms: {', '.join(arms)}")
+    seeds = [config.seed + offset for offset in range(args.seeds)]
+    variants = {(seed, arm): _arm_variant(config, arm, seed, arm_overrides, args.seeds > 1)
+                for seed in seeds for arm, arm_overrides in arms.items()}
     if args.print_config:
         print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
         return 0
@@ -84,16 +93,8 @@ def _train(args: argparse.Namespace) -> int:
         print(render_report(run))
         write_plots(run, config.run_dir)
         return 0
-    arms = _parse_arms(args.arm)
-    if args.primary is not None and args.primary not in arms:
-        raise ConfigError("--primary", args.primary, f"one of the arms: {', '.join(arms)}")
-    seeds = [config.seed + offset for offset in range(args.seeds)]
-    # every arm's full run config is built and validated before the first run starts: a bad last arm is refused
-    # at once, not after the others have trained
-    variants = {(seed, arm): config.with_overrides(name=f"{config.name}-{arm}" + (f"-s{seed}" if args.seeds > 1
-                                                                                  else ""),
-                                                   arm=arm, seed=seed, **arm_overrides)
-                for seed in seeds for arm, arm_overrides in arms.items()}
+    for variant in variants.values():  # a folder another run config made is refused before any arm trains
+        RunFolder(variant, log=lambda line: None).check()
     runs = []
     for seed in seeds:
         # The seed's first arm trains the warm start; a stage any earlier arm of the seed trained with the same
@@ -163,6 +164,20 @@ def _check_arm_name(name: str, spec: str, taken: dict, defaults: dict) -> None:
         raise ConfigError("--arm", spec, "NAME=KEY=VALUE[;KEY=VALUE...] with a new plain name (no '/' or '\\'), "
                           "e.g. nofail=engineer.context=[behavior], or a default arm's name "
                           f"({', '.join(defaults)})")
+
+
+def _arm_variant(config, arm: str, seed: int, overrides: dict, seeded_name: bool):
+    """``config`` as arm ``arm`` of seed ``seed`` runs it (its name, arm, seed and overrides), validated as the run
+    validates it; a refused override is a ConfigError naming ``--arm NAME`` and the key."""
+    from simulator.errors import ConfigError
+
+    name = f"{config.name}-{arm}" + (f"-s{seed}" if seeded_name else "")
+    try:
+        return config.with_overrides(name=name, arm=arm, seed=seed, **overrides)
+    except ConfigError as error:
+        if error.field in ("name", "arm", "seed"):  # set by the comparison itself, not the arm's overrides
+            raise
+        raise ConfigError(f"--arm {arm}: {error.field}", error.value, error.allowed) from None
 
 
 def _parse_arms(specs: list[str] | None) -> dict[str, dict]:

@@ -45,8 +45,8 @@ class BanditEngineer(SideTableState, DeclaredOptions):
     floor: float = number(0.05, 0.0, 1.0)
     """Least data ratio of every arm."""
     name: str = "bandit"
-    values: dict = side_state()
-    counts: dict = side_state(integer=True)
+    values: dict = side_state(low=0.0)
+    counts: dict = side_state(integer=True, low=0, high=10**15)  # groups seen: far past any run, within 64 bits
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Update the values from the stage's training signal, then the softmax weights; ``seed`` is unused."""

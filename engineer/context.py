@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engineer.evidence import StageEvidence
+from engineer.evidence import StageEvidence, StageScores
 from policy.signal import SIGNAL_FIGURES, SIGNAL_TRAINERS, TrainingSignal
 from replays.mining import CATEGORIES, Exemplar, FailureSummary, GroupStats, key_text, read_key
 from simulator.config import StageConfig
@@ -66,38 +66,47 @@ _HISTORY_SCORES = ("valid_rate", "optimal_rate", "zero_variance_share")
 @dataclass(frozen=True)
 class HistoryEntry:
     """One previous stage as the engineer's history lists it: its number, the config it trained on and the
-    validation scores it led to (shares in [0, 1]; None: not measured)."""
+    validation scores it led to (:class:`~engineer.evidence.StageScores`, the stage record's own; None: not
+    measured). The scores read as attributes too (``entry.valid_rate``: None without scores)."""
 
     stage: int
     """1-based stage number (0: the warm start)."""
     config: StageConfig | None
     """The config the stage trained on; None when there is none to show (the warm start)."""
-    valid_rate: float | None = None
-    """Greedy answers that are valid plans."""
-    optimal_rate: float | None = None
-    """Greedy answers that are valid and optimal."""
-    reward_mean: float | None = None
-    """Mean reward of the greedy answers (the training reward's scale)."""
-    sampled_valid_rate: float | None = None
-    """Sampled pass@1 at the training temperature."""
-    zero_variance_share: float | None = None
-    """Share of the stage's GRPO groups whose rewards were all equal (no learning signal)."""
+    scores: StageScores | None = None
+
+    @property
+    def valid_rate(self) -> float | None:
+        return self.scores.valid_rate if self.scores is not None else None
+
+    @property
+    def optimal_rate(self) -> float | None:
+        return self.scores.optimal_rate if self.scores is not None else None
+
+    @property
+    def reward_mean(self) -> float | None:
+        return self.scores.reward_mean if self.scores is not None else None
+
+    @property
+    def sampled_valid_rate(self) -> float | None:
+        return self.scores.sampled_valid_rate if self.scores is not None else None
+
+    @property
+    def zero_variance_share(self) -> float | None:
+        return self.scores.zero_variance_share if self.scores is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         """``{stage, config, valid_rate, optimal_rate[, reward_mean][, sampled_valid_rate], zero_variance_share}``
-        (the two in brackets only when known), ``config`` as its document or None."""
-        out = {"stage": self.stage, "config": self.config.to_dict() if self.config is not None else None,
-               "valid_rate": self.valid_rate, "optimal_rate": self.optimal_rate}
-        for name in ("reward_mean", "sampled_valid_rate"):
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        out["zero_variance_share"] = self.zero_variance_share
-        return out
+        (the two in brackets only when known; the others null without scores), ``config`` as its document or None."""
+        scores: dict[str, Any] = (self.scores.to_dict() if self.scores is not None else
+                                  {"valid_rate": None, "optimal_rate": None, "zero_variance_share": None})
+        return {"stage": self.stage, "config": self.config.to_dict() if self.config is not None else None, **scores}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "history entry") -> "HistoryEntry":
-        """Read :meth:`to_dict`'s document: ``stage`` is required, a missing (or null) ``config`` or score reads
-        as None. A bad key raises ConfigError naming it under ``where`` (``history[2].valid_rate``)."""
+        """Read :meth:`to_dict`'s document: ``stage`` is required, a missing (or null) ``config`` reads as None, and
+        the scores as None when ``valid_rate`` and ``optimal_rate`` are both missing (or null). A bad key raises
+        ConfigError naming it under ``where`` (``history[2].valid_rate``)."""
         stage = read_key(data, "stage", where, "int")
         document = read_key(data, "config", where, "mapping", optional=True)
         try:
@@ -105,8 +114,19 @@ class HistoryEntry:
         except ConfigError as error:
             raise ConfigError(f"{where}.config" if error.field == "config" else f"{where}.config.{error.field}",
                               error.value, error.allowed) from None
-        return cls(stage, config, **{name: read_key(data, name, where, "number", optional=True) for name in (
-            "valid_rate", "optimal_rate", "reward_mean", "sampled_valid_rate", "zero_variance_share")})
+        values = {name: read_key(data, name, where, "number", optional=True) for name in _SCORE_NAMES}
+        if values["valid_rate"] is None and values["optimal_rate"] is None:
+            known = [name for name, value in values.items() if value is not None]
+            if known:
+                raise ConfigError(f"{where}.valid_rate", None, f"present beside {known[0]} (a stage's scores)")
+            return cls(stage, config)
+        try:
+            return cls(stage, config, StageScores(**values))
+        except ConfigError as error:  # named scores.<field>: named under where instead
+            raise ConfigError(f"{where}.{error.field.rsplit('.', 1)[-1]}", error.value, error.allowed) from None
+
+
+_SCORE_NAMES = ("valid_rate", "optimal_rate", "reward_mean", "sampled_valid_rate", "zero_variance_share")
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from policy.signal import SIGNAL_FIGURES, SignalFigures, TrainingSignal
 from replays.mining import (FailureSummary, NumberRecord, check_value, read_key, read_mapping, read_table, side_key,
                             summarize)
 from replays.reader import ReplayReader, replay_files
+from simulator.fields import REQUIRED, check_fields, number
 from simulator.generator import SizeReport
 
 
@@ -146,6 +147,50 @@ class StageEvidence:
             generation=part("generation", lambda value, at: read_mapping(value, at, read_size_report, side_key)),
             training_signal=part("training_signal", TrainingSignal.from_dict),
         )
+
+
+MAX_FIGURE = 1e12  # bound of a mean reward or a trainer's figure: finite and printable as a float
+
+
+@dataclass(frozen=True)
+class StageScores:
+    """What a stage's validation measured (shares in [0, 1], over the run's evidence set): the stage record's
+    ``scores`` and the engineer's history entry hold this one record."""
+
+    valid_rate: float = number(REQUIRED, 0, 1)
+    """Greedy answers that are valid plans."""
+    optimal_rate: float = number(REQUIRED, 0, 1)
+    """Greedy answers that are valid and as short as the solver's optimum."""
+    reward_mean: float | None = number(None, -MAX_FIGURE, MAX_FIGURE, optional=True)
+    """Mean reward of the greedy answers (the training reward's scale); None in records that lack it."""
+    sampled_valid_rate: float | None = number(None, 0, 1, optional=True)
+    """Sampled pass@1 at the training temperature (``validation.sampled_k`` samples each); None: not measured."""
+    zero_variance_share: float | None = number(None, 0, 1, optional=True)
+    """Share of the stage's groups whose rewards were all equal (no learning signal); None: no groups."""
+
+    def __post_init__(self) -> None:
+        """Shares are finite numbers in [0, 1] (a rate of 7 would print as 700%), the reward a finite number;
+        ConfigError names ``scores.<field>``."""
+        check_fields(self, "scores")
+
+    @classmethod
+    def of(cls, evidence: StageEvidence, zero_variance_share: float | None = None) -> "StageScores":
+        """The scores of a stage's evidence (its greedy rates and reward, sampled pass@1 when measured) and of its
+        training signal (``zero_variance_share``)."""
+        failures = evidence.failures
+        return cls(valid_rate=failures.valid_rate, optimal_rate=failures.optimal_rate, reward_mean=failures.reward_mean,
+                   sampled_valid_rate=evidence.sampled.valid_rate if evidence.sampled is not None else None,
+                   zero_variance_share=zero_variance_share)
+
+    def to_dict(self) -> dict[str, float | None]:
+        """``{valid_rate, optimal_rate[, reward_mean][, sampled_valid_rate], zero_variance_share}`` (the two in
+        brackets only when known)."""
+        out: dict[str, float | None] = {"valid_rate": self.valid_rate, "optimal_rate": self.optimal_rate}
+        for name in ("reward_mean", "sampled_valid_rate"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        out["zero_variance_share"] = self.zero_variance_share
+        return out
 
 
 class _SizeStatsCollector:
@@ -276,5 +321,6 @@ def collect_evidence(
                     files=[str(file) for file in chosen], notes=notes)
 
 
-__all__ = ["SIGNAL_FIGURES", "Evidence", "SampledPass", "SignalFigures", "SizeStats", "StageEvidence", "TrainingSignal",
+__all__ = ["SIGNAL_FIGURES", "Evidence", "SampledPass", "SignalFigures", "SizeStats", "StageEvidence", "StageScores",
+           "TrainingSignal",
            "collect_evidence", "size_stats", "summarize_episodes", "read_size_report"]

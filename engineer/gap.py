@@ -73,12 +73,17 @@ from engineer.bands import makespan_levels
 from engineer.context import EngineerContext
 from engineer.decision import Decider, EngineerDecision
 from engineer.progress import rate_series
-from engineer.options import DeclaredOptions, choice, integer, number, state
+from engineer.options import (Allowed, DeclaredOptions, choice, integer, number, state, state_mapping, state_side,
+                              state_value)
 from engineer.rule import RULE_METRICS, floored_shares, hole_ratio_cap, reweighted
 from replays.mining import GroupStats
-from simulator.config import StageConfig
-from simulator.errors import ConfigError
+from simulator.config import MAX_HOLE_RATIO, StageConfig
+from simulator.files import cut
 from simulator.text import percent
+
+_START_RATIOS = {"hole_ratio": Allowed(0.0, MAX_HOLE_RATIO), "wait_ratio": Allowed(0.0, 1.0)}
+_LESSON = Allowed(0.0, MAX_HOLE_RATIO, optional=True)
+_STATE_SHAPE = "{start: {side: {hole_ratio, wait_ratio}}, lesson: a hole ratio or null}"
 
 GAP_REMEDIES = ("lesson", "drop")
 GAP_WEIGHS = ("keep", "yield")
@@ -152,16 +157,19 @@ class GapEngineer(DeclaredOptions):
     lesson: float | None = state()
 
     def load_state(self, state: dict | None) -> None:
-        """Continue from a previous decision's ``details["state"]`` (None or {}: a fresh engineer)."""
-        state = state or {}
-        try:
-            self.start = {int(side): (float(spec["hole_ratio"]), float(spec["wait_ratio"]))
-                          for side, spec in (state.get("start") or {}).items()}
-            lesson = state.get("lesson")
-            self.lesson = None if lesson is None else float(lesson)
-        except (TypeError, ValueError, KeyError, AttributeError) as error:
-            raise ConfigError("gap state", state,
-                              f"{{start: {{side: {{hole_ratio, wait_ratio}}}}, lesson: hole ratio or null}} ({error!r})") from error
+        """Continue from a previous decision's ``details["state"]`` (None or {}: a fresh engineer). The sides,
+        ratios and the lesson's hole ratio are checked as a stage config's are; the first one out of range (or
+        NaN, or not a number) is a ConfigError naming ``gap state.KEY``, the value and what is allowed."""
+        document = state_mapping(state, f"{self.name} state", _STATE_SHAPE)
+        where = f"{self.name} state.start"
+        start = {}
+        for side, spec in state_mapping(document.get("start"), where, _STATE_SHAPE).items():
+            at = f"{where}.{cut(str(side), 12)}"
+            spec = state_mapping(spec, at, "a mapping {hole_ratio, wait_ratio}")
+            start[state_side(side, at)] = tuple(state_value(spec.get(key), allowed, f"{at}.{key}")
+                                                for key, allowed in _START_RATIOS.items())
+        self.start = start
+        self.lesson = state_value(document.get("lesson"), _LESSON, f"{self.name} state.lesson")
 
     def state(self) -> dict:
         return {"start": {str(side): {"hole_ratio": holes, "wait_ratio": waits}

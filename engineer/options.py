@@ -16,10 +16,12 @@ options and hands the state fields' values to its ``load_state``. One whose stat
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from simulator.config import MAX_SIZE, MIN_SIZE
 from simulator.errors import ConfigError
+from simulator.files import cut
 from simulator.fields import (ALLOWED, Allowed, FieldRow, as_written, choice, field_docs, field_rows, format_rows,
                               integer, number)
 
@@ -37,16 +39,39 @@ def state(factory: Callable[[], Any] | None = None) -> Any:
     return dataclasses.field(default_factory=factory, metadata={STATE: True})
 
 
-def side_state(integer: bool = False, low: float | None = None) -> Any:
-    """State that is a table of map sides to numbers (integers when ``integer``; each at least ``low`` unless it
-    is None), empty at first; :class:`SideTableState` reads and writes it."""
-    return dataclasses.field(default_factory=dict, metadata={STATE: True, SIDE_TABLE: Allowed(low, integer=integer)})
+def side_state(integer: bool = False, low: float | None = None, high: float | None = None) -> Any:
+    """State that is a table of map sides to finite numbers (integers when ``integer``; each in ``[low, high]``,
+    None for no bound at that end), empty at first; :class:`SideTableState` reads and writes it."""
+    return dataclasses.field(default_factory=dict,
+                             metadata={STATE: True, SIDE_TABLE: Allowed(low, high, integer=integer)})
 
 
-def _side_table(state: dict, key: str, cast: Callable[[Any], float]) -> dict[int, float]:
-    """``state[key]`` (a mapping of map sides to values, absent or None: empty) with int sides and ``cast``
-    values; TypeError, ValueError or AttributeError when it is not one."""
-    return {int(side): cast(value) for side, value in (state.get(key) or {}).items()}
+def state_mapping(value: Any, where: str, allowed: str) -> Mapping[Any, Any]:
+    """``value`` when it is a mapping (None: an empty one); else ConfigError naming ``where``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(where, value, allowed)
+    return value
+
+
+def state_side(key: Any, where: str) -> int:
+    """A map side written as a state table's key (``"6"`` in JSON, or 6): an integer ``MIN_SIZE..MAX_SIZE``;
+    else ConfigError naming ``where``."""
+    allowed = f"a map side, an integer in [{MIN_SIZE}, {MAX_SIZE}]"
+    if isinstance(key, str) and key.isascii() and key.isdigit() and len(key) <= 3:
+        key = int(key)
+    if isinstance(key, bool) or not isinstance(key, int) or not MIN_SIZE <= key <= MAX_SIZE:
+        raise ConfigError(where, key, allowed)
+    return key
+
+
+def state_value(value: Any, allowed: Allowed, where: str) -> Any:
+    """``value`` when ``allowed`` admits it (a number as a float unless ``allowed.integer``: ``1`` reads as
+    ``1.0``); else ConfigError naming ``where``, the value and ``allowed``. NaN and infinities are never admitted."""
+    if not allowed.admits(value):
+        raise ConfigError(where, value, str(allowed))
+    return value if value is None or allowed.integer or allowed.choices or allowed.boolean else float(value)
 
 
 def declared_state(owner: Any) -> dict[str, Any]:
@@ -93,16 +118,18 @@ class SideTableState:
                 if SIDE_TABLE in field.metadata}
 
     def load_state(self, state: dict | None) -> None:
-        """Continue from a previous decision's ``details["state"]`` (None or {}: empty tables)."""
+        """Continue from a previous decision's ``details["state"]`` (None or {}: empty tables). Each table's
+        sides and values are checked against their declaration (``side_state``); the first one out of range (or
+        NaN, or not a number) is a ConfigError naming ``NAME state.FIELD.SIDE``, the value and what is allowed."""
         tables = self._tables()
         expected = "{" + ", ".join(f"{name}: {{side: {allowed}}}" for name, allowed in tables.items()) + "}"
-        try:
-            read = {name: _side_table(state or {}, name, int if allowed.integer else float)
-                    for name, allowed in tables.items()}
-        except (TypeError, ValueError, AttributeError) as error:
-            raise ConfigError(f"{self.name} state", state, f"{expected} ({error})") from error
-        if not all(allowed.admits(value) for name, allowed in tables.items() for value in read[name].values()):
-            raise ConfigError(f"{self.name} state", state, expected)
+        document = state_mapping(state, f"{self.name} state", expected)
+        read = {}
+        for name, allowed in tables.items():
+            where = f"{self.name} state.{name}"
+            table = state_mapping(document.get(name), where, f"a mapping of map sides to {allowed}")
+            read[name] = {state_side(side, f"{where}.{cut(str(side), 12)}"):
+                          state_value(value, allowed, f"{where}.{cut(str(side), 12)}") for side, value in table.items()}
         for name, table in read.items():
             setattr(self, name, table)
 
@@ -134,4 +161,4 @@ format_option_table = format_rows
 
 __all__ = ["Allowed", "DeclaredOptions", "Option", "SideTableState", "as_written", "check_options", "choice",
            "declared_state", "field_docs", "format_option_table", "integer", "number", "option_names", "option_table",
-           "python_object", "side_state", "state"]
+           "python_object", "side_state", "state", "state_mapping", "state_side", "state_value"]

@@ -90,8 +90,8 @@ class ProgressEngineer(SideTableState, DeclaredOptions):
     scale: str = choice("logit", PROGRESS_SCALES)
     """What a change of rate is measured on: ``logit`` (log-odds) or ``absolute``."""
     name: str = "progress"
-    values: dict = side_state()
-    rates: dict = side_state()
+    values: dict = side_state(low=0.0)
+    rates: dict = side_state(low=0.0, high=1.0)
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Update each size's progress from the stage's sampled rates, then the weights; ``seed`` is unused."""

@@ -37,6 +37,7 @@ from the same buffer.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,10 +50,18 @@ from engineer.rule import RULE_METRICS
 from replays.mining import FailureSummary
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
-from simulator.generator import LabelledInstance
+from simulator.generator import LabelledInstance, certify_labelled
 from simulator.text import counted
 
 MAX_BUFFER = 5000  # instances a buffer may hold: every decision record (at most 64 MiB) keeps them, ~2 kB each on 10x10
+MAX_STAGE = 1000  # the most stages a run has (curriculum.config: stages)
+
+
+def _state_int(value: object, where: str, low: int, high: int) -> int:
+    """``value`` when it is an integer (not a bool, not 4.0) in ``low..high``; else ConfigError naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(where, value, f"an integer in [{low}, {high}]")
+    return value
 
 
 def learning_potential(behavior: FailureSummary, side: int, makespan: int, metric: str,
@@ -104,15 +113,42 @@ class ReplayEngineer(ReadsMaterial, DeclaredOptions):
     buffer: list = state(list)
 
     def load_state(self, state: dict | None) -> None:
-        """Continue from a previous decision's ``details["state"]`` (None or {}: an empty buffer)."""
+        """Continue from a previous decision's ``details["state"]`` (None or {}: an empty buffer).
+
+        The state comes from a file (the previous decision record), so it is checked before anything is replayed
+        from it: at most ``MAX_BUFFER`` entries, each ``{instance, seen[, valid, samples]}`` with ``seen`` a stage
+        number and ``0 <= valid <= samples`` integers, and each instance certified again by the generator's
+        labelling (:func:`simulator.generator.certify_labelled`: about 0.1 ms an instance on 6x6 boards with 2
+        agents: a full buffer of 5,000 reads in about 0.9 s). The first fault is a ConfigError naming
+        ``replay state.buffer[i].KEY``, the value and what is allowed."""
+        if state is not None and not isinstance(state, Mapping):
+            raise ConfigError(f"{self.name} state", state, "a mapping {buffer: [...]}")
         entries = (state or {}).get("buffer") or []
+        if not isinstance(entries, list) or len(entries) > MAX_BUFFER:
+            raise ConfigError(f"{self.name} state.buffer", entries if not isinstance(entries, list) else
+                              f"{len(entries):,} entries", f"a list of at most {MAX_BUFFER:,} entries "
+                              "{instance: an instance record, seen: stage[, valid, samples]}")
+        self.buffer = [self._entry(entry, f"{self.name} state.buffer[{index}]") for index, entry in enumerate(entries)]
+
+    @staticmethod
+    def _entry(entry: object, where: str) -> tuple[LabelledInstance, int, tuple[int, int] | None]:
+        """One buffer entry of a state document, checked (see :meth:`load_state`)."""
+        if not isinstance(entry, Mapping):
+            raise ConfigError(where, entry, "a mapping {instance, seen[, valid, samples]}")
+        if "instance" not in entry or "seen" not in entry:
+            raise ConfigError(where, sorted(map(str, entry)), "a mapping with the keys instance and seen")
         try:
-            self.buffer = [(LabelledInstance.from_dict(entry["instance"]), int(entry["seen"]),
-                            (int(entry["valid"]), int(entry["samples"])) if "samples" in entry else None)
-                           for entry in entries]
-        except (TypeError, ValueError, KeyError) as error:
-            raise ConfigError("replay state", state, f"{{buffer: [{{instance: an instance record, seen: stage[, "
-                                                     f"valid, samples]}}]}} ({error})") from error
+            item = LabelledInstance.from_dict(entry["instance"])
+        except ConfigError as error:
+            field = error.field.removeprefix("instance record")
+            raise ConfigError(f"{where}.instance{field}", error.value, error.allowed) from None
+        certify_labelled(item, f"{where}.instance")
+        seen = _state_int(entry["seen"], f"{where}.seen", 0, MAX_STAGE)
+        if "samples" not in entry and "valid" not in entry:
+            return item, seen, None
+        samples = _state_int(entry.get("samples"), f"{where}.samples", 0, 10**12)
+        valid = _state_int(entry.get("valid"), f"{where}.valid", 0, samples)
+        return item, seen, (valid, samples)
 
     def state(self) -> dict:
         return {"buffer": [{"instance": item.to_dict(), "seen": seen,

@@ -65,7 +65,7 @@ class TargetEngineer(SideTableState, DeclaredOptions):
     radius: int = integer(1, 0, MAX_HORIZON)
     """Half width of the makespan band around the target."""
     name: str = "target"
-    targets: dict = side_state(low=1.0)
+    targets: dict = side_state(low=1.0, high=float(MAX_HORIZON))
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision:
         """Each used size's target moved by its training reward, then its band (see the module docstring);

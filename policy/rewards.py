@@ -22,6 +22,7 @@ signal (reward, zero variance, mean absolute advantage) per map size, for the en
 from __future__ import annotations
 
 import json
+import math
 from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
@@ -31,6 +32,7 @@ from numpy.typing import ArrayLike
 from policy.parsing import line_action_spans, parse_plan
 from policy.signal import SignalFigures, TrainingSignal
 from simulator import constants as C
+from simulator.errors import ConfigError
 from simulator.judge import is_optimal, judge_plans
 from simulator.types import Instance
 
@@ -176,6 +178,9 @@ def group_key(inst: Instance) -> tuple[int, int]:
     return inst.n_agents, max(inst.height, inst.width)
 
 
+_TALLY_NAMES = ("groups", "reward", "valid", "zero_variance", "abs_advantage")  # a StageReward tally's counts
+
+
 class StageReward:
     """The weighted sum of reward components as one TRL reward function, recording what each group taught.
 
@@ -249,10 +254,32 @@ class StageReward:
         return {f"{agents}x{side}": dict(tally) for (agents, side), tally in sorted(self._tallies.items())}
 
     def load_state(self, state: dict[str, dict[str, float]]) -> None:
-        self._tallies = {}
+        """Continue from :meth:`state`'s document (read back from a checkpoint's file): keys ``AGENTSxSIDE``
+        (positive integers), each tally the five counts :meth:`record_groups` keeps, finite, ``groups >= 0``,
+        ``valid`` and ``zero_variance`` in ``[0, groups]``, ``abs_advantage >= 0``. Anything else is a ConfigError
+        naming ``reward state.KEY[.NAME]``, the value and what is allowed; nothing is loaded then."""
+        if not isinstance(state, dict):
+            raise ConfigError("reward state", state, "a mapping of AGENTSxSIDE to tallies (StageReward.state)")
+        tallies: dict[tuple[int, int], dict[str, float]] = {}
         for key, tally in state.items():
-            agents, _, side = key.partition("x")
-            self._tallies[(int(agents), int(side))] = {name: float(value) for name, value in tally.items()}
+            agents, _, side = str(key).partition("x")
+            if not all(part.isascii() and part.isdigit() and len(part) <= 4 and int(part) > 0
+                       for part in (agents, side)):
+                raise ConfigError("reward state", key, "keys AGENTSxSIDE of positive integers, e.g. 2x6")
+            where = f"reward state.{key}"
+            if not isinstance(tally, dict) or set(tally) != set(_TALLY_NAMES):
+                raise ConfigError(where, tally, f"a mapping with exactly {', '.join(_TALLY_NAMES)}")
+            for name in _TALLY_NAMES:
+                value = tally[name]
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                    raise ConfigError(f"{where}.{name}", value, "a finite number")
+            groups = tally["groups"]
+            for name, low, high in (("groups", 0, math.inf), ("valid", 0, groups), ("zero_variance", 0, groups),
+                                    ("abs_advantage", 0, math.inf)):
+                if not low <= tally[name] <= high:
+                    raise ConfigError(f"{where}.{name}", tally[name], f"a number in [{low}, {high:g}]")
+            tallies[(int(agents), int(side))] = {name: float(tally[name]) for name in _TALLY_NAMES}
+        self._tallies = tallies
 
     def signal(self, trainer: str = "grpo") -> TrainingSignal:
         """The tallies as the stage's :class:`~policy.signal.TrainingSignal` (``trainer``: whose groups, see

@@ -664,6 +664,42 @@ def test_train__seed_and_arm_flags_are_checked_before_any_work(tmp_path, args, f
     assert not any(tmp_path.iterdir())  # nothing was started
 
 
+@pytest.mark.parametrize("arm, field", [
+    ("bogus", "--arm = 'bogus'"),  # an unknown bare arm name
+    ("x=engineer.spec=nope", "--arm x: engineer.spec = 'nope'"),
+    ("x=engineer.spec=replay;engineer.options.share=5", "--arm x: engineer.options.share = 5"),
+    ("x=initial_config.sizes.6.min_makespan=9;initial_config.sizes.6.max_makespan=2",
+     "--arm x: initial_config.sizes.6.max_makespan = 2"),
+    ("x=training.nope=1", "--arm x: training.nope = 1"),
+])
+def test_train_compare__print_config_refuses_an_arm_the_run_would_refuse(tmp_path, arm, field):
+    result = subprocess.run([sys.executable, "-m", "curriculum.cli", "train", "--preset", "tiny", "--output-dir",
+                             str(tmp_path), "--compare", "--arm", "fixed", "--arm", arm, "--print-config"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stdout == "" and field in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert not any(tmp_path.iterdir())
+    valid = subprocess.run([sys.executable, "-m", "curriculum.cli", "train", "--preset", "tiny", "--output-dir",
+                            str(tmp_path), "--compare", "--arm", "fixed", "--arm", "gap-band", "--print-config"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert valid.returncode == 0 and valid.stdout.startswith("name: tiny"), valid.stderr
+
+
+def test_train_compare__an_arm_folder_made_by_another_run_config_is_refused_before_any_arm_trains(tmp_path):
+    from curriculum.config import preset
+    from curriculum.loop.folder import RUN_PROTOCOL
+
+    base = preset("tiny").with_overrides(output_dir=str(tmp_path))
+    other = base.with_overrides(name=f"{base.name}-fixed", arm="fixed", seed=0, **{"training.steps": 7})
+    other.run_dir.mkdir(parents=True)
+    (other.run_dir / "manifest.json").write_text(json.dumps({"protocol": RUN_PROTOCOL, "run_config": other.to_dict()}))
+    result = subprocess.run([sys.executable, "-m", "curriculum.cli", "train", "--preset", "tiny", "--output-dir",
+                             str(tmp_path), "--compare", "--arm", "gap", "--arm", "fixed"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "differs in training.steps" in result.stderr, result.stderr
+    assert "==" not in result.stderr and sorted(path.name for path in tmp_path.iterdir()) == [other.run_dir.name]
+
+
 def test_train__repeated_set_flags_add_up():
     result = subprocess.run([sys.executable, "-m", "curriculum.cli", "train", "--preset", "small", "--print-config",
                              "--set", "engineer.spec=progress", "--set", "engineer.options={scale: absolute}",

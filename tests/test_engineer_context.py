@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from engineer.context import CONTEXT_SECTIONS, HistoryEntry, build_context, parse_sections
-from engineer.evidence import StageEvidence, collect_evidence, summarize_episodes
+from engineer.evidence import StageEvidence, StageScores, collect_evidence, summarize_episodes
 from policy.rollout import judge_episodes
 from policy.scripted import make_scripted
 from replays.errors import ReplayError
@@ -156,8 +156,12 @@ def test_context__behavior_splits_instances_by_optimal_makespan(episodes, stage_
     assert "valid per optimal makespan" in behavior.text
 
 
-def test_context__history_scores_that_are_not_numbers_become_none(episodes, stage_config):
-    history = [HistoryEntry(stage=0, config=stage_config, valid_rate=float("nan"), optimal_rate=float("inf"))]
+def test_context__history_scores_that_are_not_numbers_are_refused_and_missing_ones_are_none(episodes, stage_config):
+    # a history entry holds a stage record's scores, checked when made: NaN or infinity never reach the context
+    for bad in (float("nan"), float("inf"), 7.0):
+        with pytest.raises(ConfigError, match="scores.valid_rate"):
+            StageScores(valid_rate=bad, optimal_rate=0.5)
+    history = [HistoryEntry(0, stage_config)]
     context = build_context(summarize(episodes), stage_config, history)
     entry = context.data["history"]["stages"][0]
     assert entry["config"] == stage_config.to_dict()
@@ -167,8 +171,8 @@ def test_context__history_scores_that_are_not_numbers_become_none(episodes, stag
 
 
 def test_context__history_keeps_the_last_entries_only(episodes, stage_config):
-    history = [HistoryEntry.from_dict({"stage": stage, "config": stage_config.to_dict(), "valid_rate": stage / 10})
-               for stage in range(8)]
+    history = [HistoryEntry.from_dict({"stage": stage, "config": stage_config.to_dict(), "valid_rate": stage / 10,
+                                       "optimal_rate": stage / 20}) for stage in range(8)]
     context = build_context(summarize(episodes), stage_config, history, history_limit=3)
     assert [entry["stage"] for entry in context.data["history"]["stages"]] == [5, 6, 7]
     assert "stage 4:" not in context.text and "stage 7:" in context.text

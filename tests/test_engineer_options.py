@@ -1,12 +1,15 @@
 """Engineer options declared once: the declaration checks the value, names it in the error, and lists it."""
 
 import dataclasses
+import functools
 import math
 import os
 import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engineer.engineers import ENGINEERS, engineer_summary, make_engineer
 from engineer.options import ALLOWED, Allowed, check_options, field_docs, number, option_names, option_table
@@ -109,18 +112,78 @@ def test_allowed__one_sided_and_unbounded_numbers_say_so_and_refuse_infinities()
 
 
 @pytest.mark.parametrize("name", ["bandit", "progress", "target"])
-def test_side_table_state__round_trips_and_a_bad_document_names_the_engineer_and_the_shape(name):
+def test_side_table_state__round_trips_and_a_bad_document_names_the_engineer_the_table_and_the_side(name):
     first = make_engineer(name)
     tables = [field.name for field in dataclasses.fields(first) if field.metadata.get("side_table")]
-    first.load_state({table: {"5": 2, "3": 1} for table in tables})
+    first.load_state({table: {"5": 1, "3": 1} for table in tables})
     assert [list(table) for table in first.state().values()] == [["3", "5"]] * len(tables)  # sides ascending
-    assert first.state() == {table: {"3": 1, "5": 2} for table in tables}
+    assert first.state() == {table: {"3": 1, "5": 1} for table in tables}
     again = make_engineer(name)
     again.load_state(first.state())
     assert again.state() == first.state() and make_engineer(name).state() == {table: {} for table in tables}
-    for bad in ({tables[0]: {"x": 1.0}}, {tables[0]: ["3"]}, {tables[0]: {"3": "high"}}, {tables[0]: {"3": math.nan}}):
+    table = tables[0]
+    for bad, field in (({table: {"x": 1.0}}, f"{table}.x"), ({table: ["3"]}, table), ({table: {"3": "high"}}, f"{table}.3"),
+                       ({table: {"3": math.nan}}, f"{table}.3"), ({table: {"99": 1.0}}, f"{table}.99"),
+                       ({table: {"-3": 1.0}}, f"{table}.-3"), ([1], "")):
         with pytest.raises(ConfigError) as caught:
             make_engineer(name).load_state(bad)
-        assert f"{name} state" in str(caught.value) and f"{tables[0]}: {{side: " in str(caught.value)
-    with pytest.raises(ConfigError, match="target state"):
+        assert str(caught.value).startswith(f"{name} state{'.' + field if field else ''} = "), str(caught.value)
+    with pytest.raises(ConfigError, match=r"target state\.targets\.4 = 0\.5"):
         make_engineer("target").load_state({"targets": {"4": 0.5}})  # a target below makespan 1
+
+
+# Every stateful engineer's state keys and what each takes (a side table's per-side values, the gap's ratios).
+STATE_KEYS = {
+    "bandit": {"values": Allowed(0.0), "counts": Allowed(0, 10**15, integer=True)},
+    "progress": {"values": Allowed(0.0), "rates": Allowed(0.0, 1.0)},
+    "target": {"targets": Allowed(1.0, 4096.0)},
+    "gap": {"lesson": Allowed(0.0, 0.9, optional=True), "start.hole_ratio": Allowed(0.0, 0.9),
+            "start.wait_ratio": Allowed(0.0, 1.0)},
+    "replay": {"buffer.seen": Allowed(0, 1000, integer=True)},
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _one_instance() -> dict:
+    from simulator.generator import generate
+    from tests.test_engineer_engineers import CONFIG
+
+    return generate(dataclasses.replace(CONFIG, samples=1)).instances[0].to_dict()
+
+
+def _state_with(name: str, key: str, value):
+    """A state document of ``name`` that is valid but for ``value`` at ``key`` (and the field its error names)."""
+    if name == "gap":
+        if key == "lesson":
+            return {"start": {}, "lesson": value}, "gap state.lesson"
+        ratios = {"hole_ratio": 0.2, "wait_ratio": 0.3, key.split(".")[1]: value}
+        return {"start": {"6": ratios}, "lesson": None}, f"gap state.start.6.{key.split('.')[1]}"
+    if name == "replay":
+        return {"buffer": [{"instance": _one_instance(), "seen": value}]}, "replay state.buffer[0].seen"
+    return {key: {"6": value}}, f"{name} state.{key}.6"
+
+
+def test_state_keys__cover_every_stateful_engineer_in_the_registry():
+    stateful = {name for name, kind in ENGINEERS.items() if hasattr(kind.build, "load_state")}
+    assert stateful == set(STATE_KEYS)
+
+
+@pytest.mark.parametrize("name, key", [(name, key) for name, keys in STATE_KEYS.items() for key in keys])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**30, 10**30), st.booleans(),
+                       st.none(), st.text(max_size=3), st.sampled_from([math.nan, -math.inf, 5, 0.95, -1, 1e309])))
+def test_load_state__takes_exactly_what_the_declared_range_admits_and_names_the_key(name, key, value):
+    allowed = STATE_KEYS[name][key]
+    document, field = _state_with(name, key, value)
+    engineer = make_engineer(name)
+    if allowed.admits(value):
+        engineer.load_state(document)
+        written = engineer.state()
+        again = make_engineer(name)
+        again.load_state(written)  # what it writes on, it reads back
+        assert again.state() == written
+    else:
+        with pytest.raises(ConfigError) as caught:
+            engineer.load_state(document)
+        message = str(caught.value)
+        assert message.startswith(f"{field} = ") and "\n" not in message, message

@@ -41,10 +41,6 @@ NOT_USERS_FILES = {
     "curriculum.loop.records:read_record": "the run-folder reader: checks S_ISREG before opening, bounded read",
     "curriculum.loop.folder:_cpu_facts": "the kernel's /proc/cpuinfo (procfs says size 0, so the size-bounded helper "
                                          "reads nothing): its first lines only",
-    # Still to route through the helper (issue 47; these modules are being reworked at the same time):
-    "curriculum.loop.curriculum:end_stage": "TO DO: a run folder's shared-from note",
-    "curriculum.training.trainers:grpo_stage": "TO DO: the run folder's reward signal on resume",
-    "curriculum.training.trainers:rft_stage": "TO DO: the run folder's checkpoint mark",
 }
 _READ_ATTRIBUTES = {"read_text", "read_bytes", "open"}
 
@@ -295,6 +291,26 @@ def test_compare__control_characters_of_a_manifest_are_printed_escaped():
     assert "\\nWARNING: forged" in " ".join(text.split()).replace("\\n ", "\\n")
 
 
+@pytest.mark.parametrize("forged", ["x\nWARNING: forged", "x\x1b[31m", "x\rWARNING", "x\u2028WARNING"])
+def test_compare__arm_names_run_names_and_suites_of_a_manifest_are_printed_escaped(forged):
+    from curriculum.reports.report import compare_table, render_seed_comparison, seed_comparison
+    from tests.test_compare import V12, _fake_run, _with_versions
+
+    reference = _with_versions(_fake_run("fixed", 0, 0.40, final=0.3), V12)
+    arm = _with_versions(_fake_run(forged, 0, 0.45, final=0.4), {**V12, "torch": "2.99"})
+    arm.dir = f"runs/{forged}"
+    arm.final = {"suite": forged, "cells": arm.final["cells"]}
+    text = "\n".join([compare_table([arm, reference]),
+                      render_seed_comparison(seed_comparison([arm, reference], allow_mixed=True, primary=forged)),
+                      render_seed_comparison(seed_comparison([reference, arm], reference=forged, allow_mixed=True))])
+    assert all(line.isprintable() for line in text.splitlines()), [line for line in text.splitlines()
+                                                                   if not line.isprintable()]
+    assert not any(line.lstrip().startswith("WARNING: forged") for line in text.splitlines())
+    with pytest.raises(ConfigError) as caught:
+        seed_comparison([reference, arm], primary="nope", allow_mixed=True)
+    assert str(caught.value).isprintable()
+
+
 # --- fuzzed: maps, scenarios, instance records, documents ---------------------------------------------------------
 from hypothesis import HealthCheck, given, settings  # noqa: E402  (the fuzz section's own imports)
 from hypothesis import strategies as st  # noqa: E402
@@ -413,3 +429,66 @@ def test_run_folder_siblings_and_history_refuse_a_fifo_before_opening_it(tmp_pat
     (tmp_path / "deep.json").write_text("[" * 100 + "]" * 100)
     with pytest.raises(ConfigError, match="nested"):
         load_history(tmp_path / "deep.json")
+
+
+# --- a resumed stage's own files: the shared-from note, the reward tallies, a round's checkpoint mark -------------
+GOOD_TALLY = {"groups": 4, "reward": 1.5, "valid": 2.0, "zero_variance": 1, "abs_advantage": 0.3}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "valid JSON"), ("[1]", "a JSON object"), ('{"2x6": ' + "[" * 100 + "]" * 100 + "}", "nested"),
+    ('{"2x6": {"groups": 1e309}}', "finite"), ('{"2x6": {"groups": ' + "9" * 5000 + "}}", "digits"),
+    ('{"2x6": {"groups": NaN}}', "NaN"), ('{"two": {}}', "AGENTSxSIDE"), ('{"2x6": {"groups": 4}}', "exactly"),
+    (json.dumps({"2x6": {**GOOD_TALLY, "valid": 9.0}}), r"2x6\.valid = 9\.0"),
+    (json.dumps({"2x6": {**GOOD_TALLY, "groups": "4"}}), r"2x6\.groups = '4'"),
+    (json.dumps({"2x6": {**GOOD_TALLY, "abs_advantage": -1.0}}), r"2x6\.abs_advantage"),
+])
+def test_grpo_resume__a_corrupt_stage_signal_is_refused_naming_the_file(tmp_path, text, message):
+    from curriculum.training.trainers import SIGNAL_FILE, _load_signal, _read_mark
+    from policy.rewards import StageReward
+
+    path = tmp_path / SIGNAL_FILE
+    path.write_text(text)
+    reward = StageReward({"valid": 1.0}, 4)
+    with pytest.raises(ConfigError, match=message) as caught:
+        _load_signal(reward, _read_mark(path, "the stage's reward tallies"), str(path))
+    assert str(caught.value).startswith(str(path)) and "\n" not in str(caught.value)
+    assert reward.state() == {}  # nothing loaded
+    path.write_text(json.dumps({"2x6": GOOD_TALLY}))
+    _load_signal(reward, _read_mark(path, "the stage's reward tallies"), str(path))
+    assert reward.state() == {"2x6": {name: float(value) for name, value in GOOD_TALLY.items()}}
+
+
+@pytest.mark.parametrize("mark, message", [
+    ({}, r"checkpoint_done\.json: round = None"), ({"round": [1]}, r"checkpoint_done\.json: round = \[1\]"),
+    ({"round": {"sampled_valid_rate": "x"}}, r"round\.sampled_valid_rate = 'x'"),
+    ({"round": {"solved_share": 2.0}}, r"round\.solved_share = 2\.0"),
+    ({"round": {}, "outcomes": {"zz": [1, 2]}}, "content key in hex"),
+    ({"round": {}, "outcomes": {"ab": [3, 2]}}, "0 <= valid <= samples"),
+])
+def test_rft_resume__a_corrupt_round_mark_is_refused_naming_the_file(tmp_path, mark, message):
+    from curriculum.training.trainers import _read_round_mark
+
+    path = tmp_path / "checkpoint_done.json"
+    path.write_text(json.dumps(mark))
+    with pytest.raises(ConfigError, match=message) as caught:
+        _read_round_mark(path)
+    assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+    path.write_text(json.dumps({"round": {"sampled_valid_rate": 0.5}, "outcomes": {"ab": [1, 2]}}))
+    assert _read_round_mark(path)["round"] == {"sampled_valid_rate": 0.5}
+
+
+def test_stage_files__the_shared_from_note_and_marks_refuse_a_fifo_before_opening_it(tmp_path):
+    from curriculum.loop.folder import SHARED_FROM_FILE, read_shared_from
+    from curriculum.training.trainers import _read_mark, _read_round_mark
+
+    assert read_shared_from(tmp_path) is None
+    (tmp_path / SHARED_FROM_FILE).write_text("runs/arm-a")
+    assert read_shared_from(tmp_path) == "runs/arm-a"
+    (tmp_path / SHARED_FROM_FILE).unlink()
+    for name in (SHARED_FROM_FILE, "stage_signal.json", "checkpoint_done.json"):
+        os.mkfifo(tmp_path / name)
+    for read in (lambda: read_shared_from(tmp_path), lambda: _read_mark(tmp_path / "stage_signal.json", "tallies"),
+                 lambda: _read_round_mark(tmp_path / "checkpoint_done.json")):
+        with pytest.raises(ConfigError, match="FIFO"):
+            read()

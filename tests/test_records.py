@@ -12,7 +12,10 @@ from simulator.errors import ConfigError
 def _record(**changes) -> dict:
     config = default_stage_config().to_dict()
     record = {"stage": 2, "config": config, "next_config": {**config, "samples": 99}, "model": "runs/x/stage-02/model",
-              "generation": {"3": {"attempts": 10}}, "churn": {"changed": 0.5, "gained": 3, "lost": 2},
+              "generation": {"3": {"size": 3, "count": 10, "requested_hole_ratio": 0.2, "achieved_hole_ratio": 0.2,
+                                    "requested_wait_ratio": 0.3, "achieved_wait_ratio": 0.3, "candidates": 14,
+                                    "rejected_unsolvable": 1, "rejected_solver_limit": 0, "rejected_wait_label": 3,
+                                    "rejected_makespan": 0, "rejected_protected": 0}}, "churn": {"changed": 0.5, "gained": 3, "lost": 2},
               "timings": {"train": 10.0, "validation": 2.0}, "train": {"step_seconds": 1.2, "zero_variance_share": 0.4},
               "scores": {"valid_rate": 0.3, "optimal_rate": 0.25, "reward_mean": 0.4, "sampled_valid_rate": 0.2,
                          "zero_variance_share": 0.4},

@@ -107,3 +107,50 @@ def test_run__an_engineer_that_writes_instances_reads_the_stage_s_bank_evidence_
     assert [episode.instance for episode in material.evidence] == [item.instance for item in items]
     assert material.protected == run.curriculum.sets.test | run.curriculum.sets.evidence_keys
     assert {item.instance.content_key() for item in items} <= material.protected
+
+
+def _tampered(record: dict, how: str) -> dict:
+    """``record`` (an instance record) tampered as a hostile user would: relabelled, an invalid plan, or a board
+    of a shape the run never trains on."""
+    record = json.loads(json.dumps(record))
+    if how == "relabelled":
+        record["optimal_makespan"] += 1
+    elif how == "invalid plan":
+        record["plan"] = [[0] * len(moves) for moves in record["plan"]]  # every agent waits: off its goal
+    elif how == "large board":
+        big = generate(StageConfig.from_dict({"agents": 5, "samples": 1, "seed": 3, "sizes": {
+            10: {"data_ratio": 1.0, "hole_ratio": 0.1, "wait_ratio": 0.0}}})).instances[0]
+        record = big.to_dict()
+    return record
+
+
+@pytest.mark.parametrize("how, field", [("relabelled", r"instances\[1\]: optimal_makespan = \d+"),
+                                        ("invalid plan", r"instances\[1\]: plan = "),
+                                        ("large board", r"instances\[1\] = 'a 10x10 board with 5 agents'")])
+def test_run__handed_instances_read_back_are_certified_again_before_training(tmp_path, how, field):
+    config = small_config(tmp_path, "tampered", **{"engineer.spec": "replay"})
+    run = Run(config, log=lambda message: None)
+    given = _given(2)
+    decision = make_decision("replay", CONFIG, CONFIG, "replay: 2 instances replayed", instances=given).to_dict()
+    path = run.curriculum.stage_dir(1) / "decision.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(decision))
+    assert len(run.curriculum._given_instances(2)[0]) == 2  # as written: certified, taken
+    decision["instances"][1] = _tampered(decision["instances"][1], how)
+    path.write_text(json.dumps(decision))
+    with pytest.raises(ConfigError, match=f"^{path}: {field}") as caught:
+        run.curriculum._given_instances(2)
+    assert "\n" not in str(caught.value)
+
+
+def test_run__a_replay_buffer_read_back_is_certified_naming_the_file_and_entry(tmp_path):
+    run = Run(small_config(tmp_path, "buffer", **{"engineer.spec": "replay"}), log=lambda message: None)
+    entries = [{"instance": item.to_dict(), "seen": 1} for item in _given(3)]
+    entries[2]["instance"]["needs_wait"] = not entries[2]["instance"]["needs_wait"]
+    decision = make_decision("replay", CONFIG, CONFIG, "replay: nothing to replay",
+                             details={"state": {"buffer": entries}}).to_dict()
+    path = run.curriculum.stage_dir(1) / "decision.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(decision))
+    with pytest.raises(ConfigError, match=rf"^{path}: details\.replay state\.buffer\[2\]\.instance: needs_wait = "):
+        run.curriculum.decide(2, "unused", CONFIG, None, [], run.curriculum.stage_dir(2) / "decision.json")  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ import pytest
 from curriculum.loop.records import StageRecord
 from engineer.cli import load_history
 from engineer.context import HistoryEntry, build_context
-from engineer.evidence import (SampledPass, SignalFigures, StageEvidence, TrainingSignal,
+from engineer.evidence import (SampledPass, SignalFigures, StageEvidence, StageScores, TrainingSignal,
                                collect_evidence, summarize_episodes)
 from policy.rollout import judge_episodes
 from policy.scripted import make_scripted
@@ -178,8 +178,13 @@ def test_history__a_history_file_reads_as_entries_and_writes_back_the_same(tmp_p
         assert all(isinstance(entry, HistoryEntry) for entry in entries)
         assert entries[0].config is None and entries[1].config == config
         assert [entry.to_dict() for entry in entries] == document
-    sparse = HistoryEntry.from_dict({"stage": 3, "valid_rate": 0.5})
-    assert sparse.config is None and sparse.optimal_rate is None and sparse.zero_variance_share is None
+    bare = HistoryEntry.from_dict({"stage": 3})
+    assert bare.config is None and bare.scores is None and bare.optimal_rate is None
+    # scores are a stage record's: both greedy rates, or none
+    with pytest.raises(ConfigError, match=r"^history entry.optimal_rate = None"):
+        HistoryEntry.from_dict({"stage": 3, "valid_rate": 0.5})
+    with pytest.raises(ConfigError, match=r"^history entry.valid_rate = None .*beside reward_mean"):
+        HistoryEntry.from_dict({"stage": 3, "reward_mean": 0.5})
 
 
 @pytest.mark.parametrize("entry, named", [
@@ -205,7 +210,8 @@ def test_history__a_stage_record_lists_itself_as_a_history_entry():
                 "scores": {"valid_rate": 0.3, "optimal_rate": 0.25, "reward_mean": 0.4, "zero_variance_share": None},
                 "decision": {"outcome": "kept", "accepted": True, "diff": []}}
     entry = StageRecord.from_dict(document).history_entry()
-    assert entry == HistoryEntry(stage=2, config=config, valid_rate=0.3, optimal_rate=0.25, reward_mean=0.4)
+    assert entry == HistoryEntry(2, config, StageScores(valid_rate=0.3, optimal_rate=0.25, reward_mean=0.4))
+    assert entry.scores is StageRecord.from_dict(document).scores or entry.scores == StageRecord.from_dict(document).scores
     assert entry.to_dict() == {"stage": 2, "config": config.to_dict(), **document["scores"]}
     assert HistoryEntry.from_dict(json.loads(json.dumps(entry.to_dict()))) == entry
 

@@ -68,6 +68,7 @@ def engineer_inputs(preset_name: str):
 
     from curriculum.config import preset
     from engineer import HistoryEntry, build_context, summarize_episodes
+    from engineer.evidence import StageScores
     from policy.signal import SignalFigures, TrainingSignal
     from policy.rollout import judge_episodes
     from policy.scripted import make_scripted
@@ -85,7 +86,7 @@ def engineer_inputs(preset_name: str):
         training_signal=TrainingSignal(by_size={
             side: SignalFigures(groups=100, reward_mean=0.5, valid_rate=0.4, zero_variance_share=0.3,
                                      abs_advantage_mean=0.6) for side in config.sizes}))
-    history = [HistoryEntry(stage=stage, config=config, valid_rate=0.4, optimal_rate=0.3, zero_variance_share=0.3)
+    history = [HistoryEntry(stage, config, StageScores(valid_rate=0.4, optimal_rate=0.3, zero_variance_share=0.3))
                for stage in (1, 2, 3)]
     return build_context(summary, config, history, sections=tuple(run.engineer.context)), config
 

@@ -32,19 +32,20 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from curriculum.config import RunConfig
 from curriculum.loop.distributed import wait_for_file
-from curriculum.loop.folder import (HANDED_FILE, SHARED_FROM_FILE, Log, RunFolder, read_decision, read_summary, stage_folder,
-                                    write_json)
-from curriculum.loop.records import (OUTCOMES_FILE, StageDecision, StageRecord, StageScores, TrainingReport,
+from curriculum.loop.folder import (HANDED_FILE, Log, RunFolder, read_decision, read_shared_from, read_summary,
+                                    stage_folder, write_json)
+from curriculum.loop.records import (OUTCOMES_FILE, StageDecision, StageRecord, TrainingReport,
                                      read_record)
-from curriculum.loop.sets import RunSets, training_seed
+from curriculum.loop.sets import RunSets, certify_handed, training_seed
 from curriculum.loop.validation import EvaluationModels, LoadedModel, Model, answer_churn, model_name, validate
 from engineer import HistoryEntry, StageEvidence
+from engineer.evidence import StageScores
 from engineer.decision import EngineerDecision, make_decision
 from policy.prompts import get_style
 from simulator.atomic import atomic_write
@@ -119,16 +120,6 @@ def stage_instances(sets: RunSets, config: StageConfig, given: Sequence[Labelled
 
 _OUTCOME_WORDS = {"changed": "changed the config", "kept": "kept the config (nothing to change)",
                   "rejected": "rejected the proposal, kept the config"}
-
-
-def scores_of(summary: StageEvidence) -> dict:
-    """The validation scores a history entry and a stage record keep of an evidence summary."""
-    failures = summary.failures
-    scores = {"valid_rate": failures.valid_rate, "optimal_rate": failures.optimal_rate,
-              "reward_mean": failures.reward_mean}
-    if summary.sampled is not None:
-        scores["sampled_valid_rate"] = summary.sampled.valid_rate
-    return scores
 
 
 class Curriculum:
@@ -220,7 +211,7 @@ class Curriculum:
         self.base_model = base_model if base_model is not None else model
         trained = self.warm_start_config().to_dict() if cfg.warm_start.enabled else None
         start = self.validate(model, self.folder.start_dir(), 0, trained_config=trained)
-        self.history = [HistoryEntry(stage=0, config=None, **scores_of(start))] if cfg.warm_start.enabled else []
+        self.history = [HistoryEntry(0, None, StageScores.of(start))] if cfg.warm_start.enabled else []
         self.current = cfg.stage_one
         if cfg.engineer.plan_first and self.is_main_process:
             self.current = self._plan_first(model)
@@ -246,11 +237,16 @@ class Curriculum:
     # --- a stage's instances ----------------------------------------------------------------------------------
     def _given_instances(self, stage: int) -> tuple[list[LabelledInstance], str]:
         """The instances the decision before ``stage`` handed it (``EngineerDecision.instances``; [] from an engineer
-        that only writes configs) and the record they come from."""
+        that only writes configs) and the record they come from. Read back from the file, they are certified again
+        before anything trains on them (:func:`~curriculum.loop.sets.certify_handed`: boards of the run's stage
+        configs so far, labels and plan as the generator's own)."""
         previous = self.folder.previous_decision(stage)
         if previous is None or not previous.exists():
             return [], ""
-        return list(read_decision(previous).instances), str(previous)
+        given = list(read_decision(previous).instances)
+        configs = [entry.config for entry in self.history if entry.config is not None] + [self.current]
+        certify_handed(given, configs, str(previous))
+        return given, str(previous)
 
     def prepare_stage(self) -> StageInputs:
         """The current stage's inputs, made once: its config (seeded) in ``config.yaml``, the instances handed over
@@ -347,29 +343,26 @@ class Curriculum:
                  f" zero-variance groups {percent(train_info.zero_variance_share, missing='not measured')}")
         before = self.stage_dir(stage - 1) if stage > 1 else self.folder.start_dir()
         churn = answer_churn(before / "validation.mlr", folder / "validation.mlr")
-        if churn["changed"] is not None:
-            self.log(f"stage {stage}: greedy answers changed on {percent(churn['changed'])} of the validation "
-                     f"set (valid gained {churn['gained']}, lost {churn['lost']})")
+        if churn.changed is not None:
+            self.log(f"stage {stage}: greedy answers changed on {percent(churn.changed)} of the validation "
+                     f"set (valid gained {churn.gained}, lost {churn.lost})")
         clock.lap("records")
         evidence = replace(  # the generator's own report and the trainer's own groups: what the stage trained on
             summary, generation=dict(sorted(inputs.generated.reports.items())),
             training_signal=train_info.signal)
-        decision = self.decide(stage, model, config, evidence, self.history + [HistoryEntry(
-            stage=stage, config=config, **scores_of(summary),
-            zero_variance_share=train_info.zero_variance_share)], folder / "decision.json", bank=inputs.instances)
+        scores = StageScores.of(summary, train_info.zero_variance_share)
+        decision = self.decide(stage, model, config, evidence, self.history + [HistoryEntry(stage, config, scores)],
+                               folder / "decision.json", bank=inputs.instances)
         self.models.release()
         clock.lap("engineer")
         handed = len(decision.instances)
         self._log_decision(f"stage {stage}", decision,
                            f"; {counted(handed, 'instance')} for stage {stage + 1}" if handed else "")
-        shared = folder / SHARED_FROM_FILE
-        generation = {str(side): asdict(report) for side, report in sorted(inputs.generated.reports.items())}
         record = StageRecord(
             stage=stage, config=config, next_config=decision.config,
-            model=model if isinstance(model, str) else model_name(model),
-            scores=StageScores(**scores_of(summary), zero_variance_share=train_info.zero_variance_share),
-            decision=StageDecision.of(decision), train=train_info, generation=generation, churn=churn,
-            timings=clock.laps, shared_from=shared.read_text() if shared.exists() else None)
+            model=model if isinstance(model, str) else model_name(model), scores=scores,
+            decision=StageDecision.of(decision), train=train_info, generation=evidence.generation or {}, churn=churn,
+            timings=clock.laps, shared_from=read_shared_from(folder))
         write_json(recorded, record.to_dict())
         return self._advance(record)
 
@@ -408,8 +401,14 @@ class Curriculum:
         engineer = make_engineer(spec, **options)
         if hasattr(engineer, "load_state"):  # a stateful engineer continues from its previous decision
             previous = self.folder.previous_decision(stage) if stage >= 1 else None
-            engineer.load_state(read_decision(previous).details.get("state")
-                                if previous is not None and previous.exists() else None)
+            if previous is not None and previous.exists():
+                recorded = read_decision(previous).details.get("state")
+                try:  # the state comes from the file: its checks' errors name it
+                    engineer.load_state(recorded)
+                except ConfigError as error:
+                    raise ConfigError(f"{previous}: details.{error.field}", error.value, error.allowed) from None
+            else:
+                engineer.load_state(None)
         if hasattr(engineer, "load_material"):  # an engineer that writes instances reads the instances themselves
             engineer.load_material(self.material(stage, bank, decision_path.parent / "validation.mlr"))
         context = build_context(evidence, config, history, sections=tuple(cfg.engineer.context))
@@ -523,5 +522,5 @@ class Curriculum:
                               "stage 1 starts from and reads the finished stages back")
 
 
-__all__ = ["Curriculum", "LoadedModel", "PhaseClock", "StageInputs", "log_to_stderr", "scores_of", "stage_instances",
+__all__ = ["Curriculum", "LoadedModel", "PhaseClock", "StageInputs", "log_to_stderr", "stage_instances",
            "stage_seed"]

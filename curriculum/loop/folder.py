@@ -43,6 +43,7 @@ from engineer import StageEvidence
 from engineer.decision import EngineerDecision
 from simulator.atomic import atomic_write
 from simulator.errors import ConfigError, short_repr
+from simulator.files import MAX_CONFIG_BYTES, read_text_bounded
 from simulator.text import counted
 
 Log = Callable[[str], None]
@@ -58,6 +59,14 @@ the run folders written before this constant had its present name)."""
 
 SHARED_FROM_FILE = "shared_from.txt"
 """In a stage folder copied from a sibling arm (``train --compare``): the run folder that trained it."""
+
+
+def read_shared_from(folder: Path) -> str | None:
+    """A stage folder's :data:`SHARED_FROM_FILE` note (the run folder that trained the stage), None without one;
+    read through :mod:`simulator.files` (a regular file, at most ``MAX_CONFIG_BYTES``, UTF-8): anything else is a
+    ConfigError naming the file."""
+    path = folder / SHARED_FROM_FILE
+    return read_text_bounded(path, MAX_CONFIG_BYTES, "a stage's shared-from note") if path.exists() else None
 
 
 def write_json(path: Path, data) -> None:
@@ -242,36 +251,58 @@ class RunFolder:
         if not self.is_main_process:
             wait_for_file(manifest)
         if manifest.exists():
-            data = read_record(manifest, "run manifest", ("run_config",))
-            if data.get("protocol") != RUN_PROTOCOL:
-                raise ConfigError("run", str(self.dir), f"a run folder of protocol {RUN_PROTOCOL} (three disjoint "
-                                  "instance sets); this one was made before it and its stages trained on other "
-                                  "instances: start a new run (another --name), or read it with mapf-lake report")
-            recorded = data["run_config"]
-            if not isinstance(recorded, dict):
-                raise ConfigError(f"{manifest}: run_config", type(recorded).__name__, "a mapping (the run config)")
-            try:  # a run recorded before a field existed has that field's default, which is what it ran with
-                recorded = RunConfig.from_dict(recorded).to_dict()
-            except ConfigError:
-                pass  # compared as written: the mismatch below names the folder
-            # Where the folder is (output_dir/name) is not part of the run: a folder resumed by another spelling of
-            # its path, or after a move, is the same run.
-            placed = {"output_dir": None, "name": None}
-            recorded = {**json.loads(json.dumps(recorded, default=str)), **placed}
-            current = {**json.loads(json.dumps(self.config.to_dict(), default=str)), **placed}
-            if recorded != current and {**recorded, "stages": current["stages"]} == current:
-                self._extend(int(recorded["stages"]))
-            elif recorded != current:
-                differs = ", ".join(_differences(recorded, current)[:5])
-                raise ConfigError("run", str(self.dir), "the same run config as its manifest records: resume the "
-                                  "folder as it is (--resume RUN, alone or with --set stages=N), or start a new run "
-                                  "(another name / output_dir)", f"differs in {differs}")
+            grown = self._recorded_stages(manifest)
+            if grown is not None:
+                self._extend(grown)
             self.completed_stages()  # a gap in the stages is refused now, before anything is trained
             return
         save_run_config(self.config, self.dir / "run.yaml")
         write_json(manifest, {"protocol": RUN_PROTOCOL, "run_config": self.config.to_dict(), "versions": _versions(),
                               "machine": _machine(), "seed": self.config.seed,
                               "git_commit": _git_commit(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+
+    def check(self) -> None:
+        """Refuse now, reading only, what :meth:`start` would refuse of an existing folder (another protocol,
+        another run config, fewer stages than are finished, a gap in the stages); a folder not made yet passes.
+        ``train --compare`` checks every arm's folder so, before the first arm trains."""
+        manifest = self.dir / "manifest.json"
+        if not manifest.exists():
+            return
+        grown = self._recorded_stages(manifest)
+        done = len(self.completed_stages())
+        if grown is not None and self.config.stages < max(done, grown):
+            raise ConfigError("stages", self.config.stages, f"at least {max(done, grown)}: the run folder "
+                              f"{self.dir} was made with {counted(grown, 'stage')} and {done} are finished "
+                              "(a run can be extended, not cut)")
+
+    def _recorded_stages(self, manifest: Path) -> int | None:
+        """Compare the folder's ``manifest`` with this run's config: None when they are the same run, the
+        recorded ``stages`` when only ``stages`` differs (an extension); anything else raises ConfigError."""
+        data = read_record(manifest, "run manifest", ("run_config",))
+        if data.get("protocol") != RUN_PROTOCOL:
+            raise ConfigError("run", str(self.dir), f"a run folder of protocol {RUN_PROTOCOL} (three disjoint "
+                              "instance sets); this one was made before it and its stages trained on other "
+                              "instances: start a new run (another --name), or read it with mapf-lake report")
+        recorded = data["run_config"]
+        if not isinstance(recorded, dict):
+            raise ConfigError(f"{manifest}: run_config", type(recorded).__name__, "a mapping (the run config)")
+        try:  # a run recorded before a field existed has that field's default, which is what it ran with
+            recorded = RunConfig.from_dict(recorded).to_dict()
+        except ConfigError:
+            pass  # compared as written: the mismatch below names the folder
+        # Where the folder is (output_dir/name) is not part of the run: a folder resumed by another spelling of
+        # its path, or after a move, is the same run.
+        placed = {"output_dir": None, "name": None}
+        recorded = {**json.loads(json.dumps(recorded, default=str)), **placed}
+        current = {**json.loads(json.dumps(self.config.to_dict(), default=str)), **placed}
+        if recorded == current:
+            return None
+        if {**recorded, "stages": current["stages"]} == current:
+            return int(recorded["stages"])
+        differs = ", ".join(_differences(recorded, current)[:5])
+        raise ConfigError("run", str(self.dir), "the same run config as its manifest records: resume the "
+                          "folder as it is (--resume RUN, alone or with --set stages=N), or start a new run "
+                          "(another name / output_dir)", f"differs in {differs}")
 
     def _extend(self, recorded_stages: int) -> None:
         """Give a run folder more stages than it was made with (``--resume RUN --set stages=N``, or a comparison
@@ -312,4 +343,5 @@ class RunFolder:
         atomic_write(self.dir / "metrics.jsonl", "\n".join(lines) + "\n")
 
 
-__all__ = ["HANDED_FILE", "RUN_PROTOCOL", "SHARED_FROM_FILE", "RunFolder", "read_decision", "read_summary", "stage_folder", "write_json"]
+__all__ = ["HANDED_FILE", "RUN_PROTOCOL", "SHARED_FROM_FILE", "RunFolder", "read_decision", "read_shared_from", "read_summary",
+           "stage_folder", "write_json"]

@@ -13,15 +13,18 @@ import json
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engineer.context import HistoryEntry
+from engineer.evidence import StageScores, read_size_report
 from engineer.decision import DECISION_OUTCOMES, EngineerDecision, decision_outcome
 from policy.signal import TrainingSignal
 from simulator.config import StageConfig, _checked_int, _checked_real
+from replays.mining import read_mapping, side_key
 from simulator.errors import ConfigError
+from simulator.generator import SizeReport
 
 MAX_STAGE = 1000  # a run has at most 1,000 stages (RunConfig.stages)
 MAX_FIGURE = 1e12  # bound of a trainer's figure or a phase's seconds: finite and printable as a float
@@ -144,36 +147,40 @@ class TrainingReport:
 
 
 @dataclass(frozen=True)
-class StageScores:
-    """What the stage's validation measured (shares in [0, 1], over the run's held-out validation instances)."""
+class AnswerChurn:
+    """How far a stage moved the greedy answers on the evidence set against the previous checkpoint
+    (``curriculum.loop.validation.answer_churn``)."""
 
-    valid_rate: float
-    """Greedy answers that are valid plans."""
-    optimal_rate: float
-    """Greedy answers that are valid and as short as the solver's optimum."""
-    reward_mean: float | None = None
-    """Mean reward of the greedy answers (the training reward's scale); None in records that lack it."""
-    sampled_valid_rate: float | None = None
-    """Sampled pass@1 at the training temperature (``validation.sampled_k`` samples each); None: not measured."""
-    zero_variance_share: float | None = None
-    """Share of the stage's GRPO groups whose rewards were all equal (no learning signal); None: no GRPO."""
+    episodes: int | None = None
+    """Evidence instances answered (None in records written before it was kept)."""
+    changed: float | None = None
+    """Share of them whose answer text changed; None when the two replays cannot be paired."""
+    gained: int | None = None
+    """Instances whose answer became valid."""
+    lost: int | None = None
+    """Instances whose answer stopped being valid."""
 
-    def __post_init__(self) -> None:
-        """Shares are finite numbers in [0, 1] (a rate of 7 would print as 700%), the reward a finite number;
-        ConfigError names ``scores.<field>``."""
-        for name in ("valid_rate", "optimal_rate", "sampled_valid_rate", "zero_variance_share"):
-            if name in ("valid_rate", "optimal_rate") or getattr(self, name) is not None:
-                _checked_real(getattr(self, name), f"scores.{name}", 0.0, 1.0)
-        if self.reward_mean is not None:
-            _checked_real(self.reward_mean, "scores.reward_mean", -MAX_FIGURE, MAX_FIGURE)
-
-    def to_dict(self) -> dict[str, float | None]:
-        out: dict[str, float | None] = {"valid_rate": self.valid_rate, "optimal_rate": self.optimal_rate}
-        for name in ("reward_mean", "sampled_valid_rate"):
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        out["zero_variance_share"] = self.zero_variance_share
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"changed": self.changed, "gained": self.gained, "lost": self.lost}
+        if self.episodes is not None:  # records written before it was kept stay as they were
+            out["episodes"] = self.episodes
         return out
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "churn") -> "AnswerChurn | None":
+        """The record's ``churn`` ({} or absent in records of stages that had none: None)."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(where, data, "a mapping {changed, gained, lost, episodes}")
+        if not data:
+            return None
+        episodes = (_checked_int(data["episodes"], _at(where, "episodes"), 0, 10**9)
+                    if data.get("episodes") is not None else None)
+        changed = data.get("changed")
+        if changed is not None:
+            _checked_real(changed, _at(where, "changed"), 0.0, 1.0)
+        counts = {name: _checked_int(data[name], _at(where, name), 0, 10**9) if data.get(name) is not None else None
+                  for name in ("gained", "lost")}
+        return cls(episodes=episodes, changed=changed, **counts)
 
 
 @dataclass(frozen=True)
@@ -240,12 +247,11 @@ class StageRecord:
     train: TrainingReport = field(default_factory=TrainingReport)
     """The trainer's own figures (``step_seconds``, ``reward_mean``, ``zero_variance_share``,
     ``completion_tokens_mean``, the per-size training ``signal``, ...), as the trainer reported them."""
-    generation: dict = field(default_factory=dict)
-    """Per map side (``"6"``), the generator's report of what it achieved (holes, waits, attempts, skips)."""
-    churn: dict = field(default_factory=dict)
-    """How far the greedy answers moved against the previous checkpoint: ``changed`` (share), ``gained``,
-    ``lost`` (counts of validation instances)."""
-    timings: dict = field(default_factory=dict)
+    generation: Mapping[int, SizeReport] = field(default_factory=dict)
+    """Per map side, the generator's report of what it achieved (holes, waits, attempts, skips)."""
+    churn: AnswerChurn | None = None
+    """How far the greedy answers moved against the previous checkpoint; None: not measured."""
+    timings: Mapping[str, float] = field(default_factory=dict)
     """Seconds per phase of the stage: ``instances``, ``train``, ``validation``, ``judging``, ``records``,
     ``engineer``."""
     shared_from: str | None = None
@@ -254,7 +260,9 @@ class StageRecord:
 
     def to_dict(self) -> dict[str, Any]:
         out = {"stage": self.stage, "config": self.config.to_dict(), "next_config": self.next_config.to_dict(),
-               "model": self.model, "generation": self.generation, "churn": self.churn, "timings": self.timings,
+               "model": self.model,
+               "generation": {str(side): asdict(report) for side, report in self.generation.items()},
+               "churn": self.churn.to_dict() if self.churn is not None else {}, "timings": dict(self.timings),
                "train": self.train.to_dict(), "scores": self.scores.to_dict(), "decision": self.decision.to_dict()}
         if self.shared_from is not None:
             out["shared_from"] = self.shared_from
@@ -292,16 +300,14 @@ class StageRecord:
             stage=stage, config=config, next_config=next_config,
             model=_optional_str(data, "model", where) or "", scores=stage_scores,
             decision=StageDecision.from_decision(data["decision"], _at(where, "decision")),
-            train=train, generation=_mapping(data, "generation", where), churn=_mapping(data, "churn", where),
+            train=train, generation=read_mapping(_mapping(data, "generation", where), _at(where, "generation"),
+                                                 read_size_report, side_key),
+            churn=AnswerChurn.from_dict(_mapping(data, "churn", where), _at(where, "churn")),
             timings=timings, shared_from=_optional_str(data, "shared_from", where))
 
     def history_entry(self) -> HistoryEntry:
         """The stage as an engineer's history lists it: number, config and validation scores."""
-        scores = self.scores
-        return HistoryEntry(stage=self.stage, config=self.config, valid_rate=scores.valid_rate,
-                            optimal_rate=scores.optimal_rate, reward_mean=scores.reward_mean,
-                            sampled_valid_rate=scores.sampled_valid_rate,
-                            zero_variance_share=scores.zero_variance_share)
+        return HistoryEntry(self.stage, self.config, self.scores)
 
 
 def _config(document: Any, where: str) -> StageConfig:
@@ -314,4 +320,4 @@ def _config(document: Any, where: str) -> StageConfig:
         raise ConfigError(f"{where}.{error.field}", error.value, error.allowed) from None
 
 
-__all__ = ["MAX_RECORD_BYTES", "OUTCOMES_FILE", "StageDecision", "StageRecord", "StageScores", "TrainingReport", "read_record"]
+__all__ = ["MAX_RECORD_BYTES", "OUTCOMES_FILE", "AnswerChurn", "StageDecision", "StageRecord", "StageScores", "TrainingReport", "read_record"]

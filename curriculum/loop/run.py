@@ -26,6 +26,7 @@ import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Sequence
 
 from curriculum.config import RunConfig, load_run_config
@@ -148,7 +149,7 @@ def resume(run_dir: str | Path, log: Log = log_to_stderr, stages: int | None = N
     return Run(config, log).execute()
 
 
-def loop_overhead(timings: dict) -> float | None:
+def loop_overhead(timings: Mapping[str, float]) -> float | None:
     """The share of a stage's recorded wall time spent outside the trainer's optimisation (``train``) and the
     model's validation answers (``validation``): instance generation, judging and scoring the answers and writing
     their replays (``judging``), records, the engineer's decision."""

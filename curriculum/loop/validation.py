@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from curriculum.config import RunConfig
 from curriculum.loop.folder import read_summary, write_json
-from curriculum.loop.records import read_record
+from curriculum.loop.records import AnswerChurn, read_record
 from engineer import StageEvidence, summarize_episodes
 from engineer.evidence import SampledPass
 from policy.prompts import PromptStyle
@@ -234,7 +234,7 @@ def _test_sampled_pass1(models: EvaluationModels, model: Model, folder: Path, lo
     return result
 
 
-def answer_churn(before: Path, after: Path) -> dict:
+def answer_churn(before: Path, after: Path) -> AnswerChurn:
     """How far a stage moved the greedy answers on the validation set: the share of instances whose answer text
     changed from ``before``'s replay to ``after``'s, and how many became valid (``gained``) or stopped being
     valid (``lost``). A stage that changes many answers with gains equal to losses moved the policy by noise."""
@@ -246,10 +246,10 @@ def answer_churn(before: Path, after: Path) -> dict:
 
     old, new = answers(before), answers(after)
     if len(old) != len(new) or not old:
-        return {"changed": None, "gained": None, "lost": None, "episodes": len(new)}
-    return {"changed": sum(a[0] != b[0] for a, b in zip(old, new)) / len(old),
-            "gained": sum(not a[1] and b[1] for a, b in zip(old, new)),
-            "lost": sum(a[1] and not b[1] for a, b in zip(old, new)), "episodes": len(old)}
+        return AnswerChurn(episodes=len(new))
+    return AnswerChurn(episodes=len(old), changed=sum(a[0] != b[0] for a, b in zip(old, new)) / len(old),
+                       gained=sum(not a[1] and b[1] for a, b in zip(old, new)),
+                       lost=sum(a[1] and not b[1] for a, b in zip(old, new)))
 
 
 __all__ = ["EvaluationModels", "LoadedModel", "Model", "answer_churn", "evaluate_test_set", "model_name",

@@ -362,12 +362,12 @@ def compare_table(runs: list[RunRecord]) -> str:
                 if cell:
                     by_size[size] = (cell["valid_rate"], cell["optimal_rate"])
             if by_size:
-                name = Path(run.dir).name
+                name = printable(Path(run.dir).name)
                 label = f"{name[:20]} {agents}a" if len(agent_counts) > 1 else name
                 rows.append((f"{label:<24}", by_size))
                 tail = cells_cvar10({key: cell for key, cell in cells.items() if int(key.split("x")[0]) == agents})
                 tails.append("" if tail is None else f"{100 * tail:.1f}")
-    lines = format_rate_table(f"test set ({finished[0][1]['suite']}), valid% / optimal%, by run"
+    lines = format_rate_table(f"test set ({printable(finished[0][1]['suite'])}), valid% / optimal%, by run"
                               + (" and agents" if len(agent_counts) > 1 else "")
                               + "; cvar10: valid% of the row's worst 10% of cells",
                               f"{'run':<24}", rows, sizes, mean_decimals=1).split("\n")
@@ -536,8 +536,8 @@ def seed_comparison(runs: list[RunRecord], reference: str = "fixed", primary: st
         run_of[arm, seed] = run
     compared = [arm for arm in by_arm if arm != reference] if reference in by_arm else []
     if primary is not None and primary not in compared:
-        raise ConfigError("--primary", primary, f"one of the arms compared against {reference}: "
-                          + (", ".join(compared) or f"none (no run of {reference} among {', '.join(by_arm)})"))
+        raise ConfigError("--primary", primary, f"one of the arms compared against {printable(reference)}: "
+                          + printable(", ".join(compared) or f"none (no run of {reference} among {', '.join(by_arm)})"))
     mixed = []
     for arm in compared:
         entry: dict = {"arm": arm, "seeds": [], "differing": [], "dirs": []}
@@ -612,13 +612,14 @@ def _p_lines(result: dict, key: str, label: str) -> list[str]:
     raw p on its own line, the other arms' raw and Holm-adjusted p in a small table."""
     reference, primary = result["reference"], result.get("primary")
     rows = {arm: entry["vs_reference"][key] for arm, entry in result["arms"].items() if key in entry["vs_reference"]}
+    shown_reference = printable(reference)
     if not rows:
         return []
     family = len(result.get("holm_arms", {}).get(key, []))
     over = f"Holm-adjusted over {family} arm{'s' if family != 1 else ''}"
     lines = []
     if primary in rows:
-        lines += _wrapped(f"primary comparison (pre-declared): {primary} vs {reference}, "
+        lines += _wrapped(f"primary comparison (pre-declared): {printable(primary)} vs {shown_reference}, "
                           f"p={_p_text(rows[primary]['p'])} ({label}, unadjusted"
                           + (", 2+ pairs needed)" if rows[primary]["n"] < 2 else ")"))
         if len(rows) > 1:
@@ -630,7 +631,8 @@ def _p_lines(result: dict, key: str, label: str) -> list[str]:
         lines.append(f"{'arm':<13}{'pairs':>5} {'p':>8} {'p Holm':>8}")
         for arm in others:
             diff = rows[arm]
-            lines.append(f"{arm[:12]:<13}{diff['n']:>5} {_p_text(diff['p']):>8} {_p_text(diff['p_holm']):>8}")
+            lines.append(f"{printable(arm)[:12]:<13}{diff['n']:>5} {_p_text(diff['p']):>8} "
+                         f"{_p_text(diff['p_holm']):>8}")
     return lines
 
 
@@ -638,7 +640,9 @@ def render_seed_comparison(result: dict) -> str:
     """The comparison as text: one row per arm, mean ± 95% half width over seeds, paired differences (a space
     always parts two cells, however wide an interval), the p of the paired differences on the headline metric
     (the first of :data:`COMPARE_METRICS` shown) and a WARNING for each arm whose pairs span installations
-    (its row in the difference table ends in ``!``). Lines are at most 80 characters while arm cells fit."""
+    (its row in the difference table ends in ``!``). Lines are at most 80 characters while arm cells fit. Every
+    string read from the runs (arm names, the reference, installation differences) is printed through
+    :func:`~simulator.text.printable`: a control character in a manifest cannot forge a line."""
     shown = [key for key, _, _ in COMPARE_METRICS
              if any(key in entry["metrics"] for entry in result["arms"].values())]
     labels = {key: label for key, label, _ in COMPARE_METRICS}
@@ -657,7 +661,7 @@ def render_seed_comparison(result: dict) -> str:
     arms = result["arms"]
     for title, keys in blocks:
         table(f"{title}:", "seeds", keys,
-              [(arm[:12], len(entry["seeds"]), [_cell(entry["metrics"].get(key)) for key in keys])
+              [(printable(arm)[:12], len(entry["seeds"]), [_cell(entry["metrics"].get(key)) for key in keys])
                for arm, entry in arms.items()])
     if reference:
         for title, keys in blocks:
@@ -667,16 +671,18 @@ def render_seed_comparison(result: dict) -> str:
                     continue
                 vs = entry["vs_reference"]
                 pairs = max((vs[key]["n"] for key in keys if key in vs), default=0)
-                name = f"{arm[:11]}!" if arm in mixed else arm[:12]
+                name = f"{printable(arm)[:11]}!" if arm in mixed else printable(arm)[:12]
                 differences.append((name, pairs, [_cell(vs.get(key), signed=True) for key in keys]))
-            table(f"paired difference against {reference} (same seeds), points, {title.split(' (')[0]}", "pairs",
+            table(f"paired difference against {printable(reference)} (same seeds), points, {title.split(' (')[0]}",
+                  "pairs",
                   keys, differences)
         if shown:
             lines += _p_lines(result, shown[0], labels[shown[0]])
         for arm, entry in mixed.items():
-            lines += _wrapped(f"WARNING: arm {arm}'s pairs span installations ({'; '.join(entry['differing'])}; "
+            lines += _wrapped(f"WARNING: arm {printable(arm)}'s pairs span installations "
+                              f"({printable('; '.join(entry['differing']))}; "
                               f"seed{'s' if len(entry['seeds']) > 1 else ''} {', '.join(map(str, entry['seeds']))}): "
-                              f"its differences against {reference} "
+                              f"its differences against {printable(reference)} "
                               "mix library effects with the engineer's")
     seeds = sorted({seed for entry in result["arms"].values() for seed in entry["seeds"]})
     lines.append(f"seeds: {', '.join(map(str, seeds))}")

@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from curriculum.loop.distributed import is_main_process
-from curriculum.loop.records import OUTCOMES_FILE, TrainingReport, read_record
+from curriculum.loop.records import MAX_RECORD_BYTES, OUTCOMES_FILE, TrainingReport, read_record
 from policy.backend_hf import set_cpu_threads as _cpu_threads
 from policy.prompts import PromptStyle, save_checkpoint_style
 from policy.rewards import StageReward, group_key, reward_columns
 from policy.signal import SignalFigures, TrainingSignal
 from simulator.atomic import atomic_write
+from simulator.errors import ConfigError
+from simulator.files import load_json, read_text_bounded
 from simulator.env import default_horizon
 from simulator.generator import LabelledInstance
 from simulator.types import JointPlan
@@ -80,6 +82,43 @@ def _checkpoint_done(path: Path) -> bool:
 
 """Beside a rejection-sampling stage's model: each sampled instance's own ``[valid samples, samples]`` by its content
 key in hex (``{"outcomes": {...}}``), what the ``replay`` engineer scores an instance by (``engineer.material``)."""
+
+
+def _read_mark(path: Path, what: str) -> dict[str, Any]:
+    """The JSON object a stage wrote in its own folder (a checkpoint mark, the reward tallies beside a TRL
+    checkpoint), read back on resume through :mod:`simulator.files` (a regular file, at most
+    ``MAX_RECORD_BYTES``, bounded numbers and nesting); anything else is a ConfigError naming the file."""
+    return load_json(read_text_bounded(path, MAX_RECORD_BYTES, what), str(path), what, object_only=True)
+
+
+def _load_signal(reward: StageReward, state: Any, where: str) -> None:
+    """``reward.load_state(state)``, its ConfigError naming ``where`` (the file the state was read from)."""
+    try:
+        reward.load_state(state)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error.field}", error.value, error.allowed) from None
+
+
+_ROUND_RATES = ("sampled_valid_rate", "zero_variance_share", "solved_share")  # what the stage's report averages
+
+
+def _read_round_mark(path: Path) -> dict[str, Any]:
+    """A finished rejection-sampling round's ``checkpoint_done.json`` (``{round, signal_state, outcomes}``),
+    checked: ``round`` a mapping whose rates are numbers in [0, 1] or null, ``outcomes`` as
+    ``engineer.material.read_outcomes`` reads them. A bad one is a ConfigError naming the file and key."""
+    from engineer.material import read_outcomes
+
+    mark = _read_mark(path, "a round's checkpoint mark")
+    figures = mark.get("round")
+    if not isinstance(figures, dict):
+        raise ConfigError(f"{path}: round", figures, "the round's figures, a mapping (the file mapf-lake train writes)")
+    for key in _ROUND_RATES:
+        value = figures.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not 0.0 <= value <= 1.0):
+            raise ConfigError(f"{path}: round.{key}", value, "a number in [0, 1] or null")
+    read_outcomes({"outcomes": mark.get("outcomes") or {}}, str(path))
+    return mark
 
 
 def _read_report(path: Path) -> TrainingReport:
@@ -501,7 +540,8 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
     reward = StageReward(rewards, generations, scale_rewards)
     resume_from = _latest_trainer_checkpoint(out_dir / "trainer")
     if resume_from and (Path(resume_from) / SIGNAL_FILE).exists():
-        reward.load_state(json.loads((Path(resume_from) / SIGNAL_FILE).read_text()))
+        signal_path = Path(resume_from) / SIGNAL_FILE
+        _load_signal(reward, _read_mark(signal_path, "the stage's reward tallies"), str(signal_path))
     callbacks = [timer, signal_saving_callback(reward)] + ([weight_average_callback(weight_average)] if weight_average else [])
     trainer_class = greedy_member_trainer() if tr.greedy_member else GRPOTrainer
     if tr.failure_credit:
@@ -671,12 +711,13 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
         folder = out_dir / f"round-{round_index + 1:02d}"
         done = folder / "model"
         if _checkpoint_done(done):
-            mark = json.loads((done / "checkpoint_done.json").read_text())
+            mark = _read_round_mark(done / "checkpoint_done.json")
             figures.append(mark["round"])
             if mark["round"].get("signal_by_size"):
                 round_sides.append(TrainingSignal.from_dict({"by_size": mark["round"]["signal_by_size"]},
                                                             f"{done}/checkpoint_done.json round").by_size)
-            signal.load_state(mark.get("signal_state") or {})  # the tallies up to and including this round
+            # the tallies up to and including this round
+            _load_signal(signal, mark.get("signal_state") or {}, f"{done}/checkpoint_done.json")
             for key, (valid, samples) in (mark.get("outcomes") or {}).items():
                 outcomes[key] = [valid, samples]  # cumulative up to this round, as the tallies are
             current = str(done)
