@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from typing import TYPE_CHECKING
 
 from curriculum.config import PRESET_SUMMARIES, PRESETS, parse_overrides
 from engineer.engineers import compare_specs
 from simulator.cli import add_command
+
+if TYPE_CHECKING:
+    from curriculum.reports.report import SeedComparison
 
 # The comparison set of ``train --compare``: same budget and seeds, only the engineer differs.
 COMPARE_ENGINEERS = compare_specs()  # one per registered engineer (engineer.engineers.ENGINEERS)
@@ -124,24 +128,26 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def verdict(result: dict, metric: str = "test") -> str:
+def verdict(result: SeedComparison, metric: str = "test") -> str:
     """The comparison's last word on its pre-declared arm: did it beat the reference on the test set? Said plainly
     either way: a lead counts only with 2+ paired seeds, an interval above 0 and p < 0.05."""
     from curriculum.reports.report import COMPARE_METRICS
 
-    primary, reference = result.get("primary"), result.get("reference")
+    primary, reference = result.primary, result.reference
     label = dict((key, label) for key, label, _ in COMPARE_METRICS)[metric]
-    diff = (result["arms"].get(primary) or {}).get("vs_reference", {}).get(metric)
+    arm = result.arms.get(primary) if primary is not None else None
+    diff = arm.vs_reference.get(metric) if arm is not None else None
     if not primary or not reference or diff is None:
         return f"verdict: no test-set comparison of {primary} against {reference} (no paired {label} figures)"
-    lead = f"{100 * diff['mean']:+.1f} points of {label}"
-    if diff["n"] < 2:
+    lead = f"{100 * diff.interval.mean:+.1f} points of {label}"
+    low, high = diff.interval.low, diff.interval.high
+    if diff.n < 2 or low is None or high is None:
         return (f"verdict: {primary} vs {reference} on the test set: {lead} on one seed, which measures nothing "
                 "(no interval). This run shows the loop at work; whether an engineer beats fixed is measured over "
                 "seeds in docs/results/protocol/.")
-    p = diff.get("p")
-    text = f"{lead}, 95% interval {100 * diff['low']:+.1f}..{100 * diff['high']:+.1f} over {diff['n']} seeds"
-    if diff["low"] > 0 and p is not None and p < 0.05:
+    p = diff.p
+    text = f"{lead}, 95% interval {100 * low:+.1f}..{100 * high:+.1f} over {diff.n} seeds"
+    if low > 0 and p is not None and p < 0.05:
         return f"verdict: {primary} beat {reference} on the test set: {text} (p={p:.3g})."
     return (f"verdict: {primary} did NOT beat {reference} on the test set: {text}"
             + (f" (p={p:.3g})" if p is not None else "") + ".")
@@ -237,7 +243,7 @@ def _compare(args: argparse.Namespace) -> int:
     runs = [load_run(path) for path in args.runs]
     result = seed_comparison(runs, reference=args.reference, primary=args.primary, allow_mixed=args.allow_mixed)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
         return 0
     if any(run.final is not None for run in runs):
         print(compare_table(runs))

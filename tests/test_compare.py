@@ -89,15 +89,15 @@ def test_seed_comparison__means_intervals_and_paired_differences():
     runs = [_fake_run("rule", 0, 0.50), _fake_run("fixed", 0, 0.45), _fake_run("rule", 1, 0.40),
             _fake_run("fixed", 1, 0.36), _fake_run("rule", 2, 0.45), _fake_run("fixed", 2, 0.40)]
     result = seed_comparison(runs)
-    assert result["reference"] == "fixed" and list(result["arms"]) == ["rule", "fixed"]
-    rule = result["arms"]["rule"]
-    assert rule["seeds"] == [0, 1, 2]
-    assert rule["metrics"]["valid"]["mean"] == pytest.approx(0.45)
-    assert rule["metrics"]["lift"]["mean"] == pytest.approx(0.15)
-    assert rule["metrics"]["pass1"]["mean"] == pytest.approx(0.35)
-    assert rule["vs_reference"]["valid"]["mean"] == pytest.approx(0.14 / 3)
-    assert rule["vs_reference"]["valid"]["low"] > 0
-    assert "test" not in rule["metrics"] and result["arms"]["fixed"]["vs_reference"] == {}
+    assert result.reference == "fixed" and list(result.arms) == ["rule", "fixed"]
+    rule = result.arms["rule"]
+    assert rule.seeds == (0, 1, 2)
+    assert rule.metrics["valid"].mean == pytest.approx(0.45)
+    assert rule.metrics["lift"].mean == pytest.approx(0.15)
+    assert rule.metrics["pass1"].mean == pytest.approx(0.35)
+    assert rule.vs_reference["valid"].interval.mean == pytest.approx(0.14 / 3)
+    assert rule.vs_reference["valid"].interval.low > 0
+    assert "test" not in rule.metrics and result.arms["fixed"].vs_reference == {}
     text = render_seed_comparison(result)
     assert "seeds: 0, 1, 2" in text and "paired difference against fixed" in text and "+4.7 ±" in text
     assert all(len(line) <= 80 for line in text.splitlines())
@@ -117,8 +117,8 @@ def test_seed_comparison__without_the_reference_arm_has_no_differences():
     from curriculum.reports.report import render_seed_comparison, seed_comparison
 
     result = seed_comparison([_fake_run("a", 0, 0.2, final=0.1), _fake_run("b", 0, 0.3, final=0.2)])
-    assert result["reference"] is None
-    assert result["arms"]["b"]["metrics"]["test"]["mean"] == pytest.approx(0.2)
+    assert result.reference is None
+    assert result.arms["b"].metrics["test"].mean == pytest.approx(0.2)
     assert "paired" not in render_seed_comparison(result)
 
 
@@ -291,22 +291,25 @@ def test_seed_comparison__p_holm_and_per_seed_in_the_dict_and_the_text():
     result = seed_comparison(runs)
     key, label = _headline(runs)
     assert key == "valid"  # the fake runs have no final evaluation: the evidence set's valid rate leads
-    assert result["primary"] is None and result["mixed_installations"] == []
+    assert result.primary is None and result.mixed_installations == ()
     fixed = THREE_ARMS["fixed"]
     raw = {arm: paired_p_value([THREE_ARMS[arm][seed] - fixed[seed] for seed in range(3)])
            for arm in ("rule", "gap", "random")}
     adjusted = holm(raw)
-    assert result["holm_arms"]["valid"] == ["rule", "gap", "random"]
+    assert result.holm_arms["valid"] == ("rule", "gap", "random")
     for arm in raw:
-        diff = result["arms"][arm]["vs_reference"]["valid"]
-        assert diff["p"] == pytest.approx(raw[arm]) and diff["p_holm"] == pytest.approx(adjusted[arm])
-        assert diff["p_holm"] >= diff["p"]
+        diff = result.arms[arm].vs_reference["valid"]
+        assert diff.p == pytest.approx(raw[arm]) and diff.p_holm == pytest.approx(adjusted[arm])
+        assert diff.p_holm >= diff.p
     for run in runs:  # every figure of every run, by arm and seed
-        assert result["arms"][run_arm(run)]["per_seed"][run_seed(run)] == run_figures(run)
-    assert result["arms"]["fixed"]["per_seed"][2]["valid"] == pytest.approx(0.45)
-    assert result["arms"]["rule"]["per_seed"][1]["lift"] == pytest.approx(0.40 - 0.3)
-    assert result["arms"]["rule"]["vs_reference"]["lift"]["p_holm"] is not None  # every metric has its family
-    assert json.loads(json.dumps(result))["arms"]["gap"]["per_seed"]["1"]["valid"] == pytest.approx(0.41)
+        assert result.arms[run_arm(run)].per_seed[run_seed(run)] == run_figures(run)
+    assert result.arms["fixed"].per_seed[2]["valid"] == pytest.approx(0.45)
+    assert result.arms["rule"].per_seed[1]["lift"] == pytest.approx(0.40 - 0.3)
+    assert result.arms["rule"].vs_reference["lift"].p_holm is not None  # every metric has its family
+    document = json.loads(json.dumps(result.to_dict()))
+    assert document["arms"]["gap"]["per_seed"]["1"]["valid"] == pytest.approx(0.41)
+    assert list(document["arms"]["rule"]["vs_reference"]["valid"]) == ["mean", "half_width", "n", "low", "high", "p",
+                                                                         "p_holm"]
     text = render_seed_comparison(result)
     assert all(len(line) <= 80 for line in text.splitlines())
     assert f"p (paired t on {label}, Holm-adjusted over 3 arms" in " ".join(text.split()) and "primary" not in text
@@ -326,7 +329,7 @@ def test_seed_comparison__the_headline_p_is_the_first_metric_shown(monkeypatch, 
     result = report.seed_comparison(_three_arm_runs())
     text = " ".join(report.render_seed_comparison(result).split())
     assert f"p (paired t on {label}, Holm-adjusted over 3 arms" in text
-    p_rule = result["arms"]["rule"]["vs_reference"][first]["p"]
+    p_rule = result.arms["rule"].vs_reference[first].p
     assert f"rule 3 {p_rule:.3f}" in text
 
 
@@ -337,10 +340,10 @@ def test_seed_comparison__a_pre_declared_primary_is_unadjusted_and_not_in_the_fa
     fixed = THREE_ARMS["fixed"]
     raw = {arm: paired_p_value([THREE_ARMS[arm][seed] - fixed[seed] for seed in range(3)])
            for arm in ("rule", "gap", "random")}
-    gap = result["arms"]["gap"]["vs_reference"]["valid"]
-    assert result["primary"] == "gap" and gap["p_holm"] == gap["p"] == pytest.approx(raw["gap"])
-    assert result["holm_arms"]["valid"] == ["rule", "random"]
-    assert result["arms"]["rule"]["vs_reference"]["valid"]["p_holm"] == pytest.approx(
+    gap = result.arms["gap"].vs_reference["valid"]
+    assert result.primary == "gap" and gap.p_holm == gap.p == pytest.approx(raw["gap"])
+    assert result.holm_arms["valid"] == ("rule", "random")
+    assert result.arms["rule"].vs_reference["valid"].p_holm == pytest.approx(
         holm({"rule": raw["rule"], "random": raw["random"]})["rule"])
     text = render_seed_comparison(result)
     assert all(len(line) <= 80 for line in text.splitlines())
@@ -369,8 +372,8 @@ def test_seed_comparison__single_pairs_have_no_p():
     from curriculum.reports.report import render_seed_comparison, seed_comparison
 
     result = seed_comparison([_fake_run("fixed", 0, 0.4), _fake_run("rule", 0, 0.5)])
-    diff = result["arms"]["rule"]["vs_reference"]["valid"]
-    assert diff["p"] is None and diff["p_holm"] is None and result["holm_arms"] == {}
+    diff = result.arms["rule"].vs_reference["valid"]
+    assert diff.p is None and diff.p_holm is None and result.holm_arms == {}
     assert "Holm-adjusted over 0 arms; 2+ pairs needed" in " ".join(render_seed_comparison(result).split())
 
 
@@ -415,7 +418,7 @@ def test_seed_comparison__pairs_must_share_an_installation(rule_s1, fixed_s1, di
             _with_versions(_fake_run("fixed", 1, 0.36), *fixed_s1), _with_versions(_fake_run("rule", 1, 0.40), *rule_s1),
             _with_versions(_fake_run("other", 1, 0.30), *fixed_s1)]
     if differing is None:
-        assert seed_comparison(runs)["mixed_installations"] == []
+        assert seed_comparison(runs).mixed_installations == ()
         return
     with pytest.raises(ConfigError, match="--allow-mixed") as error:
         seed_comparison(runs)
@@ -423,8 +426,8 @@ def test_seed_comparison__pairs_must_share_an_installation(rule_s1, fixed_s1, di
     assert f"runs made on one installation (differing: {differing})" in message
     assert "runs/x-rule-s1" in message and "runs/x-fixed-s1" in message and "s0" not in message
     result = seed_comparison(runs, allow_mixed=True)
-    assert result["mixed_installations"] == [{"arm": "rule", "seeds": [1], "differing": [differing],
-                                              "dirs": ["runs/x-rule-s1", "runs/x-fixed-s1"]}]
+    assert [entry.to_dict() for entry in result.mixed_installations] == [
+        {"arm": "rule", "seeds": [1], "differing": [differing], "dirs": ["runs/x-rule-s1", "runs/x-fixed-s1"]}]
     text = render_seed_comparison(result)
     assert all(len(line) <= 80 for line in text.splitlines())
     flat = " ".join(text.split())
@@ -472,7 +475,7 @@ def test_seed_comparison__pairs_must_share_the_cpu_kernels(rule_machine, fixed_m
     runs = [_with_versions(_fake_run("fixed", 0, 0.40), V12), _with_versions(_fake_run("rule", 0, 0.45), V12)]
     runs[0].manifest["machine"], runs[1].manifest["machine"] = dict(fixed_machine), dict(rule_machine)
     if differing is None:
-        assert seed_comparison(runs)["mixed_installations"] == []
+        assert seed_comparison(runs).mixed_installations == ()
         return
     with pytest.raises(ConfigError, match="--allow-mixed") as error:
         seed_comparison(runs)
@@ -751,7 +754,12 @@ def test_parse_arms__a_bare_default_name_picks_that_arm():
 
 
 def _diff(mean, low, high, n, p):
-    return {"mean": mean, "low": low, "high": high, "n": n, "half_width": None if n < 2 else mean - low, "p": p}
+    from curriculum.reports.report import PairedDifference
+    from curriculum.reports.stats import Interval
+
+    interval = Interval(mean, None if n < 2 else mean - low, n)
+    assert (interval.low, interval.high) == pytest.approx((low, high)) if n >= 2 else interval.low is None
+    return PairedDifference(interval, p, p)
 
 
 @pytest.mark.parametrize("diff, expected", [
@@ -764,8 +772,10 @@ def _diff(mean, low, high, n, p):
 def test_verdict__says_plainly_whether_the_primary_arm_beat_fixed(diff, expected):
     from curriculum.commands import verdict
 
-    result = {"primary": "band", "reference": "fixed",
-              "arms": {"band": {"vs_reference": {"test": diff} if diff else {}}, "fixed": {"vs_reference": {}}}}
+    from curriculum.reports.report import ArmComparison, SeedComparison
+
+    arm = ArmComparison(seeds=(), per_seed={}, metrics={}, vs_reference={"test": diff} if diff else {})
+    result = SeedComparison("fixed", "band", {"band": arm, "fixed": ArmComparison((), {}, {}, {})}, {})
     assert verdict(result).startswith(expected) or expected in verdict(result)
 
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from curriculum.loop.records import StageRecord
-from curriculum.loop.records import read_record
+from curriculum.loop.records import StageRecord, read_record
+from curriculum.reports.stats import Interval
 from engineer.evidence import StageEvidence
 from replays.mining import check_value
 from simulator.config import MAX_STAGE_AGENTS, _checked_int, _checked_real
@@ -507,23 +507,106 @@ def run_figures(run: RunRecord) -> dict[str, float]:
     return out
 
 
+@dataclass(frozen=True)
+class PairedDifference:
+    """An arm's paired differences against the reference on one metric, over the seeds both have: their mean and
+    95% interval, ``p`` (paired t that the mean is 0; None under 2 pairs) and ``p_holm`` (``p`` adjusted by Holm over
+    the arms compared on the metric; the pre-declared primary arm's is its ``p``)."""
+
+    interval: Interval
+    p: float | None
+    p_holm: float | None = None
+
+    @property
+    def n(self) -> int:
+        return self.interval.n
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.interval.to_dict(), "p": self.p, "p_holm": self.p_holm}
+
+
+@dataclass(frozen=True)
+class ArmComparison:
+    """One arm over its seeds: the figures of each seed, each metric's mean and interval, and the paired
+    differences against the reference (empty for the reference itself)."""
+
+    seeds: tuple[int, ...]
+    per_seed: Mapping[int, Mapping[str, float]]
+    metrics: Mapping[str, Interval]
+    vs_reference: Mapping[str, PairedDifference]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seeds": list(self.seeds), "metrics": {key: value.to_dict() for key, value in self.metrics.items()},
+                "vs_reference": {key: value.to_dict() for key, value in self.vs_reference.items()},
+                "per_seed": {seed: dict(figures) for seed, figures in self.per_seed.items()}}
+
+
+@dataclass(frozen=True)
+class MixedPairs:
+    """An arm whose pairs with the reference span installations or CPU kernels (``--allow-mixed``)."""
+
+    arm: str
+    seeds: tuple[int, ...]
+    differing: tuple[str, ...]
+    dirs: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"arm": self.arm, "seeds": list(self.seeds), "differing": list(self.differing), "dirs": list(self.dirs)}
+
+
+@dataclass(frozen=True)
+class SeedComparison:
+    """Runs grouped by arm over seeds (:func:`seed_comparison`); :meth:`to_dict` is ``compare --json``."""
+
+    reference: str | None
+    """The arm the differences are taken against; None when no run of it is among the runs."""
+    primary: str | None
+    """The pre-declared arm, if any."""
+    arms: Mapping[str, ArmComparison]
+    """In the order the arms first appear."""
+    holm_arms: Mapping[str, tuple[str, ...]]
+    """Per metric, the arms of its Holm family."""
+    mixed_installations: tuple[MixedPairs, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"reference": self.reference, "primary": self.primary,
+                "arms": {arm: entry.to_dict() for arm, entry in self.arms.items()},
+                "holm_arms": {key: list(arms) for key, arms in self.holm_arms.items()},
+                "mixed_installations": [entry.to_dict() for entry in self.mixed_installations]}
+
+
+def _mixed_pairs(arm: str, reference: str, seeds: list[int], run_of: dict[tuple[str, int], RunRecord]) -> MixedPairs:
+    """The seeds where ``arm``'s run and the reference's come from different installations or kernels."""
+    mixed_seeds: list[int] = []
+    differing: list[str] = []
+    dirs: list[str] = []
+    for seed in seeds:
+        mine, theirs = run_of[arm, seed], run_of[reference, seed]
+        found = (installation_difference(run_installation(mine), run_installation(theirs))
+                 + kernel_difference(run_kernels(mine), run_kernels(theirs)))
+        if found:
+            mixed_seeds.append(seed)
+            dirs += [str(mine.dir), str(theirs.dir)]
+            differing += [text for text in found if text not in differing]
+    return MixedPairs(arm, tuple(mixed_seeds), tuple(differing), tuple(dirs))
+
+
 def seed_comparison(runs: list[RunRecord], reference: str = "fixed", primary: str | None = None,
-                    allow_mixed: bool = False) -> dict:
+                    allow_mixed: bool = False) -> SeedComparison:
     """Per arm and metric: mean and 95% interval over seeds; per arm and seed: the figures themselves
-    (``per_seed``, {seed: {metric: value}}); per arm: the paired difference against ``reference`` (by seed) of
-    every metric with ``p``, the two-sided p of a paired t test that it is 0 (None under 2 pairs), and
-    ``p_holm``, that p adjusted by Holm over the arms compared against the reference on the same metric
-    (``holm_arms`` names them per metric; metrics are not corrected against each other, so read the first one).
-    Arms keep the order they first appear in.
+    (``per_seed``); per arm: the paired difference against ``reference`` (by seed) of every metric with ``p``, the
+    two-sided p of a paired t test that it is 0 (None under 2 pairs), and ``p_holm``, that p adjusted by Holm over
+    the arms compared against the reference on the same metric (``holm_arms`` names them per metric; metrics are
+    not corrected against each other, so read the first one). Arms keep the order they first appear in.
 
     ``primary``: the arm whose comparison with the reference was declared before the runs were looked at. It is
     a single comparison: its ``p_holm`` is its raw ``p``, and the Holm family is the other arms. An arm that is not
     compared against the reference: ConfigError.
 
     Each pair compared (an arm's run and the reference's run of one seed) must come from one installation
-    (:func:`run_installation`) and one set of CPU kernels (:func:`run_kernels`, where both runs recorded it), else a difference mixes library effects with the arm's: ConfigError, or with
-    ``allow_mixed`` the arm is listed in ``mixed_installations`` ({arm, seeds, differing, dirs}) for the text to
-    flag."""
+    (:func:`run_installation`) and one set of CPU kernels (:func:`run_kernels`, where both runs recorded it), else a
+    difference mixes library effects with the arm's: ConfigError, or with ``allow_mixed`` the arm is listed in
+    ``mixed_installations`` for the text to flag."""
     from curriculum.reports.stats import holm, mean_interval, paired_p_value, paired_values
 
     by_arm: dict[str, dict[int, dict[str, float]]] = {}
@@ -538,60 +621,48 @@ def seed_comparison(runs: list[RunRecord], reference: str = "fixed", primary: st
     if primary is not None and primary not in compared:
         raise ConfigError("--primary", primary, f"one of the arms compared against {printable(reference)}: "
                           + printable(", ".join(compared) or f"none (no run of {reference} among {', '.join(by_arm)})"))
-    mixed = []
-    for arm in compared:
-        entry: dict = {"arm": arm, "seeds": [], "differing": [], "dirs": []}
-        for seed in sorted(set(by_arm[arm]) & set(by_arm[reference])):
-            mine, theirs = run_of[arm, seed], run_of[reference, seed]
-            differing = (installation_difference(run_installation(mine), run_installation(theirs))
-                         + kernel_difference(run_kernels(mine), run_kernels(theirs)))
-            if differing:
-                entry["seeds"].append(seed)
-                entry["dirs"] += [mine.dir, theirs.dir]
-                entry["differing"] += [text for text in differing if text not in entry["differing"]]
-        if entry["seeds"]:
-            mixed.append(entry)
+    mixed = [entry for entry in (_mixed_pairs(arm, reference, sorted(set(by_arm[arm]) & set(by_arm[reference])), run_of)
+                                 for arm in compared) if entry.seeds]
     if mixed and not allow_mixed:
-        differing = list(dict.fromkeys(text for entry in mixed for text in entry["differing"]))
-        raise ConfigError("runs", list(dict.fromkeys(path for entry in mixed for path in entry["dirs"])),
+        differing = list(dict.fromkeys(text for entry in mixed for text in entry.differing))
+        raise ConfigError("runs", list(dict.fromkeys(path for entry in mixed for path in entry.dirs)),
                           f"runs made on one installation (differing: {', '.join(differing[:3])}"
                           f"{' ...' if len(differing) > 3 else ''}): rerun on one installation, or pass --allow-mixed "
                           "to mark them")
-    arms = {}
+    differences: dict[str, dict[str, tuple[Interval, float | None]]] = {}
+    metrics: dict[str, dict[str, Interval]] = {}
     for arm, seeds in by_arm.items():
-        entry = {"seeds": sorted(seeds), "metrics": {}, "vs_reference": {},
-                 "per_seed": {seed: dict(seeds[seed]) for seed in sorted(seeds)}}
+        metrics[arm], differences[arm] = {}, {}
         for key, _, _ in COMPARE_METRICS:
             values = {seed: figures[key] for seed, figures in seeds.items() if key in figures}
             if values:
-                entry["metrics"][key] = mean_interval(list(values.values())).to_dict()
+                metrics[arm][key] = mean_interval(list(values.values()))
             if arm in compared:
-                differences = paired_values(values, {seed: f[key] for seed, f in by_arm[reference].items() if key in f})
-                if differences:
-                    entry["vs_reference"][key] = {**mean_interval(differences).to_dict(),
-                                                  "p": paired_p_value(differences)}
-        arms[arm] = entry
-    holm_arms = {}
+                paired = paired_values(values, {seed: f[key] for seed, f in by_arm[reference].items() if key in f})
+                if paired:
+                    differences[arm][key] = (mean_interval(paired), paired_p_value(paired))
+    holm_arms: dict[str, tuple[str, ...]] = {}
+    adjusted: dict[str, dict[str, float]] = {}
     for key, _, _ in COMPARE_METRICS:
-        family = {arm: arms[arm]["vs_reference"][key]["p"] for arm in compared
-                  if arm != primary and arms[arm]["vs_reference"].get(key, {}).get("p") is not None}
-        adjusted = holm(family)
-        for arm in compared:
-            diff = arms[arm]["vs_reference"].get(key)
-            if diff is not None:
-                diff["p_holm"] = diff["p"] if arm == primary else adjusted.get(arm)
+        family = {arm: p for arm in compared if arm != primary and key in differences[arm]
+                  for p in [differences[arm][key][1]] if p is not None}
+        adjusted[key] = holm(family)
         if family:
-            holm_arms[key] = list(family)
-    return {"reference": reference if reference in by_arm else None, "primary": primary, "arms": arms,
-            "holm_arms": holm_arms, "mixed_installations": mixed}
+            holm_arms[key] = tuple(family)
+    arms = {arm: ArmComparison(
+        seeds=tuple(sorted(seeds)), per_seed={seed: dict(seeds[seed]) for seed in sorted(seeds)},
+        metrics=metrics[arm],
+        vs_reference={key: PairedDifference(interval, p, p if arm == primary else adjusted[key].get(arm))
+                      for key, (interval, p) in differences[arm].items()})
+        for arm, seeds in by_arm.items()}
+    return SeedComparison(reference if reference in by_arm else None, primary, arms, holm_arms, tuple(mixed))
 
 
-def _cell(stats: dict | None, signed: bool = False) -> str:
-    from curriculum.reports.stats import Interval
-
-    if not stats:
+def _cell(stats: Interval | PairedDifference | None, signed: bool = False) -> str:
+    if stats is None:
         return "-"
-    return Interval(stats["mean"], stats["half_width"], stats["n"]).format(signed=signed)
+    interval = stats.interval if isinstance(stats, PairedDifference) else stats
+    return interval.format(signed=signed)
 
 
 def _p_text(p: float | None) -> str:
@@ -607,21 +678,21 @@ def _wrapped(text: str) -> list[str]:
     return textwrap.wrap(text, width=80, subsequent_indent="  ", break_on_hyphens=False)
 
 
-def _p_lines(result: dict, key: str, label: str) -> list[str]:
+def _p_lines(result: SeedComparison, key: str, label: str) -> list[str]:
     """The p values of the paired differences on ``key`` (the headline metric): the pre-declared primary arm's
     raw p on its own line, the other arms' raw and Holm-adjusted p in a small table."""
-    reference, primary = result["reference"], result.get("primary")
-    rows = {arm: entry["vs_reference"][key] for arm, entry in result["arms"].items() if key in entry["vs_reference"]}
+    reference, primary = result.reference, result.primary
+    rows = {arm: entry.vs_reference[key] for arm, entry in result.arms.items() if key in entry.vs_reference}
     shown_reference = printable(reference)
     if not rows:
         return []
-    family = len(result.get("holm_arms", {}).get(key, []))
+    family = len(result.holm_arms.get(key, ()))
     over = f"Holm-adjusted over {family} arm{'s' if family != 1 else ''}"
     lines = []
     if primary in rows:
         lines += _wrapped(f"primary comparison (pre-declared): {printable(primary)} vs {shown_reference}, "
-                          f"p={_p_text(rows[primary]['p'])} ({label}, unadjusted"
-                          + (", 2+ pairs needed)" if rows[primary]["n"] < 2 else ")"))
+                          f"p={_p_text(rows[primary].p)} ({label}, unadjusted"
+                          + (", 2+ pairs needed)" if rows[primary].n < 2 else ")"))
         if len(rows) > 1:
             lines += _wrapped(f"the rest: p (paired t on {label}, {over})")
     else:
@@ -631,12 +702,12 @@ def _p_lines(result: dict, key: str, label: str) -> list[str]:
         lines.append(f"{'arm':<13}{'pairs':>5} {'p':>8} {'p Holm':>8}")
         for arm in others:
             diff = rows[arm]
-            lines.append(f"{printable(arm)[:12]:<13}{diff['n']:>5} {_p_text(diff['p']):>8} "
-                         f"{_p_text(diff['p_holm']):>8}")
+            lines.append(f"{printable(arm)[:12]:<13}{diff.n:>5} {_p_text(diff.p):>8} "
+                         f"{_p_text(diff.p_holm):>8}")
     return lines
 
 
-def render_seed_comparison(result: dict) -> str:
+def render_seed_comparison(result: SeedComparison) -> str:
     """The comparison as text: one row per arm, mean ± 95% half width over seeds, paired differences (a space
     always parts two cells, however wide an interval), the p of the paired differences on the headline metric
     (the first of :data:`COMPARE_METRICS` shown) and a WARNING for each arm whose pairs span installations
@@ -644,10 +715,10 @@ def render_seed_comparison(result: dict) -> str:
     string read from the runs (arm names, the reference, installation differences) is printed through
     :func:`~simulator.text.printable`: a control character in a manifest cannot forge a line."""
     shown = [key for key, _, _ in COMPARE_METRICS
-             if any(key in entry["metrics"] for entry in result["arms"].values())]
+             if any(key in entry.metrics for entry in result.arms.values())]
     labels = {key: label for key, label, _ in COMPARE_METRICS}
-    reference = result["reference"]
-    mixed = {entry["arm"]: entry for entry in result.get("mixed_installations", [])}
+    reference = result.reference
+    mixed = {entry.arm: entry for entry in result.mixed_installations}
     lines = ["mean ± 95% interval over seeds (Student t); greedy unless p@1 (sampled pass@1)"]
     blocks = [("test set (read by nothing but this score)", [key for key in shown if key in TEST_METRICS]),
               ("evidence set (what the engineer saw)", [key for key in shown if key not in TEST_METRICS])]
@@ -658,10 +729,10 @@ def render_seed_comparison(result: dict) -> str:
         lines.append(f"{'arm':<13}{count:>5}" + "".join(f" {labels[key]:>11}" for key in keys))
         lines.extend(f"{name:<13}{n:>5}" + "".join(f" {cell:>11}" for cell in cells) for name, n, cells in rows)
 
-    arms = result["arms"]
+    arms = result.arms
     for title, keys in blocks:
         table(f"{title}:", "seeds", keys,
-              [(printable(arm)[:12], len(entry["seeds"]), [_cell(entry["metrics"].get(key)) for key in keys])
+              [(printable(arm)[:12], len(entry.seeds), [_cell(entry.metrics.get(key)) for key in keys])
                for arm, entry in arms.items()])
     if reference:
         for title, keys in blocks:
@@ -669,8 +740,8 @@ def render_seed_comparison(result: dict) -> str:
             for arm, entry in arms.items():
                 if arm == reference:
                     continue
-                vs = entry["vs_reference"]
-                pairs = max((vs[key]["n"] for key in keys if key in vs), default=0)
+                vs = entry.vs_reference
+                pairs = max((vs[key].n for key in keys if key in vs), default=0)
                 name = f"{printable(arm)[:11]}!" if arm in mixed else printable(arm)[:12]
                 differences.append((name, pairs, [_cell(vs.get(key), signed=True) for key in keys]))
             table(f"paired difference against {printable(reference)} (same seeds), points, {title.split(' (')[0]}",
@@ -678,13 +749,14 @@ def render_seed_comparison(result: dict) -> str:
                   keys, differences)
         if shown:
             lines += _p_lines(result, shown[0], labels[shown[0]])
-        for arm, entry in mixed.items():
+        for arm, pairs_mixed in mixed.items():
             lines += _wrapped(f"WARNING: arm {printable(arm)}'s pairs span installations "
-                              f"({printable('; '.join(entry['differing']))}; "
-                              f"seed{'s' if len(entry['seeds']) > 1 else ''} {', '.join(map(str, entry['seeds']))}): "
+                              f"({printable('; '.join(pairs_mixed.differing))}; "
+                              f"seed{'s' if len(pairs_mixed.seeds) > 1 else ''} "
+                              f"{', '.join(map(str, pairs_mixed.seeds))}): "
                               f"its differences against {printable(reference)} "
                               "mix library effects with the engineer's")
-    seeds = sorted({seed for entry in result["arms"].values() for seed in entry["seeds"]})
+    seeds = sorted({seed for entry in result.arms.values() for seed in entry.seeds})
     lines.append(f"seeds: {', '.join(map(str, seeds))}")
     return "\n".join(lines)
 
