@@ -460,10 +460,9 @@ class Curriculum:
     def _log_decision(self, when: str, decision: EngineerDecision, tail: str = "", limit: int = 10) -> None:
         """The decision in the log: what changed, and why (the engineer's own rationale, a line each, at most
         ``limit``, each cut to one terminal line)."""
-        outcome = StageDecision.of(decision)
-        self.log(f"{when}: engineer {outcome.engineer} {_OUTCOME_WORDS[outcome.outcome]}"
-                 f" ({outcome.reason}); changes: {', '.join(outcome.diff) or 'none'}" + tail)
-        if outcome.outcome != "changed" or not decision.rationale.strip():
+        self.log(f"{when}: engineer {decision.engineer} {_OUTCOME_WORDS[decision.outcome]}"
+                 f" ({decision.reason}); changes: {', '.join(decision.diff) or 'none'}" + tail)
+        if decision.outcome != "changed" or not decision.rationale.strip():
             return
         lines = [" ".join(line.split()) for line in decision.rationale.splitlines() if line.strip()]
         for line in lines[:limit]:
