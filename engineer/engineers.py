@@ -52,6 +52,7 @@ from engineer.failure_cuts import FailuresEngineer
 from engineer.gap import GapEngineer
 from engineer.learnability import LearnabilityEngineer
 from engineer.llm import LLMEngineer
+from engineer.lookahead import LookaheadEngineer
 from engineer.mutate import MutateEngineer
 from engineer.options import DeclaredOptions, integer, number, option_names
 from engineer.progress import ProgressEngineer
@@ -186,8 +187,29 @@ ENGINEERS: dict[str, EngineerKind] = {
     "target": EngineerKind(TargetEngineer),
     "replay": EngineerKind(ReplayEngineer),
     "failures": EngineerKind(FailuresEngineer),
+    # a measurement, not a default arm: it trains every candidate (train --compare --arm lookahead=engineer.spec=lookahead)
+    "lookahead": EngineerKind(LookaheadEngineer, compare=None),
     "llm": EngineerKind(LLMEngineer, "BACKEND_SPEC", "llm:hf:PATH, llm:vllm:PATH, llm:openai:MODEL", "llm:self"),
 }
+
+
+def candidate_engineers() -> list[str]:
+    """The registered engineers whose proposals the ``lookahead`` engineer tries: every one that writes configs
+    only (not ``llm``, not those that hand instances over, not ``lookahead``), in registry order."""
+    return [name for name, kind in ENGINEERS.items()
+            if not kind.takes_target and name != "lookahead" and not hasattr(kind.build, "load_material")]
+
+
+def proposals(context: EngineerContext, config: StageConfig, seed: int) -> list[tuple[str, StageConfig]]:
+    """What each of :func:`candidate_engineers` proposes from ``context`` (a fresh engineer with its default options,
+    as on its first stage): ``(name, config)`` in registry order."""
+    out = []
+    for name in candidate_engineers():
+        engineer = make_engineer(name)
+        if hasattr(engineer, "load_state"):
+            engineer.load_state(None)
+        out.append((name, engineer.propose(context, config, seed=seed).config))
+    return out
 
 
 def engineer_forms() -> list[str]:
@@ -242,5 +264,6 @@ def make_engineer(spec: str, **options: Any) -> Engineer:
     return kind.build(target.strip(), **options) if kind.takes_target else kind.build(**options)
 
 
-__all__ = ["ENGINEERS", "Engineer", "EngineerKind", "FixedEngineer", "RandomEngineer", "compare_specs", "engineer_names",
+__all__ = ["ENGINEERS", "Engineer", "EngineerKind", "FixedEngineer", "RandomEngineer", "candidate_engineers",
+           "compare_specs", "engineer_names", "proposals",
            "engineer_summary", "make_engineer"]

@@ -941,3 +941,33 @@ def test_frontier_stages_script__reads_every_stage_of_a_run_folder(finished_run)
         assert [sum(c[0] for c in cells), sum(c[1] for c in cells)] == [group["valid"], group["episodes"]]
     assert module.pooled({"one": figures}) == {figures["arm"]: {"warm": figures["warm_by_length"],
                                                                 "last": figures["last_by_length"]}}
+
+
+def test_lookahead__tries_every_candidate_keeps_the_best_and_trains_it_once(tmp_path):
+    # The ceiling arm at a reduced budget: after stage 1 it trains stage 2 once per distinct candidate (fixed's config
+    # and every config-writing engineer's proposal), keeps the best on the evidence set, records every candidate, and
+    # stage 2 is the winning trial's checkpoint (copied, not trained again); a rerun reads everything back.
+    from curriculum.loop.run import Run, _candidate_folder
+    from curriculum.loop.sets import training_seed
+    from engineer.engineers import candidate_engineers
+    from simulator.config import StageConfig
+
+    config = small_config(tmp_path, "look", **{"engineer.spec": "lookahead", "initial_config.samples": 48})
+    Run(config).execute()
+    decision = json.loads((config.run_dir / "stage-01" / "decision.json").read_text())
+    rows = decision["details"]["candidates"]
+    assert rows[0]["proposed_by"][0] == "fixed"
+    assert sorted(name for row in rows for name in row["proposed_by"]) == sorted(candidate_engineers())
+    best = max(row["evidence_valid_rate"] for row in rows)
+    winner = next(row for row in rows if row["evidence_valid_rate"] == best)
+    assert decision["config"] == winner["config"] and decision["reason"].startswith("lookahead: the best of")
+    stage_two = config.run_dir / "stage-02"
+    trial = _candidate_folder(stage_two, StageConfig.from_dict({**winner["config"],
+                                                               "seed": training_seed(config.seed, 2)}))
+    assert (trial / "model" / "model.safetensors").read_bytes() == (stage_two / "model" / "model.safetensors").read_bytes()
+    assert json.loads((stage_two / "summary.json").read_text())["valid_rate"] == pytest.approx(best)
+    assert len(list((stage_two / "candidates").iterdir())) == len(rows)
+    last = json.loads((config.run_dir / "stage-02" / "decision.json").read_text())
+    assert "candidates" not in last["details"] and "no trial" in last["reason"]  # no stage 3 to try
+    Run(config).execute()  # resumed: nothing trained again
+    assert len(list((stage_two / "candidates").iterdir())) == len(rows)

@@ -1060,7 +1060,10 @@ def test_registry__a_registered_engineer_is_built_offered_and_named_everywhere_f
 
     engineer = make_engineer(name)
     assert engineer.name == name and callable(engineer.propose)
-    assert default_arms()[name] == {"engineer.spec": name}
+    if ENGINEERS[name].compare is None:  # a measurement too costly for the default set (lookahead): no default arm
+        assert name not in default_arms()
+    else:
+        assert default_arms()[name] == {"engineer.spec": name}
     EngineerSettings(spec=name).validate()
     with pytest.raises(ConfigError) as caught:
         EngineerSettings(spec="no-such-engineer").validate()

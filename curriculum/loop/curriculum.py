@@ -34,7 +34,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from curriculum.config import RunConfig
 from curriculum.loop.distributed import wait_for_file
@@ -137,6 +137,9 @@ class Curriculum:
         self.folder = RunFolder(config, log)
         self.models = EvaluationModels(config, self.style)
         self.history: list[HistoryEntry] = []
+        self.trial: Callable[[int, Model, StageConfig], float] | None = None
+        """Set by a loop that owns a trainer (``mapf-lake train``): train stage ``stage + 1`` on a candidate config
+        from ``model`` and return its evidence valid rate; the ``lookahead`` engineer's trial. None: no trainer."""
         """The engineer's history: the warm start (stage 0, with one) and every finished stage."""
         self.current: StageConfig = config.stage_one
         """The config of the stage being trained (its seed is set to the stage's training seed when prepared)."""
@@ -383,6 +386,7 @@ class Curriculum:
         ``decision_path`` when a resumed run made it already, else asked for and written there.
         ``bank``: the instances the stage trained on, for an engineer that reads them (``load_material``)."""
         from engineer import build_context, make_engineer
+        from engineer.engineers import proposals
 
         if decision_path.exists():
             return read_decision(decision_path)
@@ -409,6 +413,10 @@ class Curriculum:
                     raise ConfigError(f"{previous}: details.{error.field}", error.value, error.allowed) from None
             else:
                 engineer.load_state(None)
+        if hasattr(engineer, "load_trial"):  # the lookahead ceiling tries candidates with the loop's trainer, if any
+            trial = self.trial
+            if trial is not None and stage < cfg.stages:  # after the last stage there is no next one to try
+                engineer.load_trial(lambda candidate: trial(stage, model, candidate), proposals)
         if hasattr(engineer, "load_material"):  # an engineer that writes instances reads the instances themselves
             engineer.load_material(self.material(stage, bank, decision_path.parent / "validation.mlr"))
         context = build_context(evidence, config, history, sections=tuple(cfg.engineer.context))

@@ -22,6 +22,7 @@ the ones a run made with N stages would have trained; the manifest records the e
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import time
 from dataclasses import replace
@@ -34,7 +35,8 @@ from curriculum.loop.curriculum import Curriculum, log_to_stderr, stage_seed
 from curriculum.loop.folder import Log
 from curriculum.loop.sharing import share_stage
 from policy.prompts import save_checkpoint_style
-from simulator.atomic import atomic_folder
+from simulator.atomic import atomic_folder, atomic_write
+from simulator.config import StageConfig, format_config_text
 from simulator.errors import ConfigError
 from simulator.text import counted, percent
 
@@ -50,6 +52,7 @@ class Run:
         self.log = log
         self.siblings = tuple(siblings)
         self.curriculum = Curriculum(config, log)
+        self.curriculum.trial = self._trial  # the lookahead engineer's trial stages train with this run's trainer
 
     def initial_model(self) -> str:
         """Folder (or hub name) of the model before any training."""
@@ -126,9 +129,52 @@ class Run:
             self.log(f"stage {stage}: {tr.trainer.upper()} on {counted(len(inputs.instances), 'instance')}{handed}, "
                      f"{counted(tr.steps, 'step')}")
         curriculum.models.release()  # a colocated trainer engine needs the GPU memory
+        if shared is None and not inputs.given:
+            _take_candidate(folder, inputs.config)  # the lookahead's trial of this config trained it already
         train_info = train_stage(tr, model, inputs.instances, curriculum.style, folder,
                                  seed=stage_seed(cfg.seed, stage), cpu_threads=cfg.cpu_threads)
         return curriculum.end_stage(str(folder / "model"), train_info).model
+
+
+    def _trial(self, stage: int, model: object, config: StageConfig) -> float:
+        """Train stage ``stage + 1`` on ``config`` from ``model`` into the next stage's ``candidates/`` folder (one
+        folder per config: a resumed run reuses a finished trial) and return its evidence valid rate."""
+        from curriculum.loop.curriculum import stage_instances
+        from curriculum.loop.sets import training_seed
+        from curriculum.training.trainers import train_stage
+
+        if not isinstance(model, str):
+            raise ConfigError("engineer.spec", "lookahead", "a run whose stages are checkpoint folders")
+        cfg, curriculum, following = self.config, self.curriculum, stage + 1
+        seeded = replace(config, seed=training_seed(cfg.seed, following))
+        folder = _candidate_folder(curriculum.stage_dir(following), seeded)
+        self.log(f"lookahead before stage {following}: a trial stage on {folder.name}")
+        instances = stage_instances(curriculum.sets, seeded, ()).instances
+        train_stage(cfg.training, model, instances, curriculum.style, folder, seed=stage_seed(cfg.seed, following),
+                    cpu_threads=cfg.cpu_threads)
+        summary = curriculum.validate(str(folder / "model"), folder, following, trained_config=seeded.to_dict())
+        return summary.failures.valid_rate
+
+
+def _candidate_folder(stage_dir: Path, config: StageConfig) -> Path:
+    """Where the lookahead's trial of ``config`` (its seed set) for a stage trains: named by the config's digest."""
+    digest = hashlib.sha256(format_config_text(config, "yaml").encode()).hexdigest()[:12]
+    return stage_dir / "candidates" / digest
+
+
+def _take_candidate(stage_dir: Path, config: StageConfig) -> None:
+    """Copy the finished trial of ``config`` (the lookahead's winner) into the stage folder, so the stage's trainer
+    finds its checkpoint done instead of training the same stage again."""
+    from curriculum.loop.records import OUTCOMES_FILE
+
+    trial = _candidate_folder(stage_dir, config)
+    if not (trial / "model" / "checkpoint_done.json").exists() or (stage_dir / "model").exists():
+        return
+    with atomic_folder(stage_dir / "model") as building:
+        shutil.copytree(trial / "model", building, dirs_exist_ok=True)
+    for part in (OUTCOMES_FILE, "validation.mlr", "summary.json"):  # its evidence too: the same checkpoint's answers
+        if (trial / part).exists() and not (stage_dir / part).exists():
+            atomic_write(stage_dir / part, (trial / part).read_bytes())
 
 
 def resume(run_dir: str | Path, log: Log = log_to_stderr, stages: int | None = None) -> dict:
