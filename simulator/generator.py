@@ -437,18 +437,19 @@ def _generate_slot(seed: int, size: int, index: int, n_agents: int, n_holes: int
             counts["protected"] += 1
             report.rejected_protected += 1
             continue
+        # The makespan is at least the farthest agent's distance: with a top bound, that prunes before the wait
+        # search and the solver (a few BFS: the cheapest check, so an impossible band is refused in seconds).
+        distances = bare_distances(instance) if spec.max_makespan is not None else None
+        if distances is not None and int(distances.max()) > most:
+            counts["makespan"] += 1
+            report.rejected_makespan += 1
+            continue
         # The wait label is cheaper than the solver: check it first and solve only candidates that fit. A search
         # over its budget (None) leaves the label to the solver's sum of costs, which decides it exactly.
         label, _ = needs_wait_search(instance)
         if label is not None and label != wants_wait:
             counts["label"] += 1
             report.rejected_wait_label += 1
-            continue
-        # The makespan is at least the farthest agent's distance: with a top bound, that prunes before the solver.
-        distances = bare_distances(instance) if spec.max_makespan is not None else None
-        if distances is not None and int(distances.max()) > most:
-            counts["makespan"] += 1
-            report.rejected_makespan += 1
             continue
         solution = solve(instance, max_nodes=solver_nodes)
         plan = solution.plan  # given exactly when solved

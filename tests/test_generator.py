@@ -177,3 +177,13 @@ def test_jsonl__round_trip_and_corrupt_line(tmp_path, mixed_stage):
     path.write_bytes(to_jsonl(mixed_stage.instances[:2]) + b'{"size": 3\n')
     with pytest.raises(ConfigError, match="line 3"):
         read_jsonl(path)
+
+
+def test_generate__an_impossible_top_band_is_refused_by_the_distance_bound_before_any_search():
+    # 16 agents on 32x32 all within 1 step of their goals: every candidate fails the cheap bare-distance bound, so
+    # none reaches the wait search or the solver (the refusal takes seconds, not minutes: mapf-lake gen --size 32
+    # --agents 16 --max-makespan 1 --n 3 went from 3 min to 3 s)
+    config = StageConfig.from_dict({"agents": 16, "samples": 1, "seed": 0, "sizes": {
+        32: {"data_ratio": 1.0, "hole_ratio": 0.2, "wait_ratio": 0.0, "max_makespan": 1}}})
+    with pytest.raises(ConfigError, match=r"sizes\.32\.max_makespan .* 50 of 50 candidates"):
+        generate(config, max_attempts=50)
