@@ -41,6 +41,7 @@ def _train(args: argparse.Namespace) -> int:
                                    write_curves, write_plots)
     from curriculum.loop.folder import RunFolder
     from curriculum.loop.run import Run, resume
+    from curriculum.loop.sets import check_bands
     from curriculum.loop.sharing import share_warm_start
 
     from simulator.errors import ConfigError
@@ -88,6 +89,8 @@ def _train(args: argparse.Namespace) -> int:
     seeds = [config.seed + offset for offset in range(args.seeds)]
     variants = {(seed, arm): _arm_variant(config, arm, seed, arm_overrides, args.seeds > 1)
                 for seed in seeds for arm, arm_overrides in arms.items()}
+    for checked in [config, *variants.values()]:  # an impossible makespan band: refused now, not after a warm start
+        check_bands(checked)
     if args.print_config:
         print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
         return 0

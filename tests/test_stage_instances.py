@@ -154,3 +154,15 @@ def test_run__a_replay_buffer_read_back_is_certified_naming_the_file_and_entry(t
     path.write_text(json.dumps(decision))
     with pytest.raises(ConfigError, match=rf"^{path}: details\.replay state\.buffer\[2\]\.instance: needs_wait = "):
         run.curriculum.decide(2, "unused", CONFIG, None, [], run.curriculum.stage_dir(2) / "decision.json")  # type: ignore[arg-type]
+
+
+def test_check_bands__an_impossible_band_is_refused_before_anything_trains_and_a_possible_one_passes():
+    from curriculum.config import preset
+    from curriculum.loop.sets import check_bands
+
+    check_bands(preset("small"))  # no bands: nothing generated
+    check_bands(preset("small").with_overrides(**{"initial_config.sizes.6.max_makespan": 8}))
+    for key, value in (("initial_config.sizes.6.max_makespan", 1), ("validation.config.sizes.3.min_makespan", 30)):
+        with pytest.raises(ConfigError) as error:
+            check_bands(preset("small").with_overrides(**{key: value}))
+        assert error.value.field == key and error.value.value == value

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from curriculum.config import RunConfig
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 from simulator.generator import GeneratedStage, LabelledInstance, certify_labelled, generate
@@ -98,3 +99,34 @@ class RunSets:
         if config.seed < TRAINING_SEED_DOMAIN:
             raise ConfigError("seed", config.seed, "a training seed (curriculum.loop.sets.training_seed), >= 2**62")
         return generate(config, exclude=self.test | self.evidence_keys)
+
+
+PROBE_INSTANCES = 2
+"""Instances per banded size (and per kind, with and without a wait) :func:`check_bands` generates."""
+
+
+def check_bands(config: RunConfig) -> None:
+    """Refuse, before anything trains, a makespan band in one of the run config's stage configs that the generator
+    cannot fill: for each size with ``min_makespan`` or ``max_makespan``, :data:`PROBE_INSTANCES` instances of it
+    (with and without a wait when the size has waits) are generated with the run's own candidate limit. ConfigError
+    naming ``FIELD.sizes.SIDE.min_makespan`` (or ``max_makespan``) and what the generator saw. A top band that no
+    candidate's bare distances meet is refused in seconds; a floor band needs the solver's answers."""
+    from simulator.config import SizeSpec
+
+    documents = {"initial_config": config.initial_config, "validation.config": config.validation.config,
+                 "warm_start.config": config.warm_start.config}
+    for where, stage in documents.items():
+        if stage is None:
+            continue
+        for side, spec in stage.sizes.items():
+            if spec.data_ratio == 0 or (spec.min_makespan is None and spec.max_makespan is None):
+                continue
+            for waits in ((0.0, 1.0) if spec.wait_ratio > 0 else (0.0,)):
+                least = max(stage.agents_min, 2) if waits else stage.agents_min
+                probe = replace(stage, agents_min=least, samples=PROBE_INSTANCES, sizes={side: SizeSpec(
+                    1.0, spec.hole_ratio, waits, spec.min_makespan, spec.max_makespan)})
+                try:
+                    generate(probe)
+                except ConfigError as error:
+                    field = error.field if error.field.startswith("sizes.") else f"sizes.{side}"
+                    raise ConfigError(f"{where}.{field}", error.value, error.allowed) from None
