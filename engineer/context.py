@@ -41,7 +41,8 @@ from typing import Any
 
 from engineer.evidence import StageEvidence, StageScores
 from policy.signal import SIGNAL_FIGURES, SIGNAL_TRAINERS, TrainingSignal
-from replays.mining import CATEGORIES, Exemplar, FailureSummary, GroupStats, key_text, read_key
+from replays.mining import CATEGORIES, Exemplar, FailureSummary, GroupStats
+from simulator.documents import key_text, read_key
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 from simulator.text import counted, figure, percent

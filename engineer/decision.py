@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from replays.mining import check_value, read_key
+from simulator.documents import check_value, read_key
 from simulator.config import StageConfig, diff_configs
 from simulator.errors import ConfigError
 from simulator.generator import LabelledInstance

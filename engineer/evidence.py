@@ -30,8 +30,8 @@ import numpy as np
 
 from replays.errors import ReplayError
 from policy.signal import SIGNAL_FIGURES, SignalFigures, TrainingSignal
-from replays.mining import (FailureSummary, NumberRecord, check_value, read_key, read_mapping, read_table, side_key,
-                            summarize)
+from replays.mining import FailureSummary, summarize
+from simulator.documents import NumberRecord, check_value, read_key, read_mapping, read_table, side_key
 from replays.reader import ReplayReader, replay_files
 from simulator.fields import REQUIRED, check_fields, number
 from simulator.generator import SizeReport

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from replays.mining import read_key
+from simulator.documents import read_key
 from replays.types import Episode
 from simulator.errors import ConfigError, short_repr
 from simulator.generator import LabelledInstance

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from replays.mining import NumberRecord, key_text, pair_key, read_key, read_mapping, read_table, side_key
+from simulator.documents import NumberRecord, key_text, pair_key, read_key, read_mapping, read_table, side_key
 from simulator.errors import ConfigError
 
 

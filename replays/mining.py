@@ -48,13 +48,15 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import Field, dataclass, fields
-from typing import Any, ClassVar, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from replays.types import Episode
 from simulator import constants as C
+from simulator.documents import (NumberRecord, check_value, key_text, pair_key, read_key, read_mapping, read_table,
+                                 side_key)
 from simulator.errors import ConfigError
 from simulator.failures import Kind
 from simulator.text import counted, format_plan, percent, render_instance, render_state
@@ -141,73 +143,7 @@ def render_episode(episode: Episode, source: str = "") -> str:
 
 
 # --- the summary as typed values ------------------------------------------------------------------------------
-_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "int": (lambda value: isinstance(value, int) and not isinstance(value, bool), "an integer"),
-    "number": (lambda value: isinstance(value, (int, float)) and not isinstance(value, bool), "a number"),
-    "bool": (lambda value: isinstance(value, bool), "true or false"),
-    "str": (lambda value: isinstance(value, str), "a string"),
-    "mapping": (lambda value: isinstance(value, Mapping), "a mapping"),
-    "list": (lambda value: isinstance(value, list), "a list"),
-}
-
-
-def check_value(value: Any, where: str, kind: str) -> Any:
-    """``value`` when it is of ``kind`` (``int``, ``number``, ``bool``, ``str``, ``mapping``, ``list``), else ConfigError
-    naming ``where``. Numbers are kept as they are (an integer stays an integer), so a document reads back equal."""
-    test, words = _KINDS[kind]
-    if not test(value):
-        raise ConfigError(where, value, words)
-    return value
-
-
-def read_key(data: Any, key: str, where: str, kind: str, optional: bool = False) -> Any:
-    """``data[key]`` checked by :func:`check_value`; ConfigError naming ``where.key`` when it is missing (with
-    ``optional``, a missing key or null reads as None) and naming ``where`` when ``data`` is not a mapping."""
-    if not isinstance(data, Mapping):
-        raise ConfigError(where, data, "a mapping")
-    if data.get(key) is None and optional:
-        return None
-    if key not in data:
-        raise ConfigError(f"{where}.{key}", None, "present")
-    return check_value(data[key], f"{where}.{key}", kind)
-
-
-def read_mapping(value: Any, where: str, read: Callable[[Any, str], Any],
-                 key: Callable[[str, str], Any] | None = None) -> dict[Any, Any]:
-    """``value``, a mapping, with each of its values read by ``read(item, where)`` (``where`` ending in the key),
-    and each of its keys by ``key(name, where)`` (None: kept as text; :func:`side_key`, :func:`pair_key`)."""
-    return {(key(str(name), f"{where}.{name}") if key is not None else str(name)): read(item, f"{where}.{name}")
-            for name, item in check_value(value, where, "mapping").items()}
-
-
-def read_table(data: Any, key: str, where: str, read: Callable[[Any, str], Any],
-               keys: Callable[[str, str], Any] | None = None) -> dict[Any, Any]:
-    """:func:`read_mapping` of ``data[key]``."""
-    return read_mapping(read_key(data, key, where, "mapping"), f"{where}.{key}", read, keys)
-
-
-# --- keys: integers and pairs in memory, text only in documents --------------------------------------------------
-_MAX_KEY_DIGITS = 9
-
-
-def side_key(text: str, where: str) -> int:
-    """A document's count key (a map side ``"6"``, an agent count, a step) as an int; ConfigError naming
-    ``where`` unless it is 1 to 9 ASCII digits."""
-    if not (text.isascii() and text.isdigit() and len(text) <= _MAX_KEY_DIGITS):
-        raise ConfigError(where, text[:40], f"a key of 1 to {_MAX_KEY_DIGITS} digits (a count or a map side)")
-    return int(text)
-
-
-def pair_key(separator: str) -> Callable[[str, str], tuple[int, int]]:
-    """A reader of ``"<a><separator><b>"`` keys (``"3x6"``, ``"5:3"``) as ``(a, b)``."""
-    def read(text: str, where: str) -> tuple[int, int]:
-        first, found, second = text.partition(separator)
-        if not found:
-            raise ConfigError(where, text[:40], f"a key <count>{separator}<count>")
-        return side_key(first, where), side_key(second, where)
-    return read
-
-
+# (the document readers, keys and NumberRecord live at the bottom, in simulator.documents)
 WAIT_KINDS = ("needs_wait", "no_wait")
 """The two kinds of labelled instance the wait split keeps apart (``by_wait``'s keys)."""
 
@@ -224,29 +160,6 @@ def wait_key(text: str, where: str) -> str:
     if text not in WAIT_KINDS:
         raise ConfigError(where, text[:40], f"one of {', '.join(WAIT_KINDS)}")
     return text
-
-
-def key_text(key: int | str | tuple[int, int | str], separator: str = ":") -> str:
-    """A key as its document writes it: ``6`` -> ``"6"``, ``(5, 3)`` -> ``"5:3"`` (``separator`` ``"x"``: ``"3x6"``)."""
-    return separator.join(map(str, key)) if isinstance(key, tuple) else str(key)
-
-
-Record = TypeVar("Record", bound="NumberRecord")
-
-
-class NumberRecord:
-    """Base of a frozen dataclass of numbers: its document is its fields in order, and :meth:`from_dict` reads an
-    ``int`` field as an integer, any other as a number (a missing or ill-typed key names its path)."""
-
-    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {item.name: getattr(self, item.name) for item in fields(self)}
-
-    @classmethod
-    def from_dict(cls: type[Record], data: Any, where: str = "record") -> Record:
-        return cls(**{item.name: read_key(data, item.name, where, "int" if item.type in ("int", int) else "number")
-                      for item in fields(cls)})
 
 
 def _count(value: Any, where: str) -> int:

@@ -56,11 +56,13 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
 from simulator import constants as C
 from simulator.atomic import atomic_write
+from simulator.documents import checked_int as _checked_int
+from simulator.documents import checked_real as _checked_real
+from simulator.documents import is_integer as _is_integer
 from simulator.errors import ConfigError
 from simulator.fields import REQUIRED, allowed_of, integer, number, schema_property
 from simulator.files import (MAX_CONFIG_BYTES, MAX_DEPTH, MAX_INT_DIGITS, cut, read_text_bounded,
@@ -83,31 +85,6 @@ REQUIRED_SIZE_KEYS = SIZE_KEYS[:3]
 FORMATS = ("yaml", "json")
 _SIZES_ALLOWED = "a non-empty mapping of map side -> {data_ratio, hole_ratio, wait_ratio}"
 _SUFFIX_FORMATS = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
-
-
-# --- value checks shared by the dataclasses ------------------------------------------------------------------
-def _is_integer(value: Any) -> bool:
-    # bool is a subclass of int, but `agents: true` is a mistake, never a count.
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-
-
-def _checked_int(value: Any, field: str, low: int, high: int) -> int:
-    if not _is_integer(value) or not low <= value <= high:
-        raise ConfigError(field, value, f"an integer {low} <= {field.rsplit('.', 1)[-1]} <= {high}")
-    return int(value)
-
-
-def _checked_real(value: Any, field: str, low: float, high: float) -> float:
-    name = field.rsplit(".", 1)[-1]
-    # The range test also rejects non-finite values: NaN fails every comparison and infinities lie outside the
-    # finite bounds. (Not math.isfinite(): a huge int such as 10**400 compares fine but overflows a float.)
-    if not _is_real(value) or not low <= value <= high:
-        raise ConfigError(field, value, f"a finite number {low} <= {name} <= {high}")
-    return float(value)
 
 
 def _reject_unknown_keys(data: Mapping[Any, Any], allowed: tuple[str, ...], where: str) -> None:

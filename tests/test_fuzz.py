@@ -251,7 +251,7 @@ def _render_run(run: dict) -> None:
     render_report(run)
     run_figures(run)
     render_seed_comparison(seed_comparison([run]))
-    json.dumps(seed_comparison([run]))
+    json.dumps(seed_comparison([run]).to_dict())
     if run.final is not None:
         compare_table([run])
 

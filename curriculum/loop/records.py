@@ -21,8 +21,10 @@ from engineer.context import HistoryEntry
 from engineer.evidence import StageScores, read_size_report
 from engineer.decision import DECISION_OUTCOMES, EngineerDecision, decision_outcome
 from policy.signal import TrainingSignal
-from simulator.config import StageConfig, _checked_int, _checked_real
-from replays.mining import read_mapping, side_key
+from simulator.config import StageConfig
+from simulator.documents import checked_int as _checked_int
+from simulator.documents import checked_real as _checked_real
+from simulator.documents import read_mapping, side_key
 from simulator.errors import ConfigError
 from simulator.generator import SizeReport
 

@@ -11,8 +11,10 @@ from typing import Any
 from curriculum.loop.records import StageRecord, read_record
 from curriculum.reports.stats import Interval
 from engineer.evidence import StageEvidence
-from replays.mining import check_value
-from simulator.config import MAX_STAGE_AGENTS, _checked_int, _checked_real
+from simulator.config import MAX_STAGE_AGENTS
+from simulator.documents import checked_int as _checked_int
+from simulator.documents import read_key as _get
+from simulator.documents import checked_real as _checked_real
 from simulator.errors import ConfigError, short_repr
 from simulator.tables import format_rate_table
 from simulator.text import counted, percent, printable
@@ -26,20 +28,6 @@ def _damaged(path: Path, what: str, error: ConfigError) -> ConfigError:
     """``error`` (naming a key inside the record) as one ConfigError that names the file first."""
     return ConfigError(str(path), "a damaged record", f"the {what} mapf-lake train writes (restore it, or start a "
                        "new run)", " ".join(str(error).split())[:300])
-
-
-def _get(data: Any, key: str, where: str, kind: str, optional: bool = False) -> Any:
-    """``data[key]`` checked by :func:`replays.mining.check_value` (``kind``: int, number, str, mapping, list);
-    ``where`` is the dotted name of ``data`` inside its record ('' at the top). With ``optional``, a missing key
-    or null reads as None."""
-    name = f"{where}.{key}" if where else key
-    if not isinstance(data, Mapping):
-        raise ConfigError(where or "record", data, "a mapping")
-    if optional and data.get(key) is None:
-        return None
-    if key not in data:
-        raise ConfigError(name, None, "present")
-    return check_value(data[key], name, kind)
 
 
 def _rate(value, where: str) -> float:
