@@ -426,7 +426,11 @@ def load_run_config(path: str | Path) -> RunConfig:
         shown = " ".join(near.splitlines()[0].split()) if near else "the text"
         raise ConfigError(where, shown[:60], "a YAML run config: valid YAML, no anchors or aliases, numbers of at "
                           "most 40 digits", str(problem)[:300]) from None
-    return RunConfig.from_dict(data)
+    try:
+        return RunConfig.from_dict(data)
+    except ConfigError as error:
+        error.args = (f"{path}: {error.args[0]}",)  # keep field/value/allowed; say which file
+        raise
 
 
 def save_run_config(config: RunConfig, path: str | Path) -> None:

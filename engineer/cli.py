@@ -48,7 +48,7 @@ def load_history(path: str | Path) -> list[HistoryEntry]:
         data = data["history"]
     if not isinstance(data, list):
         raise ConfigError("--history", str(path), 'a JSON list of {"stage", "config", "valid_rate", ...} objects')
-    return [HistoryEntry.from_dict(entry, f"history[{index}]") for index, entry in enumerate(data)]
+    return [HistoryEntry.from_dict(entry, f"--history {path}: history[{index}]") for index, entry in enumerate(data)]
 
 
 def _engineer(args: argparse.Namespace) -> int:

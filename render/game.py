@@ -296,7 +296,17 @@ def load_instance(path: str | os.PathLike[str], episode: int = 0) -> tuple[Insta
             chosen = reader[episode]
             return chosen.instance, chosen.labels
     text = read_text_bounded(path, MAX_INSTANCES_BYTES, what, "--load")
-    if text.lstrip().startswith("{"):
+    try:
+        return _text_instance(text, name, episode)
+    except ConfigError as error:
+        if not error.args[0].startswith((name, "--")):  # say which file (--episode errors name the flag)
+            error.args = (f"{name}: {error.args[0]}",)
+        raise
+
+
+def _text_instance(text: str, name: str, episode: int) -> tuple[Instance, InstanceLabels | None]:
+    """:func:`load_instance` of a file that is not a replay: JSON lines, one instance as JSON, or map text."""
+    if text.lstrip().startswith(("{", "[")):  # JSON (map text starts with a tile, never a bracket)
         lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
         if len(lines) > 1 or "optimal_makespan" in text:
             if not 0 <= episode < len(lines):

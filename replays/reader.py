@@ -263,15 +263,22 @@ def iter_replay_files(path_or_dir: str | os.PathLike[str]) -> Iterator[Path]:
     """The replay files at ``path_or_dir``: the file itself, or a folder's ``*.mlr`` files sorted by name.
 
     Hidden files (writers' temporaries among them) and subfolders are skipped. Raises :class:`ReplayError` when
-    the path does not exist.
+    the path does not exist, or when a folder's ``*.mlr`` entry is neither a file nor a folder (a FIFO, a device,
+    a dangling link): named, never skipped without a word nor opened.
     """
     path = Path(path_or_dir)
     if path.is_dir():
-        yield from sorted(
-            (child for child in path.iterdir()
-             if child.suffix == FILE_SUFFIX and not child.name.startswith(".") and child.is_file()),
-            key=lambda child: child.name,
-        )
+        children = sorted((child for child in path.iterdir()
+                           if child.suffix == FILE_SUFFIX and not child.name.startswith(".")),
+                          key=lambda child: child.name)
+        for child in children:
+            if not (child.is_file() or child.is_dir()):
+                try:
+                    kind = f"{file_kind(os.stat(child).st_mode)}, not a replay file"
+                except OSError:
+                    kind = "a link to nothing, not a replay file"
+                raise ReplayError(child, "file", kind)
+        yield from (child for child in children if child.is_file())
     elif path.is_file():
         yield path
     else:

@@ -245,9 +245,11 @@ def _gen_movingai(args: argparse.Namespace) -> int:
         print(f"  skipped instance {group} (from line {line}): {reason}")
     if len(report.skipped) > shown:
         print(f"  ... and {len(report.skipped) - shown} more skipped")
-    if not result.items:
-        print("no instance imported", file=sys.stderr)
-        return 1
+    if not result.items:  # bad input, as a file that does not parse is: one line naming the files, exit status 2
+        first = (f"the first skipped, instance {report.skipped[0][0]} from line {report.skipped[0][1]}: "
+                 f"{report.skipped[0][2]}" if report.skipped else f"fewer than {agents} problem lines")
+        raise ConfigError(f"--map {args.map} --scen {args.scen}", "no instance imported",
+                          f"a scenario with at least one group of {agents} lines that imports", first)
     checksum = hashlib.sha256(to_jsonl(result.items)).hexdigest()
     print(f"checksum {checksum}" + (f", written to {args.out}" if args.out else ""))
     return 0
@@ -269,11 +271,16 @@ def _read_instance(source: str) -> Instance:
     else:
         text = read_text_bounded(source, MAX_INSTANCE_BYTES, what)
     stripped = text.lstrip()
-    if stripped.startswith("{"):
-        data = load_json(stripped.splitlines()[0] if "\n" in stripped.strip() else stripped, source, what,
-                         line=None, object_only=True)
-        return Instance.from_dict(data)
-    return parse_instance(text)
+    try:
+        if stripped.startswith(("{", "[")):  # JSON (map text starts with a tile, never a bracket)
+            data = load_json(stripped.splitlines()[0] if "\n" in stripped.strip() else stripped, source, what,
+                             line=None, object_only=True)
+            return Instance.from_dict(data)
+        return parse_instance(text)
+    except ConfigError as error:
+        if not error.args[0].startswith(source):
+            error.args = (f"{'stdin' if source == '-' else source}: {error.args[0]}",)  # say which file
+        raise
 
 
 def _solve(args: argparse.Namespace) -> int:

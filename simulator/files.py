@@ -100,8 +100,11 @@ def read_bytes_bounded(path: str | os.PathLike[str], limit: int, what: str, flag
     field = _field(os.fspath(path), flag)
     with open_regular(path, what, flag) as handle:
         try:
+            size = os.fstat(handle.fileno()).st_size
+            if size > limit:  # refused by its size, before a byte is read (a sparse file of gigabytes costs nothing)
+                raise ConfigError(field, f"more than {limit:,} bytes", f"{what} of at most {limit:,} bytes")
             # sized by the file, since read(n) sets aside n bytes up front; bounded even if the file grew since
-            data = handle.read(min(os.fstat(handle.fileno()).st_size, limit) + 1)
+            data = handle.read(min(size, limit) + 1)
         except OSError as exc:
             raise ConfigError(field, exc.strerror or type(exc).__name__, f"{what}, a readable file") from None
         if len(data) > limit:

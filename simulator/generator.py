@@ -227,7 +227,13 @@ def certify_labelled(item: LabelledInstance, where: str, solver_nodes: int = DEF
         if mine != certified:
             shown = str(certified).lower() if isinstance(certified, bool) else certified
             raise ConfigError(f"{where}: {name}", mine, f"the certified value, {shown}")
-    verdict = judge_plan(instance, item.plan)
+    if item.plan.n_agents != instance.n_agents:
+        raise ConfigError(f"{where}: plan", f"moves for {item.plan.n_agents} agents",
+                          f"one list of moves per agent ({instance.n_agents} agents)")
+    try:
+        verdict = judge_plan(instance, item.plan)
+    except ConfigError as error:  # a plan the judge cannot take: named by the record's line
+        raise ConfigError(f"{where}: plan", error.value, error.allowed) from None
     if not verdict.valid:
         raise ConfigError(f"{where}: plan", f"{verdict.failure_name} at step {verdict.fail_step}",
                           "a valid plan of the instance (the certificate)")

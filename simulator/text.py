@@ -21,6 +21,7 @@ from typing import TypeGuard
 import numpy as np
 
 from simulator import constants as C
+from simulator.files import bounded_int
 from simulator.types import Instance
 
 
@@ -107,6 +108,8 @@ def describe_agents(instance: Instance) -> str:
 PLAN_HEADING = "optimal plan:"
 _PLAN_LINE = re.compile(r"agent \d+:( .*)?")  # format_plan's lines, after PLAN_HEADING
 _AGENT_LINE = re.compile(r"agent (\d+): start \((\d+),(\d+)\) -> goal \((\d+),(\d+)\)")  # describe_agents
+_AGENT_FIELDS = ("an agent number", "a start row", "a start column", "a goal row", "a goal column")
+_AGENT_HIGHS = (C.MAX_AGENTS - 1,) + (C.MAX_SIDE - 1,) * 4
 _REPORT_LINE = re.compile(r"size \d+: \d+ instances?\b.*|checksum [0-9a-f]+\b.*")  # gen's closing report (1 instance)
 
 
@@ -151,7 +154,9 @@ def parse_instances(text: str) -> list[Instance]:
             continue
         agent = _AGENT_LINE.fullmatch(stripped)
         if agent:
-            k, *cells = (int(value) for value in agent.groups())
+            # digits counted before converting (thousands of them would raise ValueError)
+            k, *cells = (bounded_int(value, f"instance text line {number}", name, 0, high)
+                         for value, name, high in zip(agent.groups(), _AGENT_FIELDS, _AGENT_HIGHS))
             if not block.rows or k in block.agents:
                 raise ConfigError(f"instance text line {number}", stripped,
                                   "one 'agent k: start (r,c) -> goal (r,c)' line per agent, after its map's rows")
@@ -205,9 +210,11 @@ def _instance_from_block(block: _MapBlock) -> Instance:
                     f"'{C.SYMBOL_ICE}', '{C.SYMBOL_HOLE}', '{C.SYMBOL_AGENT}<k>' or '{C.SYMBOL_GOAL}<k>'",
                 )
             table = starts if kind == C.SYMBOL_AGENT else goals
-            if int(label) in table:
+            k = bounded_int(label, f"instance text line {number} token {c + 1}", "an agent number", 0,
+                            C.MAX_AGENTS - 1)  # digits counted before converting: no ValueError
+            if k in table:
                 raise ConfigError(f"instance text line {number} token {c + 1}", token, "each label once")
-            table[int(label)] = (r, c)
+            table[k] = (r, c)
         grid.append(tiles)
     n_agents = len(starts)
     if sorted(starts) != list(range(n_agents)):

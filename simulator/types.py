@@ -18,6 +18,21 @@ from simulator import constants as C
 from simulator.errors import ConfigError
 
 
+def _exact_ints(value: Any, name: str) -> None:
+    """Refuse, in an instance document's ``grid``, ``starts`` or ``goals`` (lists of lists), a cell that is not an
+    integer: JSON's true/false and decimals (``1.0``) would pass the array check below as 1 (a type misread). Two
+    levels are walked; deeper nesting, ragged rows and ranges are the array check's."""
+    if not isinstance(value, list):
+        return
+    for i, row in enumerate(value):
+        for j, item in (enumerate(row) if isinstance(row, list) else ((None, row),)):
+            if isinstance(item, list):
+                continue
+            if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, np.integer)):
+                where = f"instance.{name}[{i}]" + ("" if j is None else f"[{j}]")
+                raise ConfigError(where, item, "an integer (not true, false or a decimal such as 1.0)")
+
+
 def _as_int_array(value: Any, name: str, dtype: type[np.integer[Any]], ndim: int) -> npt.NDArray[Any]:
     try:
         array = np.asarray(value)
@@ -151,6 +166,8 @@ class Instance:
         missing = [key for key in ("grid", "starts", "goals") if key not in data]
         if missing:
             raise ConfigError(f"instance.{missing[0]}", None, "present (an instance has grid, starts and goals)")
+        for name in ("grid", "starts", "goals"):
+            _exact_ints(data[name], name)
         return cls(grid=data["grid"], starts=data["starts"], goals=data["goals"])
 
 

@@ -492,3 +492,137 @@ def test_stage_files__the_shared_from_note_and_marks_refuse_a_fifo_before_openin
                  lambda: _read_round_mark(tmp_path / "checkpoint_done.json")):
         with pytest.raises(ConfigError, match="FIFO"):
             read()
+
+
+# --- found by the hostile corpus (docs/results/hostile-readers/corpus.py) ---------------------------------------
+@pytest.mark.parametrize("text, message", [
+    ("A" + "9" * 5000 + " .  G0\n", "token 1 = .*5,000 digits.* an agent number 0..63"),
+    ("A64 .  G64\n", "token 1 = 64 .* an agent number 0..63"),
+    ("A0 .  G0\nagent 0: start (" + "9" * 5000 + ",0) -> goal (0,2)\n", "line 2 = .*5,000 digits.* a start row"),
+    ("A0 .  G0\nagent \uff10: start (0,0) -> goal (0,2)\n", "line 2 = '\uff10' .* an agent number"),
+])
+def test_map_text__agent_numbers_and_cells_are_bounded_before_converting(text, message):
+    from simulator.text import parse_instance
+
+    with pytest.raises(ConfigError, match=message):
+        parse_instance(text)
+
+
+@pytest.mark.parametrize("key, path, value", [
+    ("starts", (0, 0), True), ("starts", (0, 0), 0.0), ("goals", (1, 1), 1.0), ("grid", (0, 0), False),
+    ("grid", (0, 0), "0"),
+])
+def test_instance_document__true_false_and_decimals_are_not_integers(key, path, value):
+    from simulator.types import Instance
+
+    data = {"grid": [[0, 0, 0], [0, 0, 0]], "starts": [[0, 0], [1, 0]], "goals": [[0, 2], [1, 2]]}
+    assert Instance.from_dict(data).n_agents == 2
+    data[key][path[0]][path[1]] = value
+    with pytest.raises(ConfigError, match=rf"instance\.{key}\[{path[0]}\]\[{path[1]}\] = .* an integer"):
+        Instance.from_dict(data)
+
+
+def test_replay_folder__a_fifo_or_dangling_link_named_mlr_is_refused_not_skipped(tmp_path):
+    from replays.errors import ReplayError
+    from replays.reader import iter_replay_files
+
+    (tmp_path / "a.mlr").write_bytes(b"")
+    (tmp_path / "sub.mlr").mkdir()  # a subfolder is still skipped
+    assert [p.name for p in iter_replay_files(tmp_path)] == ["a.mlr"]
+    os.mkfifo(tmp_path / "b.mlr")
+    with pytest.raises(ReplayError, match="b.mlr.*FIFO"):
+        list(iter_replay_files(tmp_path))
+    (tmp_path / "b.mlr").unlink()
+    (tmp_path / "c.mlr").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ReplayError, match="c.mlr.*link to nothing"):
+        list(iter_replay_files(tmp_path))
+
+
+def test_eval_instances__a_plan_for_fewer_agents_is_refused_by_line(tmp_path, instance_lines):
+    from policy.evaluation import instances_set
+
+    path = tmp_path / "mine.jsonl"
+    path.write_text(_tampered(instance_lines, {"plan": lambda plan: plan[:1]}))
+    with pytest.raises(ConfigError, match=r"mine\.jsonl line 2: plan = 'moves for 1 agents'"):
+        instances_set(path)
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("board.txt", "A0 X  G0\n", "token 2 = 'X'"),
+    ("board.txt", "", "instance text = ''"),
+    ("board.json", '{"grid": [[0, 0]], "starts": [[0, true]], "goals": [[0, 0]]}', r"instance\.starts\[0\]\[1\]"),
+    ("board.json", '[{"grid": [[0]]}]', "a JSON list"),
+])
+def test_solve_and_play_load__an_instance_file_error_names_the_file(tmp_path, name, text, message):
+    from render.game import load_instance
+    from simulator.cli import _read_instance
+
+    path = tmp_path / name
+    path.write_text(text)
+    for read in (lambda: _read_instance(str(path)), lambda: load_instance(path)):
+        with pytest.raises(ConfigError, match=message) as caught:
+            read()
+        assert str(caught.value).startswith(str(path)), str(caught.value)
+
+
+def test_run_config_and_history__a_field_error_names_the_file(tmp_path):
+    from curriculum.config import load_run_config
+    from engineer.cli import load_history
+
+    run = tmp_path / "run.yaml"
+    run.write_text("stages: 3.5\n")
+    with pytest.raises(ConfigError, match=r"run\.yaml: stages = 3\.5"):
+        load_run_config(run)
+    history = tmp_path / "history.json"
+    history.write_text('[{"stage": 1, "valid_rate": "0.5"}]')
+    with pytest.raises(ConfigError, match=r"history\.json: history\[0\]\.valid_rate = '0\.5'"):
+        load_history(history)
+
+
+def test_run_record__a_byte_order_mark_is_dropped_as_in_every_other_reader(tmp_path):
+    from curriculum.loop.records import read_record
+
+    path = tmp_path / "manifest.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"protocol": 2}).encode())
+    assert read_record(path, "run manifest") == {"protocol": 2}
+
+
+def test_gen_map__an_import_of_nothing_is_refused_in_one_line_and_writes_nothing(tmp_path):
+    holes = tmp_path / "holes.map"
+    holes.write_text("type octile\nheight 4\nwidth 6\nmap\n" + "@@@@@@\n" * 4)
+    out = tmp_path / "K.jsonl"
+    result = subprocess.run([sys.executable, "-m", "curriculum.cli", "gen", "--map", str(holes), "--scen",
+                             str(FIXTURES / "lake-6x4.scen"), "--out", str(out)], capture_output=True, text=True,
+                            cwd=ROOT, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "holes.map" in result.stderr
+    assert "no instance imported" in result.stderr and not out.exists()
+
+
+def test_read_bytes_bounded__a_file_over_the_limit_by_its_size_is_refused_before_reading(tmp_path, monkeypatch):
+    import simulator.files as files
+
+    path = tmp_path / "huge.jsonl"
+    with open(path, "wb") as handle:
+        handle.truncate((1 << 30) + 1)  # sparse: 1 GiB + 1 byte that play --load once read into memory to refuse
+    real_open = files.open_regular
+
+    class NoRead:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+        def fileno(self):
+            return self.handle.fileno()
+
+        def read(self, size=-1):
+            raise AssertionError("read a file already known to be over the limit")
+
+    monkeypatch.setattr(files, "open_regular", lambda *args, **kwargs: NoRead(real_open(*args, **kwargs)))
+    with pytest.raises(ConfigError, match="more than 1,073,741,824 bytes"):
+        files.read_bytes_bounded(path, 1 << 30, "a JSON-lines file", "--load")

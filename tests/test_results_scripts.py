@@ -26,6 +26,7 @@ def _rollout(tmp_path: Path, policy: str) -> Path:
 
 def test_ceiling__counts_solved_and_waiting_answers_per_size_and_half(tmp_path):
     from replays.mining import summarize_paths
+    from simulator.documents import key_text
 
     ceiling = _module(ROOT / "docs" / "results" / "small-rft" / "ceiling.py")
     oracle, greedy = _rollout(tmp_path, "oracle"), _rollout(tmp_path, "greedy")
@@ -34,7 +35,7 @@ def test_ceiling__counts_solved_and_waiting_answers_per_size_and_half(tmp_path):
         summary = summarize_paths([replay])
         # the same instances and verdicts as the failure summary the engineer reads
         assert {key: (row["episodes"], row["valid"]) for key, row in rows.items()} == {
-            key: (group.episodes, group.valid) for key, group in summary.by_size_wait.items()}
+            key_text(key): (group.episodes, group.valid) for key, group in summary.by_size_wait.items()}
     rows = ceiling.tally(str(oracle))
     waiting = [row for key, row in rows.items() if key.endswith("needs_wait")]
     assert all(row["valid"] == row["episodes"] for row in rows.values())  # the solver's plans are all valid

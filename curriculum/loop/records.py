@@ -59,7 +59,7 @@ def read_record(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict:
     if not raw.strip():
         raise ConfigError(str(path), "empty", allowed)
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8-sig"))  # a byte-order mark dropped, as simulator.files does
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         reason = " ".join(str(exc).split())[:200] if not isinstance(exc, RecursionError) else "nested too deeply"
         raise ConfigError(str(path), "truncated or not JSON", allowed, reason) from None

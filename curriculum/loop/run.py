@@ -38,6 +38,7 @@ from policy.prompts import save_checkpoint_style
 from simulator.atomic import atomic_folder, atomic_write
 from simulator.config import StageConfig, format_config_text
 from simulator.errors import ConfigError
+from simulator.files import MAX_INSTANCES_BYTES, read_bytes_bounded
 from simulator.text import counted, percent
 
 
@@ -174,7 +175,7 @@ def _take_candidate(stage_dir: Path, config: StageConfig) -> None:
         shutil.copytree(trial / "model", building, dirs_exist_ok=True)
     for part in (OUTCOMES_FILE, "validation.mlr", "summary.json"):  # its evidence too: the same checkpoint's answers
         if (trial / part).exists() and not (stage_dir / part).exists():
-            atomic_write(stage_dir / part, (trial / part).read_bytes())
+            atomic_write(stage_dir / part, read_bytes_bounded(trial / part, MAX_INSTANCES_BYTES, f"a trial's {part}"))
 
 
 def resume(run_dir: str | Path, log: Log = log_to_stderr, stages: int | None = None) -> dict:
