@@ -200,7 +200,7 @@ def test_history__a_history_file_reads_as_entries_and_writes_back_the_same(tmp_p
 def test_history__a_bad_entry_in_a_history_file_names_its_index_and_key(tmp_path, entry, named):
     path = tmp_path / "history.json"
     path.write_text(json.dumps([_history_document(default_stage_config())[0], entry]))
-    with pytest.raises(ConfigError, match=rf"^{named} = "):
+    with pytest.raises(ConfigError, match=rf"^--history .*history.json: {named} = "):  # the file, then the key
         load_history(path)
 
 
