@@ -89,7 +89,9 @@ def _train(args: argparse.Namespace) -> int:
     seeds = [config.seed + offset for offset in range(args.seeds)]
     variants = {(seed, arm): _arm_variant(config, arm, seed, arm_overrides, args.seeds > 1)
                 for seed in seeds for arm, arm_overrides in arms.items()}
-    for checked in [config, *variants.values()]:  # an impossible makespan band: refused now, not after a warm start
+    # an impossible makespan band: refused now, not after a warm start (each distinct set of stage configs once)
+    for checked in {(run.initial_config, run.validation.config, run.warm_start.config): run
+                    for run in [config, *variants.values()]}.values():
         check_bands(checked)
     if args.print_config:
         print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")

@@ -20,9 +20,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import yaml
-
-from curriculum.config import RunConfig
+from curriculum.config import load_run_config
 from curriculum.loop.records import StageRecord, read_record
 from curriculum.loop.sets import RunSets, test_keys, training_seed
 from simulator.config import SizeSpec, StageConfig
@@ -35,7 +33,7 @@ SIDES = (3, 4, 5, 6)
 def trained_keys(run_dir: Path) -> tuple[frozenset[bytes], frozenset[bytes], str, int]:
     """Content keys of everything the run trained on and of its evidence set, the run's last checkpoint and its
     answers' token limit."""
-    config = RunConfig.from_dict(yaml.safe_load((run_dir / "run.yaml").read_text()))
+    config = load_run_config(run_dir / "run.yaml")
     sets = RunSets.build(config.evaluation_suite, config.evidence_config, config.validation.samples)
     keys: set[bytes] = set()
     if config.warm_start.enabled:
