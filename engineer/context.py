@@ -41,7 +41,7 @@ from typing import Any
 
 from engineer.evidence import StageEvidence, StageScores
 from policy.signal import SIGNAL_FIGURES, SIGNAL_TRAINERS, TrainingSignal
-from replays.mining import CATEGORIES, Exemplar, FailureSummary, GroupStats
+from replays.mining import CATEGORIES, Exemplar, FailureSummary, GroupStats, InstanceStats
 from simulator.documents import key_text, read_key
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
@@ -162,7 +162,7 @@ class EngineerContext:
 
     def section(self, name: str) -> dict | None:
         """The data of section ``name``, or None when it was switched off."""
-        return self.data.get(name) if name in self.sections else None
+        return self.data[name] if name in self.sections else None
 
     @property
     def behavior(self) -> FailureSummary | None:
@@ -203,11 +203,6 @@ def parse_sections(sections: str | Iterable[str] | None) -> tuple[str, ...]:
 
 
 # --- small renderers -----------------------------------------------------------------------------------------
-def _side_order(keys: Iterable[str]) -> list[str]:
-    """Size or agent keys ("4", "10") in numeric order; odd keys last, as text."""
-    return sorted(keys, key=lambda key: (0, int(key)) if str(key).isdigit() else (1, str(key)))
-
-
 def describe_config(config: Mapping[str, Any]) -> str:
     """A config document in one line: ``agents 2, samples 2000, slip 0.0; sizes 4 (data 0.5, holes 0.2, wait 0.3), ..``.
 
@@ -244,9 +239,8 @@ def _behavior_data(evidence: StageEvidence, config: StageConfig, history: list[H
     by_size = {}
     for side in sorted(summary.by_size):
         entry = _group(summary.by_size[side])
-        extra = evidence.size_stats.get(side)
-        if extra is not None:
-            entry.update({key: getattr(extra, key) for key in _SIZE_EXTRAS})
+        if side in evidence.size_stats:
+            entry.update({key: getattr(evidence.size_stats[side], key) for key in _SIZE_EXTRAS})
         by_size[str(side)] = entry
     return {
         **_group(summary),
@@ -266,19 +260,31 @@ def _failures_data(evidence: StageEvidence, config: StageConfig, history: list[H
     """``{failures: {category: count}, failure_rates: {category: share}, by_size: {side: {category: count}},
     fail_steps: {category: {step: count}}, exemplars: [{category, size, agents, source, text}]}``."""
     summary = evidence.failures
-    failures = {name: int(summary.failures.get(name, 0)) for name in CATEGORIES}
+    failures = _category_counts(summary.failures)
     exemplars = _pick_exemplars(summary.exemplars, failures, options)
     return {
         "failures": failures,
-        "failure_rates": {name: summary.failure_rates.get(name, 0.0) for name in CATEGORIES},
-        "by_size": {
-            str(side): {name: int(summary.by_size[side].failures.get(name, 0)) for name in CATEGORIES}
-            for side in sorted(summary.by_size)
-        },
+        "failure_rates": _category_rates(summary),
+        "by_size": {str(side): _category_counts(summary.by_size[side].failures) for side in sorted(summary.by_size)},
         "fail_steps": {name: {str(step): count for step, count in steps.items()}
                        for name, steps in summary.fail_steps.items()},
         "exemplars": exemplars,
     }
+
+
+def _category_counts(counts: Mapping[str, int]) -> dict[str, int]:
+    """Every failure category's count, in :data:`CATEGORIES` order (0 for one not seen)."""
+    return {name: int(counts[name]) if name in counts else 0 for name in CATEGORIES}
+
+
+def _category_rates(summary: FailureSummary) -> dict[str, float]:
+    """Every failure category's share of the episodes, in :data:`CATEGORIES` order (0 for one not seen)."""
+    return {name: summary.failure_rates[name] if name in summary.failure_rates else 0.0 for name in CATEGORIES}
+
+
+def _kept_history(history: list[HistoryEntry], options: ContextOptions) -> list[HistoryEntry]:
+    """The last ``history_limit`` entries (none when the limit is 0)."""
+    return history[-options.history_limit:] if options.history_limit else []
 
 
 def _pick_exemplars(exemplars: Iterable[Exemplar], failures: Mapping[str, int], options: ContextOptions) -> list[dict]:
@@ -348,7 +354,7 @@ def _history_data(evidence: StageEvidence, config: StageConfig, history: list[Hi
                   options: ContextOptions) -> dict:
     """``{stages: [{stage, config, valid_rate, optimal_rate, zero_variance_share}]}``: the last
     ``history_limit`` entries (missing or non-finite scores are None; the config as its document, or None)."""
-    kept = history[-options.history_limit:] if options.history_limit else []
+    kept = _kept_history(history, options)
     return {
         "stages": [
             {
@@ -369,154 +375,171 @@ def _score(value: Any) -> float | None:
 
 
 # --- sections: text ------------------------------------------------------------------------------------------
-def _group_line(label: str, group: Mapping) -> str:
+# Each reads the typed evidence, as its data twin does: neither reads the other's output.
+def _group_line(label: str, group: GroupStats | FailureSummary) -> str:
     return (
-        f"  {label}: {counted(group['episodes'], 'episode')}, valid {percent(group['valid_rate'])}, "
-        f"optimal {percent(group['optimal_rate'])}"
+        f"  {label}: {counted(group.episodes, 'episode')}, valid {percent(group.valid_rate)}, "
+        f"optimal {percent(group.optimal_rate)}"
     )
 
 
 _WAIT_LABELS = {"needs_wait": "needs a wait", "no_wait": "no wait needed"}
 
 
-def _behavior_text(data: Mapping) -> list[str]:
+def _behavior_text(evidence: StageEvidence, config: StageConfig, history: list[HistoryEntry],
+                   options: ContextOptions) -> list[str]:
+    summary = evidence.failures
     lines = [
         "## behavior: how the policy did on this stage's validation instances",
-        f"{counted(data['episodes'], 'episode')}: valid {percent(data['valid_rate'])} ({data['valid']}), "
-        f"optimal {percent(data['optimal_rate'])} ({data['optimal']}); reward mean {figure(data['reward']['mean'])}, "
-        f"std {figure(data['reward']['std'])}; {figure(data['completion_tokens_mean'], 1)} tokens per answer",
+        f"{counted(summary.episodes, 'episode')}: valid {percent(summary.valid_rate)} ({summary.valid}), "
+        f"optimal {percent(summary.optimal_rate)} ({summary.optimal}); reward mean {figure(summary.reward_mean)}, "
+        f"std {figure(summary.reward_std)}; {figure(summary.completion_tokens_mean, 1)} tokens per answer",
         "per map size:",
     ]
-    for side, group in data["by_size"].items():
-        line = _group_line(f"{side}x{side}", group)
-        if "reward_mean" in group:
+    for side in sorted(summary.by_size):
+        line = _group_line(f"{side}x{side}", summary.by_size[side])
+        if side in evidence.size_stats:
+            extra = evidence.size_stats[side]
             line += (
-                f", reward {figure(group['reward_mean'])} +- {figure(group['reward_std'])}, "
-                f"{figure(group['completion_tokens_mean'], 1)} tokens"
+                f", reward {figure(extra.reward_mean)} +- {figure(extra.reward_std)}, "
+                f"{figure(extra.completion_tokens_mean, 1)} tokens"
             )
         lines.append(line)
     lines.append("per agent count:")
-    lines += [_group_line(counted(int(k), "agent"), group) for k, group in data["by_agents"].items()]
-    if len(data["by_agents_size"]) > 1:
+    lines += [_group_line(counted(k, "agent"), summary.by_agents[k]) for k in sorted(summary.by_agents)]
+    if len(summary.by_agents_size) > 1:
         lines.append("per agents x size:")
-        lines += [_group_line(key, group) for key, group in data["by_agents_size"].items()]
-    by_wait, by_size_wait = data.get("by_wait") or {}, data.get("by_size_wait") or {}
-    if by_wait:
+        lines += [_group_line(key_text(key, "x"), group) for key, group in summary.by_agents_size.items()]
+    if summary.by_wait:
         lines.append("instances that need a wait (no plan of shortest paths solves them) vs those that do not:")
-        lines += [_group_line(_WAIT_LABELS.get(key, key), group) for key, group in by_wait.items()]
-        sides = sorted({key.partition(":")[0] for key in by_size_wait}, key=lambda side: int(side))
-        for side in sides:
-            parts = [f"{_WAIT_LABELS.get(kind, kind)} {percent(group['valid_rate'])} of {group['episodes']}"
-                     for kind in ("needs_wait", "no_wait") for group in [by_size_wait.get(f"{side}:{kind}")] if group]
+        lines += [_group_line(_WAIT_LABELS[kind] if kind in _WAIT_LABELS else kind, group)
+                  for kind, group in summary.by_wait.items()]
+        for side in sorted({side for side, _ in summary.by_size_wait}):
+            parts = [f"{_WAIT_LABELS[kind]} {percent(group.valid_rate)} of {group.episodes}"
+                     for kind in ("needs_wait", "no_wait") if (side, kind) in summary.by_size_wait
+                     for group in [summary.by_size_wait[side, kind]]]
             lines.append(f"  {side}x{side}: valid " + ", ".join(parts))
-    by_length = data.get("by_size_makespan") or {}
-    if by_length:
+    if summary.by_size_makespan:
         lines.append("valid per optimal makespan (the plan length asked; makespan valid/episodes):")
-        by_side: dict[str, list[str]] = {}
-        for key, group in by_length.items():
-            side, _, makespan = key.partition(":")
-            by_side.setdefault(side, []).append(f"{makespan} {group['valid']}/{group['episodes']}")
+        by_side: dict[int, list[str]] = {}
+        for (side, makespan), group in summary.by_size_makespan.items():
+            by_side.setdefault(side, []).append(f"{makespan} {group.valid}/{group.episodes}")
         lines += [f"  {side}x{side}: " + ", ".join(parts) for side, parts in by_side.items()]
     return lines
 
 
-def _failures_text(data: Mapping) -> list[str]:
+def _failures_text(evidence: StageEvidence, config: StageConfig, history: list[HistoryEntry],
+                   options: ContextOptions) -> list[str]:
     lines = ["## failures: what went wrong (categories, per size, when, examples)"]
-    seen = {name: count for name, count in data["failures"].items() if count}
+    summary = evidence.failures
+    seen = {name: count for name, count in _category_counts(summary.failures).items() if count}
     if not seen:
         return lines + ["no failures"]
-    lines.append("failures: " + ", ".join(
-        f"{name} {count} ({percent(data['failure_rates'].get(name, 0.0))})" for name, count in seen.items()
-    ))
+    rates = _category_rates(summary)
+    lines.append("failures: " + ", ".join(f"{name} {count} ({percent(rates[name])})" for name, count in seen.items()))
     lines.append("per map size:")
-    for side, counts in data["by_size"].items():
+    for side in sorted(summary.by_size):
+        counts = _category_counts(summary.by_size[side].failures)
         shown = ", ".join(f"{name} {count}" for name, count in counts.items() if count) or "none"
         lines.append(f"  {side}x{side}: {shown}")
-    for name, steps in data["fail_steps"].items():
+    for name, steps in summary.fail_steps.items():
         lines.append(f"{name} at steps (step:count): " + ", ".join(f"{step}:{n}" for step, n in steps.items()))
-    if data["exemplars"]:
+    exemplars = _pick_exemplars(summary.exemplars, _category_counts(summary.failures), options)
+    if exemplars:
         lines.append("examples of failed episodes:")
-        for example in data["exemplars"]:
+        for example in exemplars:
             lines += [example["text"], ""]
         lines.pop()
     return lines
 
 
-def _env_stats_text(data: Mapping) -> list[str]:
+def _env_stats_text(evidence: StageEvidence, config: StageConfig, history: list[HistoryEntry],
+                    options: ContextOptions) -> list[str]:
     lines = [
         "## env_stats: the current config, what the generator made of it, the evaluated instances",
-        "current config: " + describe_config(data["config"]),
+        "current config: " + describe_config(config.to_dict()),
     ]
-    if data.get("generated"):
+    generation = evidence.generation or {}
+    if generation:
         lines.append("what the generator made of the current config (the stage's training instances):")
-        for side, made in data["generated"].items():
-            rejected = ", ".join(f"{made[key]} {key.removeprefix('rejected_').replace('_', ' ')}"
+        for side in sorted(generation):
+            made = generation[side]
+            rejected = ", ".join(f"{count} {key.removeprefix('rejected_').replace('_', ' ')}"
                                  for key in ("rejected_unsolvable", "rejected_solver_limit", "rejected_wait_label",
                                              "rejected_makespan")
-                                 if made.get(key))
+                                 for count in [getattr(made, key)] if count)
             lines.append(
-                f"  {side}x{side}: {counted(made['count'], 'instance')}; holes {figure(made['achieved_hole_ratio'], 3)} "
-                f"(asked {figure(made['requested_hole_ratio'], 3)}), needs-wait share "
-                f"{figure(made['achieved_wait_ratio'], 3)} (asked {figure(made['requested_wait_ratio'], 3)}); "
-                f"{counted(made['candidates'], 'candidate')} drawn" + (f", rejected: {rejected}" if rejected else "")
+                f"  {side}x{side}: {counted(made.count, 'instance')}; holes {figure(made.achieved_hole_ratio, 3)} "
+                f"(asked {figure(made.requested_hole_ratio, 3)}), needs-wait share "
+                f"{figure(made.achieved_wait_ratio, 3)} (asked {figure(made.requested_wait_ratio, 3)}); "
+                f"{counted(made.candidates, 'candidate')} drawn" + (f", rejected: {rejected}" if rejected else "")
             )
-    if data["achieved"]:
+    size_stats = evidence.size_stats
+    if size_stats:
         lines.append("the evaluated episodes' instances per size (for a run: the validation set, not the config):")
-    for side, achieved in data["achieved"].items():
+    for side in sorted(size_stats):
+        achieved = size_stats[side]
         lines.append(
-            f"  {side}x{side}: {counted(achieved['episodes'], 'episode')}; holes {figure(achieved['hole_ratio_mean'], 3)}, "
-            f"needs-wait share {figure(achieved['needs_wait_share'], 3)}, optimal makespan mean "
-            f"{figure(achieved['optimal_makespan_mean'], 1)} (range {achieved['optimal_makespan_min']}.."
-            f"{achieved['optimal_makespan_max']})"
+            f"  {side}x{side}: {counted(achieved.episodes, 'episode')}; holes {figure(achieved.hole_ratio_mean, 3)}, "
+            f"needs-wait share {figure(achieved.needs_wait_share, 3)}, optimal makespan mean "
+            f"{figure(achieved.optimal_makespan_mean, 1)} (range {achieved.optimal_makespan_min}.."
+            f"{achieved.optimal_makespan_max})"
         )
-    failed, succeeded = data["instance_stats"].get("failed"), data["instance_stats"].get("succeeded")
-    if failed and succeeded:
-        # a group without episodes has no means: n/a, not the 0.000 its record holds (all valid, or none valid)
-        failed, succeeded = ({key: (value if group.get("episodes") else None) for key, value in group.items()}
-                             for group in (failed, succeeded))
+    stats = evidence.failures.instance_stats
+    if "failed" in stats and "succeeded" in stats:
+        failed, succeeded = stats["failed"], stats["succeeded"]
+
+        def mean(group: InstanceStats, name: str) -> float | None:
+            # a group without episodes has no means: n/a, not the 0.000 its record holds (all valid, or none valid)
+            return getattr(group, name) if group.episodes else None
+
         lines.append(
-            f"failed vs succeeded instances: holes {figure(failed.get('hole_ratio_mean'), 3)} vs "
-            f"{figure(succeeded.get('hole_ratio_mean'), 3)}, needs-wait share {figure(failed.get('needs_wait_share'))} vs "
-            f"{figure(succeeded.get('needs_wait_share'))}, optimal makespan {figure(failed.get('optimal_makespan_mean'), 1)}"
-            f" vs {figure(succeeded.get('optimal_makespan_mean'), 1)}, agents {figure(failed.get('agents_mean'), 1)} vs "
-            f"{figure(succeeded.get('agents_mean'), 1)}"
+            f"failed vs succeeded instances: holes {figure(mean(failed, 'hole_ratio_mean'), 3)} vs "
+            f"{figure(mean(succeeded, 'hole_ratio_mean'), 3)}, needs-wait share "
+            f"{figure(mean(failed, 'needs_wait_share'))} vs {figure(mean(succeeded, 'needs_wait_share'))}, optimal "
+            f"makespan {figure(mean(failed, 'optimal_makespan_mean'), 1)} vs "
+            f"{figure(mean(succeeded, 'optimal_makespan_mean'), 1)}, agents {figure(mean(failed, 'agents_mean'), 1)} "
+            f"vs {figure(mean(succeeded, 'agents_mean'), 1)}"
         )
-    if data.get("training_signal"):
-        lines.append(f"training signal of the stage just trained "
-                     f"({SIGNAL_TRAINERS[data.get('training_signal_trainer') or 'grpo']}):")
-        for side, figures in data["training_signal"].items():
-            groups = figures["groups"]
+    signal = evidence.training_signal
+    if signal is not None and signal.by_size:
+        lines.append(f"training signal of the stage just trained ({SIGNAL_TRAINERS[signal.trainer]}):")
+        for side in sorted(signal.by_size):
+            figures = signal.by_size[side]
+            groups = _score(figures.groups)
             lines.append(
                 f"  {side}x{side}: {int(groups) if groups is not None else '-'} groups, reward "
-                f"{figure(figures['reward_mean'])}, sampled valid {percent(figures['valid_rate'])}, zero-variance "
-                f"{percent(figures['zero_variance_share'])}, mean |advantage| {figure(figures['abs_advantage_mean'])}"
+                f"{figure(_score(figures.reward_mean))}, sampled valid {percent(_score(figures.valid_rate))}, "
+                f"zero-variance {percent(_score(figures.zero_variance_share))}, mean |advantage| "
+                f"{figure(_score(figures.abs_advantage_mean))}"
             )
-        rounds = data.get("training_signal_rounds") or []
-        if len(rounds) >= 2:
+        if len(signal.rounds) >= 2:
             lines.append("  sampled valid by round: " + ", ".join(
-                f"{side}x{side} " + " -> ".join(percent(by_size.get(side)) for by_size in rounds)
-                for side in _side_order({side: None for by_size in rounds for side in by_size})))
+                f"{side}x{side} " + " -> ".join(
+                    percent(_score(by_size[side].valid_rate) if side in by_size else None) for by_size in signal.rounds)
+                for side in sorted({side for by_size in signal.rounds for side in by_size})))
     return lines
 
 
-def _history_text(data: Mapping) -> list[str]:
+def _history_text(evidence: StageEvidence, config: StageConfig, history: list[HistoryEntry],
+                  options: ContextOptions) -> list[str]:
     lines = ["## history: previous stages, their configs and the scores they led to"]
-    if not data["stages"]:
+    kept = _kept_history(history, options)
+    if not kept:
         return lines + ["no previous stages"]
-    for entry in data["stages"]:
-        scores = ", ".join(
-            f"{key.replace('_', ' ')} {percent(entry[key])}" for key in _HISTORY_SCORES if entry.get(key) is not None
-        )
-        lines.append(f"stage {entry['stage']}: {scores or 'no scores'}")
-        if isinstance(entry.get("config"), Mapping):
-            lines.append("  config: " + describe_config(entry["config"]))
+    for entry in kept:
+        scores = ", ".join(f"{key.replace('_', ' ')} {percent(value)}" for key in _HISTORY_SCORES
+                           for value in [_score(getattr(entry, key))] if value is not None)
+        lines.append(f"stage {entry.stage}: {scores or 'no scores'}")
+        if entry.config is not None:
+            lines.append("  config: " + describe_config(entry.config.to_dict()))
     return lines
 
 
 @dataclass(frozen=True)
 class _Section:
     data: Callable[[StageEvidence, StageConfig, list[HistoryEntry], ContextOptions], dict]
-    text: Callable[[Mapping], list[str]]
+    text: Callable[[StageEvidence, StageConfig, list[HistoryEntry], ContextOptions], list[str]]
 
 
 # The registry of sections: a new kind of evidence is one entry here (and a name in CONTEXT_SECTIONS).
@@ -564,7 +587,7 @@ def build_context(
     for name in chosen:
         section = SECTIONS[name]
         data[name] = section.data(evidence, config, history_list, options)
-        blocks.append("\n".join(section.text(data[name])))
+        blocks.append("\n".join(section.text(evidence, config, history_list, options)))
     text = "\n\n".join(blocks) if blocks else "(no evidence: every context section is switched off)"
     return EngineerContext(sections=chosen, data=data, text=text + "\n", evidence=evidence)
 

@@ -262,8 +262,9 @@ def test_context__a_side_without_instances_is_n_a_not_zero(episodes, stage_confi
 
 def test_group_line__counted_nouns_agree_with_their_number():
     from engineer.context import _group_line
+    from replays.mining import GroupStats
 
-    one = _group_line("1 agent", {"episodes": 1, "valid_rate": 1.0, "optimal_rate": 0.0})
-    two = _group_line("2 agents", {"episodes": 2, "valid_rate": 0.5, "optimal_rate": 0.5})
+    one = _group_line("1 agent", GroupStats(1, 1, 0, 1.0, 0.0, {}))
+    two = _group_line("2 agents", GroupStats(2, 1, 1, 0.5, 0.5, {}))
     assert "1 episode," in one and "1 episodes" not in one
     assert "2 episodes," in two
