@@ -517,11 +517,11 @@ def test_best_valid_plans__count_the_instances_that_need_a_wait_apart():
     plans = [p for index, item in enumerate(items)
              for p in ((item.plan if index not in waiting[1:] else empty), empty, None)]
     kept, figures = _best_valid_plans(items, plans, 3)
-    assert figures["needs_wait"] == len(waiting) and figures["needs_wait_kept"] == 1
-    assert figures["needs_wait_sampled_valid_rate"] == pytest.approx(1 / (3 * len(waiting)))
+    assert figures.needs_wait == len(waiting) and figures.needs_wait_kept == 1
+    assert figures.needs_wait_sampled_valid_rate == pytest.approx(1 / (3 * len(waiting)))
     no_waits = [item for item in items if not item.needs_wait]
     _, plain = _best_valid_plans(no_waits, [item.plan for item in no_waits], 1)
-    assert "needs_wait" not in plain
+    assert plain.needs_wait is None and "needs_wait" not in plain.to_dict()
 
 
 def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, finished_run):
@@ -543,8 +543,8 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     # each instance's own samples, by content key: 1 of 2 valid, instance 1 none
     assert outcomes == {item.instance.content_key().hex(): [0 if i == 1 else 1, 2] for i, item in enumerate(items)}
     assert kept[1] is None and all(k is item.plan for k, item in zip(kept, items) if k is not None)
-    assert figures["solved_share"] == pytest.approx(5 / 6) and figures["zero_variance_share"] == pytest.approx(1 / 6)
-    assert figures["sampled_valid_rate"] == pytest.approx(5 / 12)
+    assert figures.solved_share == pytest.approx(5 / 6) and figures.zero_variance_share == pytest.approx(1 / 6)
+    assert figures.sampled_valid_rate == pytest.approx(5 / 12)
     # the samples of one instance are one group of the 0/1 valid reward: 5 mixed groups (each sample 0.5 from the
     # mean, the group's std 0.5 ** 0.5), 1 agreeing group (no advantage)
     three = signal.signal().by_size[3]

@@ -475,7 +475,8 @@ def test_rft_resume__a_corrupt_round_mark_is_refused_naming_the_file(tmp_path, m
         _read_round_mark(path)
     assert str(path) in str(caught.value) and "\n" not in str(caught.value)
     path.write_text(json.dumps({"round": {"sampled_valid_rate": 0.5}, "outcomes": {"ab": [1, 2]}}))
-    assert _read_round_mark(path)["round"] == {"sampled_valid_rate": 0.5}
+    figures, _ = _read_round_mark(path)
+    assert figures.sampled_valid_rate == 0.5 and figures.solved_share is None
 
 
 def test_stage_files__the_shared_from_note_and_marks_refuse_a_fifo_before_opening_it(tmp_path):

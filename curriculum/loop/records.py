@@ -12,15 +12,15 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from engineer.context import HistoryEntry
 from engineer.evidence import StageScores, read_size_report
 from engineer.decision import DECISION_OUTCOMES, EngineerDecision, decision_outcome
-from policy.signal import TrainingSignal
+from policy.signal import SignalFigures, TrainingSignal
 from simulator.config import StageConfig
 from simulator.documents import checked_int as _checked_int
 from simulator.documents import checked_real as _checked_real
@@ -146,6 +146,74 @@ class TrainingReport:
                    if key not in ("steps", "signal", "seconds", *TRAIN_FIGURES)}
         return cls(steps=steps, **named, figures=figures,
                     signal=TrainingSignal.from_dict(signal, _at(where, "signal")) if signal else None)
+
+
+@dataclass(frozen=True)
+class RoundFigures:
+    """One rejection-sampling round, as the trainer measured it: typed in memory, a dict only in the round's
+    ``checkpoint_done.json`` and in the stage report's ``rounds`` (a figure a file leaves out reads as None)."""
+
+    sampled_valid_rate: float | None = None
+    """Share of the round's samples that are valid (the reward mean of a 0/1 reward)."""
+    zero_variance_share: float | None = None
+    """Share of instances whose samples all agree (all valid or none): a group without signal."""
+    solved_share: float | None = None
+    """Share of instances with at least one valid sample (the ones that teach anything)."""
+    needs_wait: int | None = None
+    """Instances that need a wait among the round's (None: none did)."""
+    needs_wait_sampled_valid_rate: float | None = None
+    needs_wait_kept: int | None = None
+    """Of those, how many kept a valid plan."""
+    signal_by_size: Mapping[int, SignalFigures] | None = None
+    """The round's own groups per map side (None: fewer than two samples per instance)."""
+    round: int | None = None
+    """1-based round number."""
+    prompts: int | None = None
+    kept: int | None = None
+    """Instances whose best valid sample was kept for fine-tuning."""
+    sample_seconds: float | None = None
+    sft_steps: int | None = None
+    """Fine-tuning steps on the kept plans (0: too few kept, the checkpoint stays)."""
+    last_loss: float | None = None
+
+    _RATES = ("sampled_valid_rate", "zero_variance_share", "solved_share", "needs_wait_sampled_valid_rate")
+    _COUNTS = ("needs_wait", "needs_wait_kept", "round", "prompts", "kept", "sft_steps")
+    _OPTIONAL = ("needs_wait", "needs_wait_sampled_valid_rate", "needs_wait_kept", "signal_by_size")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document: the wait figures and ``signal_by_size`` only when measured, the others always."""
+        out: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if item.name == "signal_by_size" and value is not None:
+                value = TrainingSignal(by_size=value).to_dict()["by_size"]
+            if value is not None or item.name not in self._OPTIONAL:
+                out[item.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "round") -> "RoundFigures":
+        """Read :meth:`to_dict`'s document (an absent or null figure reads as None); a rate outside [0, 1], a count
+        that is not an integer >= 0 or another figure that is not a finite number raises ConfigError naming it."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(where, data, "the round's figures, a mapping (the file mapf-lake train writes)")
+        values: dict[str, Any] = {}
+        for name in cls._RATES:
+            values[name] = _checked_real(data[name], _at(where, name), 0.0, 1.0) if data.get(name) is not None else None
+        for name in cls._COUNTS:
+            values[name] = _checked_int(data[name], _at(where, name), 0, 10**9) if data.get(name) is not None else None
+        for name in ("sample_seconds", "last_loss"):
+            values[name] = (_checked_real(data[name], _at(where, name), -MAX_FIGURE, MAX_FIGURE)
+                            if data.get(name) is not None else None)
+        if data.get("signal_by_size"):
+            values["signal_by_size"] = TrainingSignal.from_dict({"by_size": data["signal_by_size"]}, where).by_size
+        return cls(**values)
+
+
+def mean_figure(rounds: Sequence[RoundFigures], name: str) -> float | None:
+    """The mean of a figure over the rounds that measured it (None: none did)."""
+    values = [value for value in (getattr(figures, name) for figures in rounds) if value is not None]
+    return sum(values) / len(values) if values else None
 
 
 @dataclass(frozen=True)
@@ -322,4 +390,5 @@ def _config(document: Any, where: str) -> StageConfig:
         raise ConfigError(f"{where}.{error.field}", error.value, error.allowed) from None
 
 
-__all__ = ["MAX_RECORD_BYTES", "OUTCOMES_FILE", "AnswerChurn", "StageDecision", "StageRecord", "StageScores", "TrainingReport", "read_record"]
+__all__ = ["MAX_RECORD_BYTES", "OUTCOMES_FILE", "AnswerChurn", "RoundFigures", "StageDecision", "StageRecord", "StageScores",
+           "TrainingReport", "mean_figure", "read_record"]

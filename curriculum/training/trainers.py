@@ -12,17 +12,15 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from curriculum.loop.distributed import is_main_process
-from curriculum.loop.records import MAX_RECORD_BYTES, OUTCOMES_FILE, TrainingReport, read_record
+from curriculum.loop.records import MAX_RECORD_BYTES, OUTCOMES_FILE, RoundFigures, TrainingReport, mean_figure, read_record
 from policy.backend_hf import set_cpu_threads as _cpu_threads
 from policy.prompts import PromptStyle, save_checkpoint_style
 from policy.rewards import StageReward, group_key, reward_columns
-from policy.signal import SignalFigures, TrainingSignal
 from simulator.atomic import atomic_write
 from simulator.errors import ConfigError
 from simulator.files import load_json, read_text_bounded
@@ -99,26 +97,16 @@ def _load_signal(reward: StageReward, state: Any, where: str) -> None:
         raise ConfigError(f"{where}: {error.field}", error.value, error.allowed) from None
 
 
-_ROUND_RATES = ("sampled_valid_rate", "zero_variance_share", "solved_share")  # what the stage's report averages
-
-
-def _read_round_mark(path: Path) -> dict[str, Any]:
+def _read_round_mark(path: Path) -> tuple[RoundFigures, dict[str, Any]]:
     """A finished rejection-sampling round's ``checkpoint_done.json`` (``{round, signal_state, outcomes}``),
-    checked: ``round`` a mapping whose rates are numbers in [0, 1] or null, ``outcomes`` as
+    checked: its figures (:class:`RoundFigures`) and the whole mark, ``outcomes`` as
     ``engineer.material.read_outcomes`` reads them. A bad one is a ConfigError naming the file and key."""
     from engineer.material import read_outcomes
 
     mark = _read_mark(path, "a round's checkpoint mark")
-    figures = mark.get("round")
-    if not isinstance(figures, dict):
-        raise ConfigError(f"{path}: round", figures, "the round's figures, a mapping (the file mapf-lake train writes)")
-    for key in _ROUND_RATES:
-        value = figures.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not 0.0 <= value <= 1.0):
-            raise ConfigError(f"{path}: round.{key}", value, "a number in [0, 1] or null")
+    figures = RoundFigures.from_dict(mark.get("round"), f"{path}: round")
     read_outcomes({"outcomes": mark.get("outcomes") or {}}, str(path))
-    return mark
+    return figures, mark
 
 
 def _read_report(path: Path) -> TrainingReport:
@@ -614,7 +602,7 @@ def _release(trainer) -> None:
 
 
 def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, generations: int,
-                      *signals, outcomes: dict[str, list[int]] | None = None) -> tuple[list, dict]:
+                      *signals, outcomes: dict[str, list[int]] | None = None) -> tuple[list, RoundFigures]:
     """For each instance (``generations`` consecutive samples each), the best valid sampled plan or None.
 
     Best = least makespan, then least sum of costs, then fewest written actions. Returns the kept plans per
@@ -651,14 +639,14 @@ def _best_valid_plans(items: Sequence[LabelledInstance], plans: Sequence, genera
             continue
         best = min(choices, key=lambda j: (makespan[j], cost[j], int(plans[j].lengths.sum()), j))
         kept.append(plans[best])
-    figures = {"sampled_valid_rate": float(valid.mean()) if len(valid) else 0.0,
-               "zero_variance_share": agree / max(len(items), 1),
-               "solved_share": sum(plan is not None for plan in kept) / max(len(items), 1)}
+    figures = RoundFigures(sampled_valid_rate=float(valid.mean()) if len(valid) else 0.0,
+                           zero_variance_share=agree / max(len(items), 1),
+                           solved_share=sum(plan is not None for plan in kept) / max(len(items), 1))
     waiting = [index for index, item in enumerate(items) if item.needs_wait]
     if waiting:  # the skill apart: how often the samples solve the instances that need a wait
         rows = np.asarray(valid[:len(items) * generations], bool).reshape(len(items), generations)[waiting]
-        figures.update(needs_wait=len(waiting), needs_wait_sampled_valid_rate=float(rows.mean()),
-                       needs_wait_kept=int(rows.any(axis=1).sum()))
+        figures = replace(figures, needs_wait=len(waiting), needs_wait_sampled_valid_rate=float(rows.mean()),
+                          needs_wait_kept=int(rows.any(axis=1).sum()))
     return kept, figures
 
 
@@ -701,8 +689,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
     signal = StageReward({"valid": 1.0}, generations)  # the stage's groups per map size, for the engineer
     outcomes: dict[str, list[int]] = {}  # each instance's own samples, for an engineer that scores instances
     current = model_dir
-    figures: list[dict] = []
-    round_sides: list[Mapping[int, SignalFigures]] = []  # each round's own groups per map side, typed
+    figures: list[RoundFigures] = []
     start = time.perf_counter()
     for round_index in range(rounds):
         round_items = chosen[round_index * per_round:(round_index + 1) * per_round]
@@ -711,11 +698,8 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
         folder = out_dir / f"round-{round_index + 1:02d}"
         done = folder / "model"
         if _checkpoint_done(done):
-            mark = _read_round_mark(done / "checkpoint_done.json")
-            figures.append(mark["round"])
-            if mark["round"].get("signal_by_size"):
-                round_sides.append(TrainingSignal.from_dict({"by_size": mark["round"]["signal_by_size"]},
-                                                            f"{done}/checkpoint_done.json round").by_size)
+            finished, mark = _read_round_mark(done / "checkpoint_done.json")
+            figures.append(finished)
             # the tallies up to and including this round
             _load_signal(signal, mark.get("signal_state") or {}, f"{done}/checkpoint_done.json")
             for key, (valid, samples) in (mark.get("outcomes") or {}).items():
@@ -733,12 +717,10 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
         round_signal = StageReward({"valid": 1.0}, generations)
         kept, round_figures = _best_valid_plans(round_items, plans, generations, signal, round_signal,
                                                 outcomes=outcomes)
-        if round_signal.state():
-            round_sides.append(round_signal.signal().by_size)
-            round_figures["signal_by_size"] = round_signal.signal().to_dict()["by_size"]
         pairs = [replace(item, plan=plan) for item, plan in zip(round_items, kept) if plan is not None]
-        round_figures.update(round=round_index + 1, prompts=len(round_items), kept=len(pairs),
-                             sample_seconds=time.perf_counter() - began)
+        round_figures = replace(round_figures, round=round_index + 1, prompts=len(round_items), kept=len(pairs),
+                                sample_seconds=time.perf_counter() - began,
+                                signal_by_size=round_signal.signal().by_size if round_signal.state() else None)
         if len(pairs) >= tr.rft_min_kept:
             sft_steps = max(math.ceil(len(pairs) * epochs / batch_size), 1)
             # A fresh Adam moves every weight by about the learning rate per step whatever its gradient; a
@@ -747,7 +729,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
                               learning_rate=learning_rate, max_length=512, seed=seed + round_index,
                               cpu_threads=cpu_threads, warmup_steps=sft_steps // 10,
                               label=f"RFT {out_dir.name} round {round_index + 1}/{rounds}")
-            round_figures.update(sft_steps=sft_steps, last_loss=info.figures.get("last_loss"))
+            round_figures = replace(round_figures, sft_steps=sft_steps, last_loss=info.figures.get("last_loss"))
             shutil.rmtree(folder / "trainer", ignore_errors=True)
         else:  # nothing (or too little) valid to learn from: the checkpoint stays as it was
             if pairs:
@@ -755,23 +737,23 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
                       f"training.rft_min_kept={tr.rft_min_kept}: no fine-tuning this round", file=sys.stderr)
             folder.mkdir(parents=True, exist_ok=True)
             shutil.copytree(current, done, dirs_exist_ok=True, ignore=shutil.ignore_patterns("checkpoint_done.json"))
-            round_figures.update(sft_steps=0, last_loss=None)
-        _mark_checkpoint(done, {"round": round_figures, "signal_state": signal.state(), "outcomes": outcomes})
+            round_figures = replace(round_figures, sft_steps=0, last_loss=None)
+        _mark_checkpoint(done, {"round": round_figures.to_dict(), "signal_state": signal.state(),
+                                "outcomes": outcomes})
         figures.append(round_figures)
         current = str(done)
     seconds = time.perf_counter() - start
 
-    def mean_of(key: str):
-        values = [f[key] for f in figures if f.get(key) is not None]
-        return sum(values) / len(values) if values else None
-
+    round_sides = tuple(f.signal_by_size for f in figures if f.signal_by_size)  # each round's own groups per side
     info = TrainingReport(
-        steps=steps, seconds=seconds, step_seconds=seconds / max(steps, 1), reward_mean=mean_of("sampled_valid_rate"),
-        zero_variance_share=mean_of("zero_variance_share"),
-        signal=replace(signal.signal(trainer="rft"), rounds=tuple(round_sides)) if signal.state() else None,
-        figures={"trainer": "rft", "solved_share": mean_of("solved_share"), "rounds": figures,
-                 "reward_first": figures[0]["sampled_valid_rate"] if figures else None,
-                 "reward_last": figures[-1]["sampled_valid_rate"] if figures else None})
+        steps=steps, seconds=seconds, step_seconds=seconds / max(steps, 1),
+        reward_mean=mean_figure(figures, "sampled_valid_rate"),
+        zero_variance_share=mean_figure(figures, "zero_variance_share"),
+        signal=replace(signal.signal(trainer="rft"), rounds=round_sides) if signal.state() else None,
+        figures={"trainer": "rft", "solved_share": mean_figure(figures, "solved_share"),
+                 "rounds": [f.to_dict() for f in figures],
+                 "reward_first": figures[0].sampled_valid_rate if figures else None,
+                 "reward_last": figures[-1].sampled_valid_rate if figures else None})
     if save:
         final.mkdir(parents=True, exist_ok=True)
         shutil.copytree(current, final, dirs_exist_ok=True, ignore=shutil.ignore_patterns("checkpoint_done.json"))
