@@ -104,6 +104,11 @@ class EngineerDecision:
         kept as the fallback)."""
         return decision_outcome(self.accepted, self.diff)
 
+    def summary(self) -> DecisionSummary:
+        """What a stage record keeps of this decision."""
+        return DecisionSummary(outcome=self.outcome, engineer=self.engineer, accepted=self.accepted,
+                               reason=self.reason, diff=tuple(self.diff), repairs=tuple(self.repairs))
+
     def to_dict(self) -> dict:
         """The JSON-able record (strict JSON: no NaN; configs as canonical documents)."""
         return {
@@ -137,11 +142,9 @@ class EngineerDecision:
         accepted = read_key(document, "accepted", where, "bool", optional=True)
         if accepted is None:
             accepted = read_key(document, "outcome", where, "str", optional=True) != "rejected"
-        diff = read_key(document, "diff", where, "list", optional=True)
-        repairs = read_key(document, "repairs", where, "list", optional=True) or []
-        for name, lines in (("diff", diff or []), ("repairs", repairs)):
-            for index, line in enumerate(lines):
-                check_value(line, f"{where}.{name}[{index}]", "str")
+        recorded = read_key(document, "diff", where, "list", optional=True) is not None
+        diff = list(_lines(document, "diff", where)) if recorded else diff_configs(previous, config)
+        repairs = _lines(document, "repairs", where)
         return cls(
             engineer=read_key(document, "engineer", where, "str", optional=True) or "",
             accepted=accepted,
@@ -151,7 +154,7 @@ class EngineerDecision:
             repairs=list(repairs),
             config=config,
             previous=previous,
-            diff=list(diff) if diff is not None else diff_configs(previous, config),
+            diff=diff,
             rationale=read_key(document, "rationale", where, "str", optional=True) or "",
             context_text=read_key(document, "context_text", where, "str", optional=True) or "",
             seconds=float(read_key(document, "seconds", where, "number", optional=True) or 0.0),
@@ -184,6 +187,53 @@ class EngineerDecision:
 
 
 DECISION_OUTCOMES = ("changed", "kept", "rejected")
+
+
+@dataclass(frozen=True)
+class DecisionSummary:
+    """What a stage record keeps of an engineer's decision (:meth:`EngineerDecision.summary`): one outcome and what
+    it changed; the whole decision stays in the stage's ``decision.json``."""
+
+    outcome: str
+    """``changed`` (a new config), ``kept`` (nothing to change) or ``rejected`` (its proposal failed; the
+    previous config stands)."""
+    engineer: str | None = None
+    accepted: bool | None = None
+    reason: str = ""
+    diff: tuple[str, ...] = ()
+    """One readable line per changed field (``sizes.6.data_ratio: 0.25 -> 0.14``)."""
+    repairs: tuple[str, ...] = ()
+    """What was repaired in the engineer's proposal to make it a valid config."""
+
+    def __post_init__(self) -> None:
+        if self.outcome not in DECISION_OUTCOMES:
+            raise ConfigError("decision.outcome", self.outcome, f"one of {', '.join(DECISION_OUTCOMES)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "engineer": self.engineer, "accepted": self.accepted, "reason": self.reason,
+                "diff": list(self.diff), "repairs": list(self.repairs)}
+
+    @classmethod
+    def from_dict(cls, document: Any, where: str = "decision") -> "DecisionSummary":
+        """From :meth:`to_dict`'s document or a whole ``decision.json`` (the fields it shares); a record written
+        before ``outcome`` existed reads it from ``accepted`` and ``diff``. A field of the wrong type raises
+        ConfigError naming ``where.<field>``."""
+        accepted = read_key(document, "accepted", where, "bool", optional=True)
+        diff, repairs = (_lines(document, name, where) for name in ("diff", "repairs"))
+        outcome = read_key(document, "outcome", where, "str", optional=True) or decision_outcome(accepted, diff)
+        if outcome not in DECISION_OUTCOMES:
+            raise ConfigError(f"{where}.outcome", outcome, f"one of {', '.join(DECISION_OUTCOMES)}")
+        return cls(outcome=outcome, engineer=read_key(document, "engineer", where, "str", optional=True),
+                   accepted=accepted, reason=read_key(document, "reason", where, "str", optional=True) or "",
+                   diff=diff, repairs=repairs)
+
+
+def _lines(document: Any, name: str, where: str) -> tuple[str, ...]:
+    """``document[name]``, a list of text lines (empty when missing or null)."""
+    lines = read_key(document, name, where, "list", optional=True) or []
+    for index, line in enumerate(lines):
+        check_value(line, f"{where}.{name}[{index}]", "str")
+    return tuple(lines)
 
 
 def decision_outcome(accepted: bool | None, diff: Sequence[str]) -> str:
@@ -292,5 +342,5 @@ def decision_instances(document: Any, where: str = "decision") -> list[LabelledI
     return out
 
 
-__all__ = ["DECISION_OUTCOMES", "Decider", "EngineerDecision", "decision_instances", "decision_outcome",
+__all__ = ["DECISION_OUTCOMES", "Decider", "DecisionSummary", "EngineerDecision", "decision_instances", "decision_outcome",
            "make_decision", "plain"]

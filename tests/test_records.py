@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from curriculum.loop.records import StageDecision, StageRecord, StageScores
+from curriculum.loop.records import StageRecord, StageScores
+from engineer.decision import DecisionSummary
 from simulator.config import default_stage_config
 from simulator.errors import ConfigError
 
@@ -67,7 +68,7 @@ def test_stage_record__bad_documents_name_the_part(data, field):
 def test_stage_scores_and_decision__direct_construction():
     scores = StageScores(0.5, 0.4)
     assert scores.to_dict() == {"valid_rate": 0.5, "optimal_rate": 0.4, "zero_variance_share": None}
-    assert StageDecision.from_decision({"accepted": True, "diff": []}).to_dict()["outcome"] == "kept"
+    assert DecisionSummary.from_dict({"accepted": True, "diff": []}).to_dict()["outcome"] == "kept"
 
 
 def test_load_run__a_corrupt_stage_record_names_its_file(tmp_path):

@@ -19,7 +19,7 @@ from typing import Any
 
 from engineer.context import HistoryEntry
 from engineer.evidence import StageScores, read_size_report
-from engineer.decision import DECISION_OUTCOMES, EngineerDecision, decision_outcome
+from engineer.decision import DecisionSummary
 from policy.signal import SignalFigures, TrainingSignal
 from simulator.config import StageConfig
 from simulator.documents import checked_int as _checked_int
@@ -254,53 +254,6 @@ class AnswerChurn:
 
 
 @dataclass(frozen=True)
-class StageDecision:
-    """The engineer's decision after the stage: one outcome and what it changed."""
-
-    outcome: str
-    """``changed`` (a new config), ``kept`` (nothing to change) or ``rejected`` (its proposal failed; the
-    previous config stands)."""
-    engineer: str | None = None
-    accepted: bool | None = None
-    reason: str = ""
-    diff: tuple[str, ...] = ()
-    """One readable line per changed field (``sizes.6.data_ratio: 0.25 -> 0.14``)."""
-    repairs: tuple[str, ...] = ()
-    """What was repaired in the engineer's proposal to make it a valid config."""
-
-    def __post_init__(self) -> None:
-        if self.outcome not in DECISION_OUTCOMES:
-            raise ConfigError("decision.outcome", self.outcome, f"one of {', '.join(DECISION_OUTCOMES)}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"outcome": self.outcome, "engineer": self.engineer, "accepted": self.accepted, "reason": self.reason,
-                "diff": list(self.diff), "repairs": list(self.repairs)}
-
-    @classmethod
-    def of(cls, decision: EngineerDecision) -> "StageDecision":
-        """The stage record's part of an engineer's decision."""
-        return cls(outcome=decision.outcome, engineer=decision.engineer, accepted=decision.accepted,
-                   reason=decision.reason, diff=tuple(decision.diff), repairs=tuple(decision.repairs))
-
-    @classmethod
-    def from_decision(cls, decision: dict, where: str = "decision") -> "StageDecision":
-        """From the engineer's ``decision.json`` document (or a stage record's ``decision`` part); a field of
-        the wrong type raises ConfigError naming ``where.<field>``."""
-        if not isinstance(decision, Mapping):
-            raise ConfigError(where, decision, "a mapping")
-        accepted = decision.get("accepted")
-        if accepted is not None and not isinstance(accepted, bool):
-            raise ConfigError(_at(where, "accepted"), accepted, "true or false")
-        diff = _str_list(decision, "diff", where)
-        outcome = _optional_str(decision, "outcome", where) or decision_outcome(accepted, diff)
-        if outcome not in DECISION_OUTCOMES:
-            raise ConfigError(_at(where, "outcome"), outcome, f"one of {', '.join(DECISION_OUTCOMES)}")
-        return cls(outcome=outcome, engineer=_optional_str(decision, "engineer", where), accepted=accepted,
-                   reason=_optional_str(decision, "reason", where) or "", diff=diff,
-                   repairs=_str_list(decision, "repairs", where))
-
-
-@dataclass(frozen=True)
 class StageRecord:
     """One finished stage: what it trained on, what it measured, what the engineer decided."""
 
@@ -313,7 +266,8 @@ class StageRecord:
     model: str
     """Folder of the stage's checkpoint."""
     scores: StageScores
-    decision: StageDecision
+    decision: DecisionSummary
+    """What the engineer decided after the stage (its whole decision: the stage's ``decision.json``)."""
     train: TrainingReport = field(default_factory=TrainingReport)
     """The trainer's own figures (``step_seconds``, ``reward_mean``, ``zero_variance_share``,
     ``completion_tokens_mean``, the per-size training ``signal``, ...), as the trainer reported them."""
@@ -369,7 +323,7 @@ class StageRecord:
         return cls(
             stage=stage, config=config, next_config=next_config,
             model=_optional_str(data, "model", where) or "", scores=stage_scores,
-            decision=StageDecision.from_decision(data["decision"], _at(where, "decision")),
+            decision=DecisionSummary.from_dict(data["decision"], _at(where, "decision")),
             train=train, generation=read_mapping(_mapping(data, "generation", where), _at(where, "generation"),
                                                  read_size_report, side_key),
             churn=AnswerChurn.from_dict(_mapping(data, "churn", where), _at(where, "churn")),
@@ -390,5 +344,5 @@ def _config(document: Any, where: str) -> StageConfig:
         raise ConfigError(f"{where}.{error.field}", error.value, error.allowed) from None
 
 
-__all__ = ["MAX_RECORD_BYTES", "OUTCOMES_FILE", "AnswerChurn", "RoundFigures", "StageDecision", "StageRecord", "StageScores",
+__all__ = ["MAX_RECORD_BYTES", "OUTCOMES_FILE", "AnswerChurn", "RoundFigures", "StageRecord", "StageScores",
            "TrainingReport", "mean_figure", "read_record"]
