@@ -76,13 +76,14 @@ def test_run__two_stages_end_to_end_leave_complete_records(finished_run):
     context = json.loads((run_dir / "stage-02" / "decision.json").read_text())["context_text"]
     assert "training signal of the stage just trained" in context
     # where the stage's time went: training and validation dominate; the loop around them is small
+    from curriculum.loop.records import StageTimings
     from curriculum.loop.run import loop_overhead
 
     timings = record["timings"]
     assert set(timings) == {"instances", "train", "validation", "judging", "records", "engineer"}
     split = json.loads((run_dir / "stage-02" / "summary.json").read_text())["seconds"]
     assert split["generation"] > 0 and split["judging_and_records"] == pytest.approx(timings["judging"])
-    assert all(value >= 0 for value in timings.values()) and 0.0 <= loop_overhead(timings) < 0.5
+    assert all(value >= 0 for value in timings.values()) and 0.0 <= loop_overhead(StageTimings(**timings)) < 0.5
     assert "where each stage's time went" in render_report(load_run(run_dir))
     # how far the stage moved the greedy answers, against the previous checkpoint's validation replay
     churn = record["churn"]

@@ -40,7 +40,7 @@ from curriculum.config import RunConfig
 from curriculum.loop.distributed import wait_for_file
 from curriculum.loop.folder import (HANDED_FILE, Log, RunFolder, read_decision, read_shared_from, read_summary,
                                     stage_folder, write_json)
-from curriculum.loop.records import (OUTCOMES_FILE, StageRecord, TrainingReport,
+from curriculum.loop.records import (OUTCOMES_FILE, StageRecord, StageTimings, TrainingReport,
                                      read_record)
 from curriculum.loop.sets import RunSets, certify_handed, training_seed
 from curriculum.loop.validation import EvaluationModels, LoadedModel, Model, answer_churn, model_name, validate
@@ -365,7 +365,7 @@ class Curriculum:
             stage=stage, config=config, next_config=decision.config,
             model=model if isinstance(model, str) else model_name(model), scores=scores,
             decision=decision.summary(), train=train_info, generation=evidence.generation or {}, churn=churn,
-            timings=clock.laps, shared_from=read_shared_from(folder))
+            timings=StageTimings(**clock.laps), shared_from=read_shared_from(folder))
         write_json(recorded, record.to_dict())
         return self._advance(record)
 

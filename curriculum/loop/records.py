@@ -216,6 +216,49 @@ def mean_figure(rounds: Sequence[RoundFigures], name: str) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+PHASES = ("instances", "train", "validation", "judging", "records", "engineer")
+"""A stage's timed phases, in the order they run."""
+
+
+@dataclass(frozen=True)
+class StageTimings:
+    """Seconds per phase of a stage (None: the phase was not timed, e.g. ``judging`` when validation did not split
+    its time); a dict only in ``stage.json``'s ``timings``, where an untimed phase is left out."""
+
+    instances: float | None = None
+    """Generating (or reading) the stage's instances."""
+    train: float | None = None
+    """The trainer's optimisation."""
+    validation: float | None = None
+    """The model answering the evidence set."""
+    judging: float | None = None
+    """Judging and scoring those answers and writing their replays."""
+    records: float | None = None
+    """The stage's records: summaries, replays of failures, churn."""
+    engineer: float | None = None
+    """The engineer's decision."""
+
+    def seconds(self) -> dict[str, float]:
+        """The timed phases and their seconds, in :data:`PHASES` order."""
+        return {name: value for name in PHASES for value in [getattr(self, name)] if value is not None}
+
+    def to_dict(self) -> dict[str, float]:
+        return self.seconds()
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "timings") -> "StageTimings":
+        """Read :meth:`to_dict`'s document; a phase not in :data:`PHASES` or a value that is not a number of
+        seconds in range raises ConfigError naming ``where.<phase>``."""
+        table = data if data is not None else {}
+        if not isinstance(table, Mapping):
+            raise ConfigError(where, table, "a mapping of phases to seconds")
+        for name in table:
+            if name not in PHASES:
+                raise ConfigError(f"{where}.{name}", table[name], f"a phase: one of {', '.join(PHASES)}")
+        return cls(**{name: _checked_real(seconds, _at(where, name), 0.0, MAX_FIGURE)
+                      for name, seconds in table.items()})
+
+
 @dataclass(frozen=True)
 class AnswerChurn:
     """How far a stage moved the greedy answers on the evidence set against the previous checkpoint
@@ -275,7 +318,7 @@ class StageRecord:
     """Per map side, the generator's report of what it achieved (holes, waits, attempts, skips)."""
     churn: AnswerChurn | None = None
     """How far the greedy answers moved against the previous checkpoint; None: not measured."""
-    timings: Mapping[str, float] = field(default_factory=dict)
+    timings: StageTimings = field(default_factory=StageTimings)
     """Seconds per phase of the stage: ``instances``, ``train``, ``validation``, ``judging``, ``records``,
     ``engineer``."""
     shared_from: str | None = None
@@ -286,7 +329,7 @@ class StageRecord:
         out = {"stage": self.stage, "config": self.config.to_dict(), "next_config": self.next_config.to_dict(),
                "model": self.model,
                "generation": {str(side): asdict(report) for side, report in self.generation.items()},
-               "churn": self.churn.to_dict() if self.churn is not None else {}, "timings": dict(self.timings),
+               "churn": self.churn.to_dict() if self.churn is not None else {}, "timings": self.timings.to_dict(),
                "train": self.train.to_dict(), "scores": self.scores.to_dict(), "decision": self.decision.to_dict()}
         if self.shared_from is not None:
             out["shared_from"] = self.shared_from
@@ -310,9 +353,7 @@ class StageRecord:
         config = _config(data["config"], _at(where, "config"))
         next_config = _config(data["next_config"], _at(where, "next_config")) if data.get("next_config") else config
         train = TrainingReport.from_dict(_mapping(data, "train", where), _at(where, "train"))
-        timings = _mapping(data, "timings", where)
-        for name, seconds in timings.items():
-            _checked_real(seconds, _at(where, f"timings.{name}"), 0.0, MAX_FIGURE)
+        timings = StageTimings.from_dict(data.get("timings"), _at(where, "timings"))
         try:
             stage_scores = StageScores(  # valid_rate and optimal_rate are present (checked above)
                 valid_rate=scores["valid_rate"], optimal_rate=scores["optimal_rate"],
@@ -344,5 +385,5 @@ def _config(document: Any, where: str) -> StageConfig:
         raise ConfigError(f"{where}.{error.field}", error.value, error.allowed) from None
 
 
-__all__ = ["MAX_RECORD_BYTES", "OUTCOMES_FILE", "AnswerChurn", "RoundFigures", "StageRecord", "StageScores",
+__all__ = ["MAX_RECORD_BYTES", "OUTCOMES_FILE", "PHASES", "AnswerChurn", "RoundFigures", "StageRecord", "StageTimings", "StageScores",
            "TrainingReport", "mean_figure", "read_record"]

@@ -27,12 +27,12 @@ import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Sequence
 
 from curriculum.config import RunConfig, load_run_config
 from curriculum.loop.curriculum import Curriculum, log_to_stderr, stage_seed
 from curriculum.loop.folder import Log
+from curriculum.loop.records import StageTimings
 from curriculum.loop.sharing import share_stage
 from policy.prompts import save_checkpoint_style
 from simulator.atomic import atomic_folder, atomic_write
@@ -196,14 +196,14 @@ def resume(run_dir: str | Path, log: Log = log_to_stderr, stages: int | None = N
     return Run(config, log).execute()
 
 
-def loop_overhead(timings: Mapping[str, float]) -> float | None:
+def loop_overhead(timings: StageTimings) -> float | None:
     """The share of a stage's recorded wall time spent outside the trainer's optimisation (``train``) and the
     model's validation answers (``validation``): instance generation, judging and scoring the answers and writing
     their replays (``judging``), records, the engineer's decision."""
-    total = sum(timings.values()) if timings else 0.0
+    total = sum(timings.seconds().values())
     if total <= 0:
         return None
-    return (total - timings.get("train", 0.0) - timings.get("validation", 0.0)) / total
+    return (total - (timings.train or 0.0) - (timings.validation or 0.0)) / total
 
 
 def _complete_model(folder: Path) -> bool:

@@ -243,7 +243,7 @@ def render_report(run: RunRecord) -> str:
             f"{fmt(train.step_seconds, '>7.2f')} {fmt(train.completion_tokens_mean, '>7.1f')}  "
             f"{decision.outcome}: {'; '.join(decision.diff) or 'no change'}"
         )
-    timed = [record for record in run.stages if record.timings]
+    timed = [record for record in run.stages if record.timings.seconds()]
     shared = [record for record in timed if record.shared_from]
     timed = [record for record in timed if not record.shared_from]
     if timed:
@@ -252,12 +252,10 @@ def render_report(run: RunRecord) -> str:
         lines.append("where each stage's time went (seconds; loop = outside training and the model's answers):")
         for record in timed:
             t = record.timings
-            share = loop_overhead(t)
-            loop = percent(share)
-            lines.append(f"  stage {record.stage}: train {t.get('train', 0):.0f}, validation {t.get('validation', 0):.0f}"
-                         f", judging {t.get('judging', 0):.1f}, instances {t.get('instances', 0):.1f}, records "
-                         f"{t.get('records', 0):.1f}, engineer "
-                         f"{t.get('engineer', 0):.1f}; loop {loop}")
+            loop = percent(loop_overhead(t))
+            lines.append(f"  stage {record.stage}: train {t.train or 0:.0f}, validation {t.validation or 0:.0f}"
+                         f", judging {t.judging or 0:.1f}, instances {t.instances or 0:.1f}, records "
+                         f"{t.records or 0:.1f}, engineer {t.engineer or 0:.1f}; loop {loop}")
         for record in shared:
             lines.append(f"  stage {record.stage}: copied from {Path(record.shared_from or '').name} (timed there)")
     lines.append("config trajectory (data_ratio per size; hole/wait ratio):")
