@@ -83,7 +83,8 @@ def _eval_set(args: argparse.Namespace) -> tuple[EvalSet, str]:
         raise ConfigError("--quick", True, "a suite's quick variant: with --instances or --config, leave it out")
     if args.instances:
         chosen = instances_set(args.instances)
-        return chosen, f"instances-{Path(args.instances).stem}-{chosen.record['instances']['sha256'][:8]}"
+        digest = chosen.instances.sha256 if chosen.instances is not None else ""  # always set by instances_set
+        return chosen, f"instances-{Path(args.instances).stem}-{digest[:8]}"
     if args.config:
         from simulator.cli import showing_progress
         from simulator.config import load_config
@@ -91,7 +92,8 @@ def _eval_set(args: argparse.Namespace) -> tuple[EvalSet, str]:
         config = load_config(args.config)
         with showing_progress(config.samples, "generating") as update:
             chosen = config_set(config, args.seed, source=args.config, progress=update)
-        return chosen, f"config-{Path(args.config).stem}-seed{chosen.record['config']['seed']}"
+        seed = chosen.config["seed"] if chosen.config is not None else config.seed  # the document config_set made
+        return chosen, f"config-{Path(args.config).stem}-seed{seed}"
     suite = args.suite or "paper"
     suite = f"{suite}-quick" if args.quick and not suite.endswith("-quick") else suite
     return suite_set(suite), suite

@@ -69,33 +69,50 @@ class EvalCell:
 
 
 @dataclass(frozen=True)
+class InstanceFile:
+    """A user's instance file an evaluation set was read from."""
+
+    path: str
+    sha256: str
+    """Of the file's bytes: a cell file is reused only for the same file."""
+
+
+@dataclass(frozen=True)
 class EvalSet:
-    """What an evaluation runs on.
+    """What an evaluation runs on: a suite, a user's instance file, or a stage config (exactly one is set).
 
     Fields:
         name: shown in the table's title and as ``EvalTable.suite``: the suite's name, ``instances:FILE`` or
             ``config:FILE``.
-        record: written into every cell's replay header ``extra``: ``{"suite": name}``, ``{"instances": {"path",
-            "sha256"}}`` or ``{"config": document}``.
         cells: in table order (agents, then size).
     """
 
     name: str
-    record: dict[str, Any]
     cells: tuple[EvalCell, ...]
+    suite: str | None = None
+    instances: InstanceFile | None = None
+    config: dict[str, Any] | None = None
+    """The stage config document the cells were generated from."""
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """Written into every cell's replay header ``extra``: ``{"suite": name}``, ``{"instances": {"path",
+        "sha256"}}`` or ``{"config": document}``."""
+        if self.instances is not None:
+            return {"instances": {"path": self.instances.path, "sha256": self.instances.sha256}}
+        return {"config": self.config} if self.config is not None else {"suite": self.suite}
 
     def identity(self) -> dict[str, Any]:
         """What a cell file must have recorded to be reused for this set (see ``_recorded_run``)."""
-        instances = self.record.get("instances")
-        return {"suite": self.record.get("suite"), "instances": instances["sha256"] if instances else None,
-                "config": self.record.get("config")}
+        return {"suite": self.suite, "instances": self.instances.sha256 if self.instances is not None else None,
+                "config": self.config}
 
 
 def suite_set(name: str) -> EvalSet:
     """A benchmark suite (``simulator.suites``) as an evaluation set; each cell is generated when it runs."""
     cells = tuple(EvalCell(cell.agents, cell.size, cell.count, cell.config().to_dict(), _generating(cell))
                   for cell in suite_cells(name))
-    return EvalSet(name, {"suite": name}, cells)
+    return EvalSet(name, cells, suite=name)
 
 
 def _generating(cell: SuiteCell) -> Callable[[], list[LabelledInstance]]:
@@ -125,7 +142,7 @@ def instances_set(path: str | Path) -> EvalSet:
     items, digest = read_jsonl_digest(path, "--instances", certify=True)
     if not items:
         raise ConfigError("--instances", str(path), "a file with at least one instance (gen --out writes them)")
-    return EvalSet(f"instances:{path}", {"instances": {"path": str(path), "sha256": digest}}, _grouped(items, None))
+    return EvalSet(f"instances:{path}", _grouped(items, None), instances=InstanceFile(str(path), digest))
 
 
 def config_set(config: StageConfig, seed: int | None = None, source: str = "config",
@@ -140,7 +157,7 @@ def config_set(config: StageConfig, seed: int | None = None, source: str = "conf
         config = StageConfig.from_dict({**config.to_dict(), "seed": seed})
     document = config.to_dict()
     items = generate(config, progress=progress).instances
-    return EvalSet(f"config:{source}", {"config": document}, _grouped(items, document))
+    return EvalSet(f"config:{source}", _grouped(items, document), config=document)
 
 
 @dataclass
