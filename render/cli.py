@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from simulator.cli import add_command
 
 if TYPE_CHECKING:
-    from render.game import PlayGame
+    from render.game import PlayGame, SetupValues
     from simulator.cli import Subcommands
 
 
@@ -109,17 +109,17 @@ def _play(args: argparse.Namespace) -> int:
     return 0
 
 
-def play_start(args: argparse.Namespace) -> tuple[PlayGame | None, dict[str, Any], dict[str, Any] | None]:
+def play_start(args: argparse.Namespace) -> tuple[PlayGame | None, SetupValues, dict[str, Any] | None]:
     """``(first game or None, the setup form's defaults, stage config)`` of ``play``'s arguments."""
-    from render.game import PlayGame, generate_instance, load_instance
+    from dataclasses import replace
+
+    from render.game import PlayGame, SetupValues, generate_instance, load_instance
     from simulator.text import counted
 
-    defaults = {
-        name: value
-        for name, value in (("size", args.size), ("agents", args.agents), ("holes", args.holes),
-                            ("wait_ratio", args.wait_ratio), ("seed", args.seed))
-        if value is not None
-    }
+    given = {name: value for name, value in (("size", args.size), ("agents", args.agents), ("holes", args.holes),
+                                             ("wait_ratio", args.wait_ratio), ("seed", args.seed))
+             if value is not None}
+    defaults = SetupValues(**given)
     game, stage_config = None, None
     if args.map or args.scen:
         from replays.types import InstanceLabels
@@ -141,14 +141,12 @@ def play_start(args: argparse.Namespace) -> tuple[PlayGame | None, dict[str, Any
     elif args.load:
         instance, labels = load_instance(args.load, args.episode)
         game = PlayGame(instance, labels, origin=args.load)
-        defaults.update(load=args.load, episode=args.episode)
-    elif defaults:  # map flags given: generate now and start playing
-        settings = {"size": 6, "agents": 2, "holes": 0.2, "wait_ratio": 0.3, "seed": 0, **defaults}
+        defaults = replace(defaults, load=args.load, episode=args.episode)
+    elif given:  # map flags given: generate now and start playing
         instance, labels, stage_config = generate_instance(
-            settings["size"], settings["agents"], settings["holes"], settings["wait_ratio"], settings["seed"]
-        )
-        game = PlayGame(instance, labels, origin=f"generated seed {settings['seed']}")
-        defaults["seed"] = settings["seed"] + 1  # n then Generate: the next map, not this one again
+            defaults.size, defaults.agents, defaults.holes, defaults.wait_ratio, defaults.seed)
+        game = PlayGame(instance, labels, origin=f"generated seed {defaults.seed}")
+        defaults = replace(defaults, seed=defaults.seed + 1)  # n then Generate: the next map, not this one again
     return game, defaults, stage_config
 
 

@@ -36,6 +36,22 @@ HINT_TIME_LIMIT = 5.0  # seconds the solver may take for a hint or for the optim
 
 
 @dataclass(frozen=True)
+class SetupValues:
+    """What the play app's setup form starts with: the map to generate, or the file to load."""
+
+    size: int = 6
+    agents: int = 2
+    holes: float = 0.2
+    """Hole ratio."""
+    wait_ratio: float = 0.3
+    seed: int = 0
+    load: str | None = None
+    """An instance file to load (the form's path field), or None."""
+    episode: int = 0
+    """Which instance of that file."""
+
+
+@dataclass(frozen=True)
 class Hint:
     """An optimal way to finish from the current state: ``sequences[k]`` are agent k's actions."""
 

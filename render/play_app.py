@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
+from dataclasses import replace
 from typing import Any, Callable, TypeVar, cast
 
 from rich.text import Text
@@ -30,7 +31,7 @@ from textual.widgets import Button, Footer, Input, Label, Static
 
 from replays.errors import ReplayError
 from replays.types import Episode
-from render.game import Hint, PlayGame, generate_instance, load_instance, read_saved_games, save_games
+from render.game import Hint, PlayGame, SetupValues, generate_instance, load_instance, read_saved_games, save_games
 from render.term import ARROW_GLYPHS, LEGEND, agent_chip, board_text, cell_shape
 from simulator import constants as C
 from simulator.errors import ConfigError
@@ -60,7 +61,7 @@ class SetupScreen(Screen[None]):
     FIELD_LABELS = (("hole_ratio", "hole ratio"), ("wait_ratio", "wait ratio"), ("sizes", "map size"),
                     ("agents", "agents"), ("seed", "seed"))
 
-    def __init__(self, defaults: dict[str, Any], previous: PlayGame | None = None) -> None:
+    def __init__(self, defaults: SetupValues, previous: PlayGame | None = None) -> None:
         super().__init__()
         self.defaults = defaults
         self.previous = previous  # the game this screen was opened from (n): escape goes back to it
@@ -90,27 +91,27 @@ class SetupScreen(Screen[None]):
             yield Static("", id="setup-error")
             with Horizontal(classes="row"):
                 yield Label("map size (3..32)", classes="name")
-                yield Input(str(d["size"]), id="size", type="integer")
+                yield Input(str(d.size), id="size", type="integer")
                 yield Label("agents (1..16)", classes="name second")
-                yield Input(str(d["agents"]), id="agents", type="integer")
+                yield Input(str(d.agents), id="agents", type="integer")
             with Horizontal(classes="row"):
                 yield Label("hole ratio (0..0.9)", classes="name")
-                yield Input(str(d["holes"]), id="holes", type="number")
+                yield Input(str(d.holes), id="holes", type="number")
                 yield Label("wait ratio (0..1)", classes="name second")
-                yield Input(str(d["wait_ratio"]), id="wait_ratio", type="number")
+                yield Input(str(d.wait_ratio), id="wait_ratio", type="number")
             with Horizontal(classes="row"):
                 yield Label("seed", classes="name")
-                yield Input(str(d["seed"]), id="seed", type="integer")
+                yield Input(str(d.seed), id="seed", type="integer")
                 yield Button("Generate", id="generate", variant="primary")
             yield Label("or load an instance (replay .mlr, gen JSON lines, instance JSON, map text):", id="load-label")
             with Horizontal(classes="row"):
-                yield Input(d.get("load") or "", id="path", placeholder="path")
-                yield Input(str(d.get("episode", 0)), id="episode", type="integer", placeholder="episode")
+                yield Input(d.load or "", id="path", placeholder="path")
+                yield Input(str(d.episode), id="episode", type="integer", placeholder="episode")
                 yield Button("Load", id="load")
 
     def on_mount(self) -> None:
         # Typing starts at once (the form opened with nothing focused): in the path when one was given, else size.
-        self.query_one("#path" if self.defaults.get("load") else "#size", Input).focus()
+        self.query_one("#path" if self.defaults.load else "#size", Input).focus()
 
     def _number(self, field: str, kind: Callable[[str], Number]) -> Number:
         raw = self.query_one(f"#{field}", Input).value.strip()
@@ -129,9 +130,10 @@ class SetupScreen(Screen[None]):
                 seed = self._number("seed", int)
                 game = PlayGame(instance, labels, origin=f"generated seed {seed}")
                 # the next new game starts from what was typed, with the next seed (not the same map again)
-                _play_app(self).defaults.update(size=self._number("size", int), agents=self._number("agents", int),
-                                                holes=self._number("holes", float),
-                                                wait_ratio=self._number("wait_ratio", float), seed=seed + 1)
+                app = _play_app(self)
+                app.defaults = replace(app.defaults, size=self._number("size", int),
+                                       agents=self._number("agents", int), holes=self._number("holes", float),
+                                       wait_ratio=self._number("wait_ratio", float), seed=seed + 1)
                 _play_app(self).start_game(game, config)
             else:
                 path = self.query_one("#path", Input).value.strip()
@@ -367,14 +369,13 @@ class PlayApp(App[None]):
         self,
         game: PlayGame | None = None,
         save_path: str | os.PathLike[str] | None = None,
-        defaults: dict[str, Any] | None = None,
+        defaults: SetupValues | None = None,
         stage_config: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.first_game = game
         self.save_path = os.fspath(save_path) if save_path is not None else default_save_path()
-        self.defaults: dict[str, Any] = {"size": 6, "agents": 2, "holes": 0.2, "wait_ratio": 0.3, "seed": 0,
-                                         **(defaults or {})}
+        self.defaults = defaults if defaults is not None else SetupValues()
         self.stage_config = stage_config
         self._kept_header, self._kept = read_saved_games(self.save_path)  # the file's games before this session
         self.saved: list[Episode] = []  # episodes saved this session, in order

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from replays.errors import ReplayError
-from render.game import PlayGame, load_instance
+from render.game import PlayGame, SetupValues, load_instance
 from render.play_app import GameScreen, PlayApp, SetupScreen
 from render.source import ReplaySource
 from render.watch_app import WatchApp
@@ -128,7 +128,7 @@ async def test_play_app__screenshot_of_main_screen(tmp_path):
 
 
 async def test_play_app__setup_generates_a_game_and_reports_bad_input(tmp_path):
-    app = PlayApp(None, save_path=tmp_path / "x.mlr", defaults={"size": 4, "agents": 2, "holes": 0.1, "seed": 3})
+    app = PlayApp(None, save_path=tmp_path / "x.mlr", defaults=SetupValues(size=4, agents=2, holes=0.1, seed=3))
     async with app.run_test(size=SIZE) as pilot:
         assert isinstance(app.screen, SetupScreen)
         app.screen.query_one("#path").value = str(tmp_path / "missing.txt")
@@ -145,7 +145,7 @@ async def test_play_app__setup_generates_a_game_and_reports_bad_input(tmp_path):
 
 async def test_play_app__setup_loads_a_replay_instance(tmp_path):
     cases = write_cases(tmp_path / "cases.mlr")
-    app = PlayApp(None, save_path=tmp_path / "x.mlr", defaults={"load": str(cases), "episode": 1})
+    app = PlayApp(None, save_path=tmp_path / "x.mlr", defaults=SetupValues(load=str(cases), episode=1))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.click("#load")
         await pilot.pause()
@@ -263,7 +263,7 @@ async def test_watch_app__the_map_pane_fits_the_map_and_the_panel_gets_the_rest(
 
 
 async def test_play_app__setup_errors_in_the_form_s_words_n_keeps_what_was_typed_and_escape_goes_back(tmp_path):
-    app = PlayApp(None, save_path=tmp_path / "x.mlr", defaults={"size": 4, "agents": 2, "holes": 0.1, "seed": 3})
+    app = PlayApp(None, save_path=tmp_path / "x.mlr", defaults=SetupValues(size=4, agents=2, holes=0.1, seed=3))
     async with app.run_test(size=(80, 24)) as pilot:
         app.screen.query_one("#size").value = "99"
         await pilot.click("#generate")
@@ -425,7 +425,7 @@ def _inside(region, size) -> bool:
 async def test_play_app__the_setup_form_fits_80x24_with_its_error_and_load_row_and_starts_focused(tmp_path):
     """At 80x24 the error and the Load section were below the fold, and nothing was focused."""
     size = (80, 24)
-    app = PlayApp(None, save_path=tmp_path / "x.mlr", defaults={"size": 4, "agents": 2, "holes": 0.1, "seed": 3})
+    app = PlayApp(None, save_path=tmp_path / "x.mlr", defaults=SetupValues(size=4, agents=2, holes=0.1, seed=3))
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         assert app.focused is app.screen.query_one("#size")
@@ -435,7 +435,7 @@ async def test_play_app__the_setup_form_fits_80x24_with_its_error_and_load_row_a
         assert "map size: 99 is not allowed" in str(app.screen.query_one("#setup-error").render())
         for name in ("#setup-error", "#generate", "#path", "#episode", "#load", "#seed"):
             assert _inside(app.screen.query_one(name).region, size), name
-    loading = PlayApp(None, save_path=tmp_path / "y.mlr", defaults={"load": str(tmp_path / "a.mlr")})
+    loading = PlayApp(None, save_path=tmp_path / "y.mlr", defaults=SetupValues(load=str(tmp_path / "a.mlr")))
     async with loading.run_test(size=size) as pilot:
         await pilot.pause()
         assert loading.focused is loading.screen.query_one("#path")
@@ -447,7 +447,7 @@ async def test_play_app__n_after_a_game_started_from_flags_offers_the_next_map(t
     from render.cli import play_start
 
     game, defaults, config = play_start(build_parser().parse_args(["play", "--size", "4", "--seed", "7"]))
-    assert defaults["seed"] == 8 and config is not None
+    assert defaults.seed == 8 and config is not None
     app = PlayApp(game, save_path=tmp_path / "x.mlr", defaults=defaults, stage_config=config)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("n")
