@@ -283,11 +283,11 @@ def episode_svg(loaded: LoadedEpisode, fps: float = 3.0, trails: bool = True, to
     title = f"MAPF-FrozenLake replay: {name}, episode {loaded.index}"
     _sub(svg, "title").text = title
     _sub(svg, "desc").text = (f"{instance.height}x{instance.width} map, {counted(n_agents, 'agent')}, {counted(n_steps, 'step')}; "
-                              f"result: {facts.get('result', '?')}; failure: {facts.get('failure', '?')}")
+                              f"result: {facts['result']}; failure: {facts['failure']}")
     _sub(svg, "rect", width="100%", height="100%", fill=_hex(P.BACKGROUND))
     # The caption fits the picture's width (it ran off the right edge): the file name gives up its middle first,
     # and a caption still too wide is squeezed to the width. The <title> keeps the whole name.
-    caption = f"{title} · {facts.get('result', '')}"
+    caption = f"{title} · {facts['result']}"
     room = int((width - 24) / (CAPTION_SIZE * CHAR_EM))
     if len(caption) > room:
         caption = caption.replace(name, _middle_cut(name, max(12, len(name) - (len(caption) - room))), 1)
