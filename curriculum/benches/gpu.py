@@ -324,7 +324,7 @@ def part_stage(bench: BenchContext) -> dict[str, Any]:
                            "free (set TMPDIR to a larger disk)")
     try:
         info = train_stage(training, model, items, get_style(s.style), folder, seed=s.seed, cpu_threads=s.cpu_threads,
-                           save=True).to_dict()
+                           save=True)
         final_gib = _folder_gib(folder / "model")
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # a 4B checkpoint is 8 GB of disk
@@ -333,7 +333,7 @@ def part_stage(bench: BenchContext) -> dict[str, Any]:
             "use_vllm": training.use_vllm, "vllm_mode": training.vllm_mode, "lora": training.lora,
             "enable_thinking": training.enable_thinking, "loss_type": training.loss_type,
             "instances_generate_s": generate_s, "final_model_gib": final_gib, "disk_free_gib_before": free_gib,
-            **{key: info.get(key) for key in STAGE_KEYS}}
+            **{key: info.figure(key) for key in STAGE_KEYS}}
 
 
 def _prompts(settings: GpuBenchSettings, count: int) -> list:

@@ -102,11 +102,10 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
                                "seconds": warm_seconds}}
         start = time.perf_counter()
         log(f"{tr.trainer}: {tr.steps} steps on {len(train_items)} instances")
-        info = train_stage(tr, model, train_items, chosen, Path(tmp) / "rl", seed=seed,
-                           cpu_threads=cpu_threads).to_dict()
+        info = train_stage(tr, model, train_items, chosen, Path(tmp) / "rl", seed=seed, cpu_threads=cpu_threads)
         rows["rl"] = {**_valid_by_side(str(Path(tmp) / "rl" / "model"), held_out, chosen, cpu_threads, tokens),
                       "seconds": time.perf_counter() - start,
-                      "train": {key: info.get(key) for key in _TRAIN_FIGURES if info.get(key) is not None}}
+                      "train": {key: value for key in _TRAIN_FIGURES for value in [info.figure(key)] if value is not None}}
         if peer:
             start = time.perf_counter()
             log(f"supervised peer: {tr.steps} steps on the same instances' optimal plans")

@@ -124,6 +124,13 @@ class TrainingReport:
     figures: Mapping[str, Any] = field(default_factory=dict)
     """The trainer's other figures as it wrote them (losses, parameter counts, sampling rounds, ...)."""
 
+    def figure(self, name: str) -> Any:
+        """A figure by name, whether a field (``reward_mean``) or one of the trainer's others (``last_loss``);
+        None when the trainer did not report it."""
+        if name in ("steps", "seconds", *TRAIN_FIGURES):
+            return getattr(self, name)
+        return self.figures[name] if name in self.figures else None
+
     def to_dict(self) -> dict[str, Any]:
         """The document (a figure that is None is left out, as a trainer that does not measure it writes it)."""
         named = {name: getattr(self, name) for name in ("steps", "seconds", *TRAIN_FIGURES)
