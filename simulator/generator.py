@@ -11,7 +11,9 @@ own random stream, seeded by ``(seed, size, i)``, until one fits:
    rejected, never labelled);
 4. its ``needs_wait`` label matches the slot;
 5. its optimal makespan lies within the size's ``min_makespan`` / ``max_makespan`` when they are set (a candidate
-   whose farthest agent is already beyond ``max_makespan`` on the bare map is rejected before the solver runs);
+   whose farthest agent is already beyond ``max_makespan`` on the bare map, or that has a valid plan by prioritized
+   planning, ``simulator.prioritized``, ending before ``min_makespan``, is rejected before the wait search and the
+   solver run: the solver would reject it too, so the instances are the same, only found sooner);
 6. it is not in ``exclude``, a protected set of content keys (``Instance.content_key``: a run's test and evidence
    instances, kept out of its training data by content, whatever the seeds). A candidate found there is rejected
    at once and the slot draws its next candidate, so an empty or absent ``exclude`` changes nothing.
@@ -43,6 +45,7 @@ from simulator import grid_kernels
 from simulator.config import SizeSpec, StageConfig
 from simulator.errors import ConfigError
 from simulator.needs_wait import needs_wait_search
+from simulator.prioritized import makespan_upper_bound
 from simulator.solver import solve
 from simulator.jit import Float64Array, Int8Array, Int32Array, Int64Array, njit
 from simulator.types import Instance, InstanceLabels, JointPlan
@@ -445,11 +448,21 @@ def _generate_slot(seed: int, size: int, index: int, n_agents: int, n_holes: int
             continue
         # The makespan is at least the farthest agent's distance: with a top bound, that prunes before the wait
         # search and the solver (a few BFS: the cheapest check, so an impossible band is refused in seconds).
-        distances = bare_distances(instance) if spec.max_makespan is not None else None
+        distances = bare_distances(instance) if bounded else None
         if distances is not None and int(distances.max()) > most:
             counts["makespan"] += 1
             report.rejected_makespan += 1
             continue
+        # And at most the makespan of any valid plan: with a floor, a prioritized plan that already ends before it
+        # proves the candidate short, again before the wait search and the solver. Only candidates whose farthest
+        # agent is nearer than the floor need one; without a plan (None) the solver decides as before.
+        if spec.min_makespan is not None and distances is not None and int(distances.max()) < least:
+            upper = makespan_upper_bound(instance)
+            if upper is not None and upper < least:
+                counts["makespan"] += 1
+                counts["short"] += 1
+                report.rejected_makespan += 1
+                continue
         # The wait label is cheaper than the solver: check it first and solve only candidates that fit. A search
         # over its budget (None) leaves the label to the solver's sum of costs, which decides it exactly.
         label, _ = needs_wait_search(instance)
