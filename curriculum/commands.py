@@ -69,7 +69,8 @@ def _train(args: argparse.Namespace) -> int:
         resume(args.resume, stages=overrides.get("stages"))
         print(render_report(load_run(args.resume)))
         return 0
-    config = load_run_config(args.config) if args.config else preset(args.preset)
+    file_config = load_run_config(args.config) if args.config else None
+    config = file_config if file_config is not None else preset(args.preset)
     overrides = parse_overrides(args.set)
     if args.name:
         overrides["name"] = args.name
@@ -92,7 +93,12 @@ def _train(args: argparse.Namespace) -> int:
     # an impossible makespan band: refused now, not after a warm start (each distinct set of stage configs once)
     for checked in {(run.initial_config, run.validation.config, run.warm_start.config): run
                     for run in [config, *variants.values()]}.values():
-        check_bands(checked)
+        try:
+            check_bands(checked)
+        except ConfigError as error:
+            if file_config is not None and _size_from_file(error.field, file_config, checked):
+                error.args = (f"{args.config}: {error.args[0]}",)  # keep field/value/allowed; say which file
+            raise
     if args.print_config:
         print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
         return 0
@@ -175,6 +181,27 @@ def _check_arm_name(name: str, spec: str, taken: dict, defaults: dict) -> None:
         raise ConfigError("--arm", spec, "NAME=KEY=VALUE[;KEY=VALUE...] with a new plain name (no '/' or '\\'), "
                           "e.g. nofail=engineer.context=[behavior], or a default arm's name "
                           f"({', '.join(defaults)})")
+
+
+def _size_from_file(field: str, file_config, checked) -> bool:
+    """Whether ``field`` (``initial_config.sizes.6.min_makespan``, as :func:`check_bands` names a refused band)
+    lies in a size the run config file set as ``checked`` has it (no ``--set`` or ``--arm`` changed it): the
+    refusal is then the file's, and names it as the file's other refusals do."""
+    from operator import attrgetter
+
+    from curriculum.config import STAGE_CONFIG_FIELDS
+
+    for where in STAGE_CONFIG_FIELDS:
+        prefix = f"{where}.sizes."
+        if not field.startswith(prefix):
+            continue
+        side = field[len(prefix):].partition(".")[0]
+        stages = attrgetter(where)(file_config), attrgetter(where)(checked)
+        if not side.isdigit() or any(stage is None for stage in stages):
+            return False
+        mine, run = (stage.sizes.get(int(side)) for stage in stages)
+        return mine is not None and mine == run
+    return False
 
 
 def _arm_variant(config, arm: str, seed: int, overrides: dict, seeded_name: bool):

@@ -166,3 +166,22 @@ def test_check_bands__an_impossible_band_is_refused_before_anything_trains_and_a
         with pytest.raises(ConfigError) as error:
             check_bands(preset("small").with_overrides(**{key: value}))
         assert error.value.field == key and error.value.value == value
+
+
+def test_train__an_impossible_band_in_a_config_file_is_refused_naming_the_file(tmp_path):
+    from curriculum.config import preset, save_run_config
+    from tests.cli_runner import mapf_lake
+
+    path = tmp_path / "run.yaml"
+    save_run_config(preset("small").with_overrides(**{"initial_config.sizes.6.min_makespan": 99}), path)
+    result = mapf_lake("train", "--config", str(path), "--print-config", check=False)
+    assert result.returncode == 2 and result.stdout == "" and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"mapf-lake: error: {path}: initial_config.sizes.6.min_makespan = 99 is not "
+                                    "allowed: makespan bounds this map size can meet"), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    # the same band from --set on a file without it is the override's, not the file's: named as before
+    save_run_config(preset("small"), path)
+    result = mapf_lake("train", "--config", str(path), "--print-config", "--set",
+                       "initial_config.sizes.6.min_makespan=99", check=False)
+    assert result.returncode == 2 and result.stderr.startswith(
+        "mapf-lake: error: initial_config.sizes.6.min_makespan = 99 is not allowed"), result.stderr

@@ -109,8 +109,10 @@ def check_bands(config: RunConfig) -> None:
     """Refuse, before anything trains, a makespan band in one of the run config's stage configs that the generator
     cannot fill: for each size with ``min_makespan`` or ``max_makespan``, :data:`PROBE_INSTANCES` instances of it
     (with and without a wait when the size has waits) are generated with the run's own candidate limit. ConfigError
-    naming ``FIELD.sizes.SIDE.min_makespan`` (or ``max_makespan``) and what the generator saw. A top band that no
-    candidate's bare distances meet is refused in seconds; a floor band needs the solver's answers."""
+    naming ``FIELD.sizes.SIDE.min_makespan`` (or ``max_makespan``) and what the generator saw (``mapf-lake train``
+    puts the run config file's name in front when the size is the file's own). A top band that no candidate's bare
+    distances meet is refused in seconds, and so is a floor band that a quick valid plan of every candidate
+    undercuts (``simulator.prioritized``)."""
     from simulator.config import SizeSpec
 
     documents = {"initial_config": config.initial_config, "validation.config": config.validation.config,
