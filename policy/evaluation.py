@@ -16,8 +16,9 @@ sha256 only, so a moved file is the same set) or ``config`` (the stage config do
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -32,7 +33,8 @@ from replays.reader import ReplayReader
 from replays.types import Episode, ReplayHeader
 from replays.writer import ReplayWriter
 from simulator import constants as C
-from simulator.errors import ConfigError
+from simulator.documents import checked_int, checked_real, read_key
+from simulator.errors import ConfigError, short_repr
 from simulator.generator import LabelledInstance, generate, read_jsonl_digest
 from simulator.suites import SuiteCell, generate_cell, suite_cells
 from simulator.tables import format_rate_table
@@ -210,6 +212,36 @@ class EvalTable:
             "source": self.source,
         }
 
+    def only(self, agents: Collection[int]) -> "EvalTable":
+        """The table of the cells with these agent counts (a run's trained counts, or one row of ``compare``)."""
+        return EvalTable(self.suite, self.policy, {key: rates for key, rates in self.rates.items() if key[0] in agents})
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "") -> "EvalTable":
+        """Read :meth:`to_dict`'s document (a run's ``final/table.json``), checked: a cell name that is not
+        ``"<agents>x<side>"``, a rate outside [0, 1] or a field of the wrong kind raises ConfigError naming it
+        under ``where``; at least one cell. ``mean`` and the ``cvar10`` figures are derived from the cells, so only
+        checked for shape; a missing ``policy``, ``failures`` or ``source`` reads as empty."""
+        cells = read_cells(data, where, non_empty=True)
+        rates = {key: (_share(cell, "valid_rate", at), _share(cell, "optimal_rate", at),
+                       checked_int(read_key(cell, "episodes", at, "int", optional=True) or 0, f"{at}.episodes", 0,
+                                   10**12))
+                 for key, (cell, at) in cells.items()}
+        mean_at = _at(where, "mean")
+        for name, mean in (read_key(data, "mean", where, "mapping", optional=True) or {}).items():
+            if not isinstance(name, str) or not _AGENTS_KEY.fullmatch(name):
+                raise ConfigError(f"{mean_at}.{short_repr(name, 40)}", name, "an agent count (\"2\")")
+            for rate in ("valid_rate", "optimal_rate"):
+                _share(mean, rate, f"{mean_at}.{name}")
+        failures = read_key(data, "failures", where, "mapping", optional=True) or {}
+        return cls(suite=read_key(data, "suite", where, "str"),
+                   policy=dict(read_key(data, "policy", where, "mapping", optional=True) or {}), rates=rates,
+                   failures={str(name): checked_int(count, f"{_at(where, 'failures')}.{short_repr(name, 40)}", 0,
+                                                    10**12) for name, count in failures.items()},
+                   reused_cells=checked_int(read_key(data, "reused_cells", where, "int", optional=True) or 0,
+                                            _at(where, "reused_cells"), 0, 10**6),
+                   source=dict(read_key(data, "source", where, "mapping", optional=True) or {}))
+
     def render(self) -> str:
         rows = [(f"{a:>6} ", {s: (v, o) for (agents, s), (v, o, _) in self.rates.items() if agents == a}, self.mean(a))
                 for a in self.agents()]
@@ -224,6 +256,83 @@ class EvalTable:
         lines.append(f"failures over {counted(total, 'episode')}: " + (
             ", ".join(f"{name} {n} ({percent(n / total)})" for name, n in failed.items()) if failed else "none"))
         return "\n".join(lines)
+
+
+MAX_SAMPLES_K = 1024  # samples per instance of a sampled pass@1 (curriculum.config's validation.sampled_k bound)
+_CELL_KEY = re.compile(r"[1-9][0-9]{0,2}x[1-9][0-9]{0,3}")  # a test-set cell: "<agents>x<side>", e.g. "2x6"
+_AGENTS_KEY = re.compile(r"[1-9][0-9]{0,2}")
+
+
+def _at(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _share(cell: Any, key: str, where: str) -> float:
+    """``cell[key]``, a share: a finite number in [0, 1] (a rate of 7 would print as 700%, NaN as nan)."""
+    return checked_real(read_key(cell, key, where, "number"), f"{where}.{key}", 0.0, 1.0)
+
+
+def read_cells(data: Any, where: str, non_empty: bool) -> dict[tuple[int, int], tuple[Any, str]]:
+    """``data["cells"]``, ``{"<agents>x<side>": cell}``, as ``{(agents, side): (cell, its dotted name)}``; at least
+    one cell when ``non_empty``. A bad name raises ConfigError naming it."""
+    at = _at(where, "cells")
+    cells = read_key(data, "cells", where, "mapping")
+    if non_empty and not cells:
+        raise ConfigError(at, cells, "at least one cell \"<agents>x<side>\" (the final evaluation's cells)")
+    out = {}
+    for name, cell in cells.items():
+        if not isinstance(name, str) or not _CELL_KEY.fullmatch(name):
+            raise ConfigError(f"{at}.{short_repr(name, 40)}", name, "a cell name \"<agents>x<side>\" like \"2x6\"")
+        agents, side = name.split("x")
+        out[int(agents), int(side)] = (cell, f"{at}.{name}")
+    return out
+
+
+@dataclass(frozen=True)
+class SampledCell:
+    """One test cell's sampled pass@1."""
+
+    valid_rate: float
+    optimal_rate: float | None = None
+    samples: int | None = None
+    """Answers sampled in the cell (its instances x k); None in records written before it was kept."""
+
+
+@dataclass(frozen=True)
+class SampledPass1:
+    """Sampled pass@1 on a test set (a run's ``final/sampled.json``): ``k`` samples of every instance at
+    ``temperature``, the share valid (and optimal) overall and per cell ``(agents, side)``."""
+
+    k: int
+    cells: Mapping[tuple[int, int], SampledCell]
+    suite: str | None = None
+    temperature: float | None = None
+    valid_rate: float | None = None
+    optimal_rate: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"suite": self.suite, "k": self.k, "temperature": self.temperature, "valid_rate": self.valid_rate,
+                "optimal_rate": self.optimal_rate,
+                "cells": {f"{a}x{s}": {"valid_rate": cell.valid_rate, "optimal_rate": cell.optimal_rate,
+                                       "samples": cell.samples} for (a, s), cell in self.cells.items()}}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "") -> "SampledPass1":
+        """Read :meth:`to_dict`'s document, checked (``k`` 1..``MAX_SAMPLES_K``, rates in [0, 1]); a field
+        missing from an older record reads as None."""
+        def share(cell: Any, key: str, at: str) -> float | None:
+            return _share(cell, key, at) if read_key(cell, key, at, "number", optional=True) is not None else None
+
+        cells = {key: SampledCell(_share(cell, "valid_rate", at), share(cell, "optimal_rate", at),
+                                  checked_int(cell["samples"], f"{at}.samples", 0, 10**12)
+                                  if read_key(cell, "samples", at, "int", optional=True) is not None else None)
+                 for key, (cell, at) in read_cells(data, where, non_empty=False).items()}
+        temperature = read_key(data, "temperature", where, "number", optional=True)
+        return cls(k=checked_int(read_key(data, "k", where, "int"), _at(where, "k"), 1, MAX_SAMPLES_K), cells=cells,
+                   suite=read_key(data, "suite", where, "str", optional=True),
+                   temperature=checked_real(temperature, _at(where, "temperature"), 0.0, 100.0)
+                   if temperature is not None else None,
+                   valid_rate=share(data, "valid_rate", where), optimal_rate=share(data, "optimal_rate", where))
 
 
 def _read_cell(path: Path) -> list[Episode] | None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 from curriculum.reports.stats import (holm, mean_interval, paired_difference, paired_p_value, regularized_incomplete_beta,
                               student_t_cdf, student_t_two_sided_p, t_quantile_975)
+from policy.evaluation import EvalTable, SampledPass1
 from simulator.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +80,7 @@ def _fake_run(arm: str, seed: int, stage_valid: float, warm: float = 0.3, final:
                     manifest={"run_config": {"arm": arm, "seed": seed, "engineer": {"spec": arm}, "model": "tiny"}},
                     stages=[StageRecord.from_dict(record)])
     if final is not None:
-        run.final = {"suite": "s", "cells": {"2x3": {"valid_rate": final, "optimal_rate": final}}}
+        run.final = EvalTable.from_dict({"suite": "s", "cells": {"2x3": {"valid_rate": final, "optimal_rate": final}}})
     return run
 
 
@@ -130,11 +131,12 @@ def test_run_figures__test_set_split_by_trained_agents_and_led_in_the_table():
     runs = []
     for arm, seed, rate in (("fixed", 0, 0.4), ("band", 0, 0.5), ("fixed", 1, 0.3), ("band", 1, 0.35)):
         run = _fake_run(arm, seed, rate)
-        run.final = {"suite": "test-small", "cells": {
+        run.final = EvalTable.from_dict({"suite": "test-small", "cells": {
             "2x3": {"valid_rate": rate, "optimal_rate": rate / 2}, "2x4": {"valid_rate": rate / 2, "optimal_rate": 0.0},
-            "3x3": {"valid_rate": rate / 4, "optimal_rate": 0.0}}}
-        run.final_sampled = {"k": 2, "cells": {"2x3": {"valid_rate": 0.2}, "2x4": {"valid_rate": 0.1},
-                                                  "3x3": {"valid_rate": 0.9}}}
+            "3x3": {"valid_rate": rate / 4, "optimal_rate": 0.0}}})
+        run.final_sampled = SampledPass1.from_dict({"k": 2, "cells": {"2x3": {"valid_rate": 0.2},
+                                                                      "2x4": {"valid_rate": 0.1},
+                                                                      "3x3": {"valid_rate": 0.9}}})
         runs.append(run)
     figures = run_figures(runs[0])
     assert figures["test"] == pytest.approx(0.3) and figures["test_opt"] == pytest.approx(0.1)
@@ -259,7 +261,7 @@ def _headline(runs: list[dict]) -> tuple[str, str]:
     ([0.9, 0.2, 0.7, 0.4, 0.8, 0.6, 0.5, 1.0, 0.3, 0.95, 0.1], 0.15),  # 11 cells: ceil(1.1) = the worst two
 ])
 def test_run_figures__test_cvar_is_the_eval_tables_worst_tenth_of_the_trained_agent_counts_test_cells(valid_rates, cvar):
-    from curriculum.reports.report import cells_cvar10, compare_table, render_seed_comparison, run_figures, seed_comparison
+    from curriculum.reports.report import compare_table, render_seed_comparison, run_figures, seed_comparison
     from policy.evaluation import EvalTable
 
     run = _fake_run("fixed", 0, 0.5)
@@ -269,11 +271,11 @@ def test_run_figures__test_cvar_is_the_eval_tables_worst_tenth_of_the_trained_ag
              for index, rate in enumerate(valid_rates)}
     transfer = {f"3x{3 + index}": {"valid_rate": 0.0, "optimal_rate": 0.0, "episodes": 10}
                 for index in range(len(valid_rates))}
-    run.final = {"suite": "s", "cells": {**cells, **transfer}}
+    run.final = EvalTable.from_dict({"suite": "s", "cells": {**cells, **transfer}})
     table = EvalTable("s", {}, {tuple(int(part) for part in key.split("x")): (cell["valid_rate"],
                                                                              cell["optimal_rate"], 10)
                                 for key, cell in cells.items()})
-    assert run_figures(run)["test_cvar"] == pytest.approx(cvar) == table.cvar10_valid() == cells_cvar10(cells)
+    assert run_figures(run)["test_cvar"] == pytest.approx(cvar) == table.cvar10_valid()
     text = compare_table([run])
     header, first, second = text.splitlines()[1:4]
     assert header.split()[-1] == "cvar10" and first.split()[-1] == f"{100 * cvar:.1f}"

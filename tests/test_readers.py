@@ -12,6 +12,7 @@ subprocess (:data:`PATH_COMMANDS`), each under a 10 s alarm: exit status 2 and o
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import subprocess
@@ -299,7 +300,7 @@ def test_compare__arm_names_run_names_and_suites_of_a_manifest_are_printed_escap
     reference = _with_versions(_fake_run("fixed", 0, 0.40, final=0.3), V12)
     arm = _with_versions(_fake_run(forged, 0, 0.45, final=0.4), {**V12, "torch": "2.99"})
     arm.dir = f"runs/{forged}"
-    arm.final = {"suite": forged, "cells": arm.final["cells"]}
+    arm.final = dataclasses.replace(arm.final, suite=forged)
     text = "\n".join([compare_table([arm, reference]),
                       render_seed_comparison(seed_comparison([arm, reference], allow_mixed=True, primary=forged)),
                       render_seed_comparison(seed_comparison([reference, arm], reference=forged, allow_mixed=True))])

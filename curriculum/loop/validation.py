@@ -18,6 +18,7 @@ from curriculum.loop.folder import read_summary, write_json
 from curriculum.loop.records import AnswerChurn, read_record
 from engineer import StageEvidence, summarize_episodes
 from engineer.evidence import SampledPass
+from policy.evaluation import SampledCell, SampledPass1
 from policy.prompts import PromptStyle
 from replays.format import ReplayHeader
 from simulator.generator import LabelledInstance
@@ -203,7 +204,7 @@ def evaluate_test_set(models: EvaluationModels, model: Model, folder: Path, log)
     return table.to_dict()
 
 
-def _test_sampled_pass1(models: EvaluationModels, model: Model, folder: Path, log) -> dict:
+def _test_sampled_pass1(models: EvaluationModels, model: Model, folder: Path, log) -> SampledPass1:
     """Sampled pass@1 on the test set (``sampled.json``): ``validation.sampled_k`` samples of every test instance
     at the training temperature, the share valid (and optimal) per cell and overall. Read back when present."""
     import numpy as np
@@ -213,7 +214,7 @@ def _test_sampled_pass1(models: EvaluationModels, model: Model, folder: Path, lo
     config = models.config
     path = folder / "sampled.json"
     if path.exists():
-        return read_record(path, "test-set sampled pass@1")
+        return SampledPass1.from_dict(read_record(path, "test-set sampled pass@1"), str(path))
     k, temperature = config.validation.sampled_k, config.training.temperature
     cells = generate_suite(config.evaluation_suite)
     items = [item for _, stage in cells for item in stage.instances]
@@ -225,12 +226,13 @@ def _test_sampled_pass1(models: EvaluationModels, model: Model, folder: Path, lo
     finally:
         models.release()
     cell_of = np.array(keys)
-    result = {"suite": config.evaluation_suite, "k": k, "temperature": temperature,
-              "valid_rate": float(valid.mean()), "optimal_rate": float(optimal.mean()),
-              "cells": {key: {"valid_rate": float(valid[cell_of == key].mean()),
-                              "optimal_rate": float(optimal[cell_of == key].mean()),
-                              "samples": int((cell_of == key).sum())} for key in dict.fromkeys(keys)}}
-    write_json(path, result)
+    result = SampledPass1(
+        k=k, suite=config.evaluation_suite, temperature=temperature, valid_rate=float(valid.mean()),
+        optimal_rate=float(optimal.mean()),
+        cells={(cell.agents, cell.size): SampledCell(float(valid[cell_of == key].mean()),
+                                                     float(optimal[cell_of == key].mean()), int((cell_of == key).sum()))
+               for cell, _ in cells for key in [f"{cell.agents}x{cell.size}"]})
+    write_json(path, result.to_dict())
     return result
 
 

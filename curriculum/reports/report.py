@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from curriculum.loop.records import StageRecord, read_record
 from curriculum.reports.stats import Interval
+from policy.evaluation import EvalTable, SampledPass1
 from engineer.evidence import StageEvidence
 from simulator.config import MAX_STAGE_AGENTS
 from simulator.documents import checked_int as _checked_int
@@ -20,8 +20,6 @@ from simulator.tables import format_rate_table
 from simulator.text import counted, percent, printable
 
 
-_CELL_KEY = re.compile(r"[1-9][0-9]{0,2}x[1-9][0-9]{0,3}")  # a test-set cell: "<agents>x<side>", e.g. "2x6"
-MAX_SAMPLES_K = 1024  # validation.sampled_k's bound (curriculum.config.Validation)
 
 
 def _damaged(path: Path, what: str, error: ConfigError) -> ConfigError:
@@ -33,22 +31,6 @@ def _damaged(path: Path, what: str, error: ConfigError) -> ConfigError:
 def _rate(value, where: str) -> float:
     """A share: a finite number in [0, 1] (a rate of 7 would print as 700%, NaN as nan)."""
     return _checked_real(value, where, 0.0, 1.0)
-
-
-def _rates(cell, where: str, keys: tuple[str, ...] = ("valid_rate", "optimal_rate")) -> None:
-    for key in keys:
-        _rate(_get(cell, key, where, "number"), f"{where}.{key}")
-
-
-def _check_cells(data: dict, where: str, keys: tuple[str, ...], non_empty: bool) -> None:
-    """``data[where]``: {"<agents>x<side>": {rate key: share}}, at least one cell when ``non_empty``."""
-    cells = _get(data, where, "", "mapping")
-    if non_empty and not cells:
-        raise ConfigError(where, cells, "at least one cell \"<agents>x<side>\" (the final evaluation's cells)")
-    for key, cell in cells.items():
-        if not _CELL_KEY.fullmatch(key):
-            raise ConfigError(f"{where}.{short_repr(key, 40)}", key, "a cell name \"<agents>x<side>\" like \"2x6\"")
-        _rates(cell, f"{where}.{key}", keys)
 
 
 def _check_manifest(manifest: dict) -> None:
@@ -83,20 +65,6 @@ def _check_manifest(manifest: dict) -> None:
                 raise ConfigError(f"{at}.kernel_env.{short_repr(name, 40)}", value, "the variable's value, a string")
 
 
-def _check_final_table(table: dict) -> None:
-    _get(table, "suite", "", "str")
-    _check_cells(table, "cells", ("valid_rate", "optimal_rate"), non_empty=True)
-    for key, mean in _get(table, "mean", "", "mapping").items():
-        if not re.fullmatch(r"[1-9][0-9]{0,2}", key):
-            raise ConfigError(f"mean.{short_repr(key, 40)}", key, "an agent count (\"2\")")
-        _rates(mean, f"mean.{key}")
-
-
-def _check_sampled(sampled: dict) -> None:
-    _checked_int(sampled.get("k"), "k", 1, MAX_SAMPLES_K)
-    _check_cells(sampled, "cells", ("valid_rate",), non_empty=False)
-
-
 def _record(path: Path, what: str, keys: tuple[str, ...], check) -> dict:
     """The record at ``path`` read by :func:`curriculum.loop.records.read_record` (a regular file, bounded, a JSON object
     with ``keys``), then ``check(data)``: a ConfigError of ``check`` is re-raised naming the file."""
@@ -106,6 +74,19 @@ def _record(path: Path, what: str, keys: tuple[str, ...], check) -> dict:
     except ConfigError as error:
         raise _damaged(path, what, error) from None
     return data
+
+
+Table = TypeVar("Table")
+
+
+def _read_table(path: Path, what: str, keys: tuple[str, ...], read: Callable[[Any, str], Table]) -> Table:
+    """The record at ``path`` (as :func:`_record` reads it) as ``read(data, "")`` makes it: a ConfigError of
+    ``read`` is re-raised naming the file."""
+    data = read_record(path, what, keys)
+    try:
+        return read(data, "")
+    except ConfigError as error:
+        raise _damaged(path, what, error) from None
 
 
 def _stage_record(path: Path) -> StageRecord:
@@ -154,9 +135,10 @@ class RunRecord:
         manifest: ``manifest.json`` (its ``run_config`` the run's config document, ``versions``, ``extended``).
         stages: the finished stages in order, 1..N.
         untrained, warm_start: the evidence-set rates before training and after the warm start, where recorded.
-        final: ``final/table.json``, the test set's table (``suite``, ``cells`` {"AxS": rates}, ``mean``); None
-            before the final evaluation.
-        final_sampled: ``final/sampled.json``, the test set's sampled pass@1 (``k``, ``cells``), where recorded.
+        final: ``final/table.json``, the test set's table (:class:`policy.evaluation.EvalTable`); None before the
+            final evaluation.
+        final_sampled: ``final/sampled.json``, the test set's sampled pass@1 (:class:`SampledPass1`), where
+            recorded.
     """
 
     dir: str
@@ -164,8 +146,8 @@ class RunRecord:
     stages: list[StageRecord]
     untrained: Rates | None = None
     warm_start: Rates | None = None
-    final: dict[str, Any] | None = None
-    final_sampled: dict[str, Any] | None = None
+    final: EvalTable | None = None
+    final_sampled: SampledPass1 | None = None
 
     @property
     def run_config(self) -> dict[str, Any]:
@@ -203,10 +185,10 @@ def load_run(run_dir: str | Path) -> RunRecord:
             setattr(out, part, Rates(failures.valid_rate, failures.optimal_rate))
     table = run_dir / "final" / "table.json"
     if table.exists() or table.is_symlink():
-        out.final = _record(table, "final table", ("cells", "mean", "suite"), _check_final_table)
+        out.final = _read_table(table, "final table", ("cells", "mean", "suite"), EvalTable.from_dict)
         sampled = run_dir / "final" / "sampled.json"
         if sampled.exists() or sampled.is_symlink():
-            out.final_sampled = _record(sampled, "test-set sampled pass@1", ("cells", "k"), _check_sampled)
+            out.final_sampled = _read_table(sampled, "test-set sampled pass@1", ("cells", "k"), SampledPass1.from_dict)
     return out
 
 
@@ -214,14 +196,15 @@ def render_report(run: RunRecord) -> str:
     lines = [f"run {Path(run.dir).name}: engineer {run.run_config['engineer']['spec']}, "
              f"model {run.run_config['model']}"]
     if run.final is not None:
-        final, sampled = run.final, (run.final_sampled or {})
-        lines.append(f"test set ({final['suite']}; read by nothing but this score), valid% / optimal%: " + ", ".join(
-            f"{k} agents {100 * v['valid_rate']:.1f} / {100 * v['optimal_rate']:.1f}" for k, v in final["mean"].items()))
-        if sampled.get("cells"):
-            by_agents: dict[str, list[float]] = {}
-            for key, cell in sampled["cells"].items():
-                by_agents.setdefault(key.split("x")[0], []).append(cell["valid_rate"])
-            lines.append(f"test set sampled pass@1 ({sampled['k']} samples each): " + ", ".join(
+        final, sampled = run.final, run.final_sampled
+        lines.append(f"test set ({final.suite}; read by nothing but this score), valid% / optimal%: " + ", ".join(
+            f"{k} agents {100 * valid:.1f} / {100 * optimal:.1f}" for k in final.agents()
+            for valid, optimal in [final.mean(k)]))
+        if sampled is not None and sampled.cells:
+            by_agents: dict[int, list[float]] = {}
+            for (count, _), cell in sampled.cells.items():
+                by_agents.setdefault(count, []).append(cell.valid_rate)
+            lines.append(f"test set sampled pass@1 ({sampled.k} samples each): " + ", ".join(
                 f"{k} agents {100 * sum(v) / len(v):.1f}" for k, v in by_agents.items()))
     else:
         lines.append("test set: not scored yet (the final evaluation runs after the last stage)")
@@ -316,19 +299,6 @@ def write_plots(run: RunRecord, out_dir: str | Path) -> list[Path]:
     return paths
 
 
-def cells_cvar10(cells: dict) -> float | None:
-    """The mean valid rate of the worst 10% of a final evaluation's ``cells`` (``{"AxS": {valid_rate,
-    optimal_rate, ...}}``, every agent count), by the rule of the eval tables' ``cvar10_valid``
-    (:meth:`policy.evaluation.EvalTable.cvar10_valid`: the lowest ``ceil(10% of the cells)`` valid rates, each cell
-    once); None without cells."""
-    from policy.evaluation import EvalTable
-
-    # the rule counts every cell once, whatever its episodes: they are not read
-    rates = {(int(key.split("x")[0]), int(key.split("x")[1])): (cell["valid_rate"], cell["optimal_rate"], 0)
-             for key, cell in cells.items()}
-    return EvalTable(suite="", policy={}, rates=rates).cvar10_valid()
-
-
 def compare_table(runs: list[RunRecord]) -> str:
     """Rows = runs (one per agent count when the test set has several: ``2a``, ``3a``), columns = map sizes
     (valid/optimal %), mean column, and the row's ``cvar10`` (:func:`cells_cvar10`: valid % of the worst 10% of the
@@ -336,24 +306,19 @@ def compare_table(runs: list[RunRecord]) -> str:
     finished = [(run, run.final) for run in runs if run.final is not None]
     if not finished:
         raise ConfigError("runs", [run.dir for run in runs], "runs with a final evaluation (final/table.json)")
-    sizes = sorted({int(key.split("x")[1]) for _, final in finished for key in final["cells"]})
-    agent_counts = sorted({int(key.split("x")[0]) for _, final in finished for key in final["cells"]})
+    sizes = sorted({size for _, final in finished for size in final.sizes()})
+    agent_counts = sorted({agents for _, final in finished for agents in final.agents()})
     rows, tails = [], []
     for run, final in finished:
-        cells = final["cells"]
         for agents in agent_counts:
-            by_size = {}
-            for size in sizes:
-                cell = cells.get(f"{agents}x{size}")
-                if cell:
-                    by_size[size] = (cell["valid_rate"], cell["optimal_rate"])
+            by_size = {size: final.rates[agents, size][:2] for size in sizes if (agents, size) in final.rates}
             if by_size:
                 name = printable(Path(run.dir).name)
                 label = f"{name[:20]} {agents}a" if len(agent_counts) > 1 else name
                 rows.append((f"{label:<24}", by_size))
-                tail = cells_cvar10({key: cell for key, cell in cells.items() if int(key.split("x")[0]) == agents})
+                tail = final.only({agents}).cvar10_valid()
                 tails.append("" if tail is None else f"{100 * tail:.1f}")
-    lines = format_rate_table(f"test set ({printable(finished[0][1]['suite'])}), valid% / optimal%, by run"
+    lines = format_rate_table(f"test set ({printable(finished[0][1].suite)}), valid% / optimal%, by run"
                               + (" and agents" if len(agent_counts) > 1 else "")
                               + "; cvar10: valid% of the row's worst 10% of cells",
                               f"{'run':<24}", rows, sizes, mean_decimals=1).split("\n")
@@ -474,22 +439,20 @@ def run_figures(run: RunRecord) -> dict[str, float]:
             out["lift"] = scores.valid_rate - run.start.valid_rate
     if run.final is not None:
         trained = _training_agents(run)
-        cells = run.final["cells"]
-        own_cells = {key: cell for key, cell in cells.items() if int(key.split("x")[0]) in trained}
-        own = list(own_cells.values())
-        other = [cell for key, cell in cells.items() if key not in own_cells]
-        if own:
-            out["test"] = sum(c["valid_rate"] for c in own) / len(own)
-            out["test_opt"] = sum(c["optimal_rate"] for c in own) / len(own)
+        own = run.final.only(trained)
+        other = [valid for (agents, _), (valid, _, _) in run.final.rates.items() if agents not in trained]
+        if own.rates:
+            out["test"] = sum(valid for valid, _, _ in own.rates.values()) / len(own.rates)
+            out["test_opt"] = sum(optimal for _, optimal, _ in own.rates.values()) / len(own.rates)
         if other:
-            out["transfer"] = sum(c["valid_rate"] for c in other) / len(other)
-        tail = cells_cvar10(own_cells)
+            out["transfer"] = sum(other) / len(other)
+        tail = own.cvar10_valid()
         if tail is not None:
             out["test_cvar"] = tail
-        sampled = [cell for key, cell in (run.final_sampled or {}).get("cells", {}).items()
-                   if int(key.split("x")[0]) in trained]
+        sampled = [cell.valid_rate for (agents, _), cell in run.final_sampled.cells.items() if agents in trained] \
+            if run.final_sampled is not None else []
         if sampled:
-            out["test_pass1"] = sum(c["valid_rate"] for c in sampled) / len(sampled)
+            out["test_pass1"] = sum(sampled) / len(sampled)
     return out
 
 
