@@ -614,11 +614,11 @@ def diff_configs(old: StageConfig, new: StageConfig) -> list[str]:
         elif side not in new.sizes:
             changes.append(f"sizes.{side}: removed (was {_shown(old.sizes[side].to_dict())})")
         else:
-            old_spec, new_spec = old.sizes[side].to_dict(), new.sizes[side].to_dict()
+            old_spec, new_spec = old.sizes[side], new.sizes[side]
             changes.extend(
-                f"sizes.{side}.{key}: {_shown(old_spec.get(key))} -> {_shown(new_spec.get(key))}"
+                f"sizes.{side}.{key}: {_shown(getattr(old_spec, key))} -> {_shown(getattr(new_spec, key))}"
                 for key in SIZE_KEYS
-                if old_spec.get(key) != new_spec.get(key)
+                if getattr(old_spec, key) != getattr(new_spec, key)
             )
     return changes
 

@@ -43,3 +43,15 @@ def test_ceiling__counts_solved_and_waiting_answers_per_size_and_half(tmp_path):
     assert 0 < sum(row["writes_a_wait"] for row in waiting) <= sum(row["episodes"] for row in waiting)
     assert sum(row["writes_a_wait"] for key, row in rows.items() if key.endswith("no_wait")) == 0
     assert sum(row["valid"] for row in ceiling.tally(str(greedy)).values()) < 60  # the greedy policy fails some
+
+
+def test_record_layer__every_get_in_the_library_is_sorted_and_few_read_in_memory_records():
+    """docs/results/record-layer/gets.py sorts every ``.get(`` by what it reads; a new one that no rule sorts fails
+    here, and reads of fixed-field dicts made in the process stay under the issue's 15."""
+    gets = _module(ROOT / "docs" / "results" / "record-layer" / "gets.py")
+    found = gets.calls()
+    assert len(found) > 100  # the scan sees the packages
+    assert [call[:3] for call in found if call[3] == "unsorted"] == []
+    assert sum(call[3] == "record" for call in found) < 15
+    assert gets.classify("curriculum/loop/validation.py", "model.descriptor.get('spec')") == "record"
+    assert gets.classify("render/draw.py", "x = somewhere_new.get('key')") == "unsorted"
