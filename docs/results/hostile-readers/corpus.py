@@ -587,6 +587,8 @@ def build(corpus: Corpus, fixtures: dict) -> None:  # one long table of cases
         "impossible band: side 32, 16 agents, max_makespan 1": yaml_with(agents="16", size__max_makespan="1")
         .replace("'4'", "'32'"),
         "impossible band: min above max": yaml_with(size__min_makespan="9", size__max_makespan="3"),
+        "impossible floor: side 32, 16 agents, min_makespan 200": yaml_with(agents="16", size__min_makespan="200")
+        .replace("'4'", "'32'"),
         "max_makespan 5000 digits": yaml_with(size__max_makespan=BIG),
         "syntax error": STAGE_YAML + "sizes: [\n",
         "tab indentation": STAGE_YAML.replace("    ", "\t"),
@@ -659,6 +661,7 @@ def build(corpus: Corpus, fixtures: dict) -> None:  # one long table of cases
         "lora 'false'": run_with("  lora: false", "  lora: 'false'"),
         "unknown engineer": run_with("engineer:\n", "engineer:\n  spec: nosuchengineer\n_x:\n"),
         "impossible band at side 6": run_with(SIX, SIX + "\n      max_makespan: 1"),
+        "impossible floor at side 6": run_with(SIX, SIX + "\n      min_makespan: 60"),
         "syntax error": run_yaml + "training: [\n",
         "unknown key": run_yaml + "colour: blue\n",
     }
@@ -670,7 +673,8 @@ def build(corpus: Corpus, fixtures: dict) -> None:  # one long table of cases
 
     # --set overrides and arms: refused before anything runs
     sets = {
-        "impossible band (the issue's)": ["--preset", "small", "--set", "initial_config.sizes.6.max_makespan=1"],
+        "impossible band at side 6": ["--preset", "small", "--set", "initial_config.sizes.6.max_makespan=1"],
+        "impossible floor at side 6": ["--preset", "small", "--set", "initial_config.sizes.6.min_makespan=60"],
         "impossible band at 32x32, 16 agents": ["--preset", "small", "--set",
                                                 "initial_config.sizes={32: {data_ratio: 1.0, hole_ratio: 0.2, "
                                                 "wait_ratio: 0.3, max_makespan: 1}}", "initial_config.agents=16"],
@@ -689,6 +693,8 @@ def build(corpus: Corpus, fixtures: dict) -> None:  # one long table of cases
         add("train --set", kind, ["train", *extra, "--print-config"])
     add("gen flags", "impossible band 32x32 16 agents", ["gen", "--size", "32", "--agents", "16", "--max-makespan",
                                                          "1", "--n", "3", "--quiet"])
+    add("gen flags", "impossible floor 32x32 16 agents", ["gen", "--size", "32", "--agents", "16", "--min-makespan",
+                                                          "200", "--n", "3", "--quiet"])
     add("gen flags", "impossible band 6x6 2 agents", ["gen", "--size", "6", "--max-makespan", "1", "--n", "3",
                                                       "--quiet", "--wait-ratio", "1"])
 
