@@ -820,3 +820,35 @@ def test_main_job__the_readme_command_at_a_reduced_size_ends_with_the_test_set_a
     for run in (fixed, band):
         table = json.loads((run / "final" / "table.json").read_text())
         assert table["suite"] == "test-small-quick" and {key.split("x")[0] for key in table["cells"]} == {"2", "3"}
+
+
+def test_seed_comparison__every_compare_json_under_docs_results_reads_back():
+    """``compare --json`` files read back typed (SeedComparison.from_dict); the ones with every field written
+    today round-trip to the same document."""
+    from curriculum.reports.report import SeedComparison
+
+    files = [path for path in sorted((ROOT / "docs" / "results").rglob("*.json"))
+             if '"vs_reference"' in path.read_text()]
+    assert len(files) >= 15
+    full = 0
+    for path in files:
+        document = json.loads(path.read_text())
+        comparison = SeedComparison.from_dict(document)
+        assert comparison.arms and all(arm.metrics for arm in comparison.arms.values()), path
+        if {"primary", "holm_arms", "mixed_installations"} <= set(document):
+            full += 1
+            assert json.loads(json.dumps(comparison.to_dict())) == document, path
+    assert full >= 4
+
+
+def test_seed_comparison__a_damaged_compare_json_is_refused_naming_the_key():
+    from curriculum.reports.report import SeedComparison
+
+    document = json.loads((ROOT / "docs" / "results" / "protocol" / "primary-s101-106.json").read_text())
+    document["arms"]["band"]["vs_reference"]["test"]["p"] = 2.0
+    with pytest.raises(ConfigError, match=r"arms\.band\.vs_reference\.test\.p"):
+        SeedComparison.from_dict(document)
+    document["arms"]["band"]["vs_reference"]["test"]["p"] = 0.5
+    document["arms"]["band"]["per_seed"]["101"]["test"] = "x"
+    with pytest.raises(ConfigError, match=r"arms\.band\.per_seed\.101\.test"):
+        SeedComparison.from_dict(document)

@@ -13,6 +13,7 @@ from policy.evaluation import EvalTable, SampledPass1
 from engineer.evidence import StageEvidence
 from simulator.config import MAX_STAGE_AGENTS
 from simulator.documents import checked_int as _checked_int
+from simulator.documents import check_value, read_mapping
 from simulator.documents import read_key as _get
 from simulator.documents import checked_real as _checked_real
 from simulator.errors import ConfigError, short_repr
@@ -473,6 +474,12 @@ class PairedDifference:
     def to_dict(self) -> dict[str, Any]:
         return {**self.interval.to_dict(), "p": self.p, "p_holm": self.p_holm}
 
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "difference") -> "PairedDifference":
+        p, p_holm = (_get(data, name, where, "number", optional=True) for name in ("p", "p_holm"))
+        return cls(Interval.from_dict(data, where), _checked_real(p, f"{where}.p", 0.0, 1.0) if p is not None else None,
+                   _checked_real(p_holm, f"{where}.p_holm", 0.0, 1.0) if p_holm is not None else None)
+
 
 @dataclass(frozen=True)
 class ArmComparison:
@@ -489,6 +496,22 @@ class ArmComparison:
                 "vs_reference": {key: value.to_dict() for key, value in self.vs_reference.items()},
                 "per_seed": {seed: dict(figures) for seed, figures in self.per_seed.items()}}
 
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "arm") -> "ArmComparison":
+        """Read :meth:`to_dict`'s document (``per_seed`` is empty in files written before it was kept)."""
+        seeds = _get(data, "seeds", where, "list")
+        per_seed = _get(data, "per_seed", where, "mapping", optional=True) or {}
+        return cls(
+            seeds=tuple(_checked_int(seed, f"{where}.seeds[{index}]", 0, 2**31 - 1) for index, seed in enumerate(seeds)),
+            per_seed={_checked_int(int(seed) if str(seed).isdigit() else seed, f"{where}.per_seed.{short_repr(seed, 20)}",
+                                  0, 2**31 - 1):
+                      {str(name): _checked_real(value, f"{where}.per_seed.{seed}.{name}", -1e12, 1e12)
+                       for name, value in _get(per_seed, str(seed), f"{where}.per_seed", "mapping").items()}
+                      for seed in per_seed},
+            metrics=read_mapping(_get(data, "metrics", where, "mapping"), f"{where}.metrics", Interval.from_dict),
+            vs_reference=read_mapping(_get(data, "vs_reference", where, "mapping"), f"{where}.vs_reference",
+                                      PairedDifference.from_dict))
+
 
 @dataclass(frozen=True)
 class MixedPairs:
@@ -501,6 +524,17 @@ class MixedPairs:
 
     def to_dict(self) -> dict[str, Any]:
         return {"arm": self.arm, "seeds": list(self.seeds), "differing": list(self.differing), "dirs": list(self.dirs)}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "mixed") -> "MixedPairs":
+        def texts(name: str) -> tuple[str, ...]:
+            return tuple(check_value(item, f"{where}.{name}[{index}]", "str")
+                         for index, item in enumerate(_get(data, name, where, "list")))
+
+        seeds = _get(data, "seeds", where, "list")
+        return cls(_get(data, "arm", where, "str"),
+                   tuple(_checked_int(seed, f"{where}.seeds[{index}]", 0, 2**31 - 1) for index, seed in enumerate(seeds)),
+                   texts("differing"), texts("dirs"))
 
 
 @dataclass(frozen=True)
@@ -522,6 +556,23 @@ class SeedComparison:
                 "arms": {arm: entry.to_dict() for arm, entry in self.arms.items()},
                 "holm_arms": {key: list(arms) for key, arms in self.holm_arms.items()},
                 "mixed_installations": [entry.to_dict() for entry in self.mixed_installations]}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "") -> "SeedComparison":
+        """Read ``compare --json``'s document back (files written before ``primary``, ``holm_arms`` or
+        ``mixed_installations`` existed read them as None or empty; other keys a results file adds are left)."""
+        holm_arms = _get(data, "holm_arms", where, "mapping", optional=True) or {}
+        mixed = _get(data, "mixed_installations", where, "list", optional=True) or []
+        return cls(
+            reference=_get(data, "reference", where, "str", optional=True),
+            primary=_get(data, "primary", where, "str", optional=True),
+            arms=read_mapping(_get(data, "arms", where, "mapping"), f"{where}.arms" if where else "arms",
+                              ArmComparison.from_dict),
+            holm_arms={str(key): tuple(check_value(arm, f"holm_arms.{key}[{index}]", "str")
+                                       for index, arm in enumerate(check_value(arms, f"holm_arms.{key}", "list")))
+                       for key, arms in holm_arms.items()},
+            mixed_installations=tuple(MixedPairs.from_dict(entry, f"mixed_installations[{index}]")
+                                      for index, entry in enumerate(mixed)))
 
 
 def _mixed_pairs(arm: str, reference: str, seeds: list[int], run_of: dict[tuple[str, int], RunRecord]) -> MixedPairs:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
+
+from simulator.documents import checked_int, checked_real, read_key
 
 # t(0.975, df) for df = 1..30; beyond 30 the normal quantile is within 2% of it.
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -61,6 +63,14 @@ class Interval:
 
     def to_dict(self) -> dict:
         return {"mean": self.mean, "half_width": self.half_width, "n": self.n, "low": self.low, "high": self.high}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "interval") -> "Interval":
+        """Read :meth:`to_dict`'s document (``low`` and ``high`` are derived, so not read)."""
+        half = read_key(data, "half_width", where, "number", optional=True)
+        return cls(mean=checked_real(read_key(data, "mean", where, "number"), f"{where}.mean", -1e12, 1e12),
+                   half_width=checked_real(half, f"{where}.half_width", 0.0, 1e12) if half is not None else None,
+                   n=checked_int(read_key(data, "n", where, "int"), f"{where}.n", 0, 10**9))
 
 
 def mean_interval(values: Sequence[float]) -> Interval:
