@@ -55,3 +55,31 @@ def test_record_layer__every_get_in_the_library_is_sorted_and_few_read_in_memory
     assert sum(call[3] == "record" for call in found) < 15
     assert gets.classify("curriculum/loop/validation.py", "model.descriptor.get('spec')") == "record"
     assert gets.classify("render/draw.py", "x = somewhere_new.get('key')") == "unsorted"
+
+
+def test_protocol3_table__pairs_by_seed_and_pools_the_two_protocols(tmp_path):
+    import json
+
+    table = _module(ROOT / "docs" / "results" / "protocol3" / "table.py")
+    earlier = ROOT / "docs" / "results" / "protocol" / "primary-s101-106.json"
+    document = json.loads(earlier.read_text())
+    for arm in document["arms"].values():  # the same figures under seeds 301-306: the twelve's stand-in
+        arm["per_seed"] = {str(int(seed) + 200): figures for seed, figures in arm["per_seed"].items()}
+        arm["seeds"] = [seed + 200 for seed in arm["seeds"]]
+    later = tmp_path / "later.json"
+    later.write_text(json.dumps(document))
+    out = tmp_path / "table.json"
+    assert table.main([str(later), "--earlier", str(earlier), "--json", str(out)]) == 0
+    results = json.loads(out.read_text())
+    six, twelve = results["twelve"], results["eighteen"]
+    assert six["seeds"] == [301, 302, 303, 304, 305, 306] and len(twelve["seeds"]) == 12
+    # protocol 2's published paired difference: +3.08 points over its six seeds, every seed up
+    assert round(100 * six["difference"]["mean"], 2) == 3.08 and six["band_ahead"] == 6
+    assert twelve["difference"]["mean"] == six["difference"]["mean"]
+    assert twelve["difference"]["half_width"] < six["difference"]["half_width"]  # twice the seeds, same spread
+    try:
+        table.main([str(earlier), "--earlier", str(earlier)])
+    except SystemExit as stop:
+        assert "share seeds" in str(stop)
+    else:
+        raise AssertionError("overlapping seeds were pooled")
