@@ -51,3 +51,20 @@ def plans_for(draw, instance: Instance, max_length: int = 8) -> JointPlan:
 def instance_and_plan(draw, max_side: int = 5, max_agents: int = 4, max_length: int = 8):
     instance = draw(instances(max_side=max_side, max_agents=max_agents))
     return instance, draw(plans_for(instance, max_length))
+
+
+def make(rows: list[str]) -> Instance:
+    """Instance from text rows: ``.`` ice, ``#`` hole, ``0``-``9`` starts, ``a``-``j`` goals (``A``-``J``: start
+    and goal of that agent on one cell)."""
+    grid, starts, goals = [], {}, {}
+    for r, row in enumerate(rows):
+        grid.append([C.HOLE if ch == "#" else C.ICE for ch in row])
+        for c, ch in enumerate(row):
+            if ch.isdigit():
+                starts[int(ch)] = (r, c)
+            elif ch in "abcdefghij":
+                goals["abcdefghij".index(ch)] = (r, c)
+            elif ch in "ABCDEFGHIJ":
+                starts["ABCDEFGHIJ".index(ch)] = goals["ABCDEFGHIJ".index(ch)] = (r, c)
+    n = len(starts)
+    return Instance(grid=grid, starts=[starts[k] for k in range(n)], goals=[goals[k] for k in range(n)])

@@ -6,33 +6,17 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from simulator import constants as C
 from simulator import rules
 from simulator.errors import ConfigError
 from simulator.judge import judge_plan
 from simulator.prioritized import makespan_upper_bound, prioritized_plan
 from simulator.solver import brute_force_optimum, random_instance, solve
 from simulator.types import Instance
-from tests.mapf_strategies import instances
+from tests.mapf_strategies import instances, make
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def make(rows: list[str]) -> Instance:
-    """Instance from text rows: ``.`` ice, ``#`` hole, ``0``-``9`` starts, ``a``-``j`` goals (``A``-``J``: start
-    and goal of that agent on one cell)."""
-    grid, starts, goals = [], {}, {}
-    for r, row in enumerate(rows):
-        grid.append([C.HOLE if ch == "#" else C.ICE for ch in row])
-        for c, ch in enumerate(row):
-            if ch.isdigit():
-                starts[int(ch)] = (r, c)
-            elif ch in "abcdefghij":
-                goals["abcdefghij".index(ch)] = (r, c)
-            elif ch in "ABCDEFGHIJ":
-                starts["ABCDEFGHIJ".index(ch)] = goals["ABCDEFGHIJ".index(ch)] = (r, c)
-    n = len(starts)
-    return Instance(grid=grid, starts=[starts[k] for k in range(n)], goals=[goals[k] for k in range(n)])
 
 
 def check_plan(instance: Instance, solver_nodes: int = 1_000_000) -> int | None:

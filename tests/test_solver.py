@@ -21,26 +21,12 @@ from simulator.errors import ConfigError
 from simulator.needs_wait import needs_wait, needs_wait_reference
 from simulator.solver import _joint_successors, brute_force_optimum, random_instance, solve
 from simulator.types import Instance
+from tests.mapf_strategies import make
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # ------------------------------------------------------------------------------------------------- helpers
-def make(rows: list[str]) -> Instance:
-    """Instance from text rows: ``.`` ice, ``#`` hole, ``0``-``9`` starts, ``a``-``j`` goals (``A``-``J``: start
-    and goal of that agent on one cell)."""
-    grid, starts, goals = [], {}, {}
-    for r, row in enumerate(rows):
-        grid.append([C.HOLE if ch == "#" else C.ICE for ch in row])
-        for c, ch in enumerate(row):
-            if ch.isdigit():
-                starts[int(ch)] = (r, c)
-            elif ch in "abcdefghij":
-                goals["abcdefghij".index(ch)] = (r, c)
-            elif ch in "ABCDEFGHIJ":
-                starts["ABCDEFGHIJ".index(ch)] = goals["ABCDEFGHIJ".index(ch)] = (r, c)
-    n = len(starts)
-    return Instance(grid=grid, starts=[starts[k] for k in range(n)], goals=[goals[k] for k in range(n)])
 
 
 def bare_distance_sum(instance: Instance) -> int | None:
