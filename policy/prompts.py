@@ -27,6 +27,13 @@ The same alphabet and the same answers. A character model has to find the cells 
 rows by counting; the tiny model mostly could not, and 150 of its 221 hole failures on a validation set were its
 first move. Spelled out, its warm start validates ~7 points higher (docs/results/tiny.md, "The tiny run, measured").
 
+``compact-nb-rev`` (tiny models): ``compact-nb`` with the agents' lines from the last agent to the first, so
+that the line an answer line needs (its agent's start, goal and neighbours) sits the same number of lines above it
+whatever the agent count: ``2k + 2`` lines above agent ``k``'s answer line (in ``compact-nb`` it is ``n + 1``, which
+moves with the count ``n``). A tiny model trained on 2 agents finds its agent's line by that distance: on 3-agent
+boards its answer line for agent 0 walked agent 1's route far more often than its own
+(docs/results/transfer/README.md). The answers are the same.
+
 ``compact-xy`` (tiny models): the same alphabet, but the map as a list of its holes' cells and each answer as a
 trace of the cells it visits, so that what a character model must look up is a short string, not a position in a
 drawn grid. A cell is its row then its column, each in as many digits as the map's largest index needs (one on
@@ -112,19 +119,27 @@ def _side_header(instance: Instance) -> str:
     return f"n={instance.height}" if instance.height == instance.width else f"n={instance.height},{instance.width}"
 
 
-def compact_prompt(instance: Instance, neighbours: bool = False) -> str:
-    """The compact raw-text prompt (see the module docstring); ``neighbours``: the ``compact-nb`` variant."""
+def compact_prompt(instance: Instance, neighbours: bool = False, last_first: bool = False) -> str:
+    """The compact raw-text prompt (see the module docstring); ``neighbours``: the ``compact-nb`` variant;
+    ``last_first``: the agents' lines from the last agent to the first (``compact-nb-rev``)."""
     rows = ["".join(C.SYMBOL_HOLE if tile == C.HOLE else C.SYMBOL_ICE for tile in row) for row in instance.grid]
     agents = [
         f"A{k} {s[0]},{s[1]}>{g[0]},{g[1]}" + (f" {start_neighbours(instance, s[0], s[1])}" if neighbours else "")
         for k, (s, g) in enumerate(zip(instance.starts.tolist(), instance.goals.tolist()))
     ]
+    if last_first:
+        agents.reverse()
     return _side_header(instance) + "\n" + "\n".join(rows) + "\n" + "\n".join(agents) + "\n?\n"
 
 
 def compact_nb_prompt(instance: Instance) -> str:
     """The ``compact-nb`` prompt: compact plus each agent's start neighbours (see the module docstring)."""
     return compact_prompt(instance, neighbours=True)
+
+
+def compact_nb_rev_prompt(instance: Instance) -> str:
+    """The ``compact-nb-rev`` prompt: ``compact-nb`` with the agents' lines last agent first (module docstring)."""
+    return compact_prompt(instance, neighbours=True, last_first=True)
 
 
 def compact_answer(plan: JointPlan) -> str:
@@ -239,6 +254,10 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
     "compact-nb": PromptStyle("compact-nb", False, compact_nb_prompt, compact_answer, None,
                               lambda inst: compact_nb_prompt(inst) + compact_observation(inst, inst.starts, 0, True),
                               lambda inst, pos, t: compact_observation(inst, pos, t, True)),
+    "compact-nb-rev": PromptStyle("compact-nb-rev", False, compact_nb_rev_prompt, compact_answer, None,
+                                  lambda inst: compact_nb_rev_prompt(inst)
+                                  + compact_observation(inst, inst.starts, 0, True),
+                                  lambda inst, pos, t: compact_observation(inst, pos, t, True)),
     "compact-xy": PromptStyle("compact-xy", False, compact_xy_prompt, compact_answer, xy_answer_for,
                               lambda inst: compact_xy_prompt(inst) + xy_observation(inst, inst.starts, 0),
                               xy_observation),
