@@ -79,7 +79,7 @@ from engineer.rule import RULE_METRICS, floored_shares, hole_ratio_cap, reweight
 from replays.mining import GroupStats
 from simulator.config import MAX_HOLE_RATIO, StageConfig
 from simulator.files import cut
-from simulator.text import percent
+from simulator.text import printable, percent
 
 _START_RATIOS = {"hole_ratio": Allowed(0.0, MAX_HOLE_RATIO), "wait_ratio": Allowed(0.0, 1.0)}
 _LESSON = Allowed(0.0, MAX_HOLE_RATIO, optional=True)
@@ -164,7 +164,7 @@ class GapEngineer(DeclaredOptions):
         where = f"{self.name} state.start"
         start = {}
         for side, spec in state_mapping(document.get("start"), where, _STATE_SHAPE).items():
-            at = f"{where}.{cut(str(side), 12)}"
+            at = f"{where}.{cut(printable(str(side)), 12)}"
             spec = state_mapping(spec, at, "a mapping {hole_ratio, wait_ratio}")
             start[state_side(side, at)] = tuple(state_value(spec.get(key), allowed, f"{at}.{key}")
                                                 for key, allowed in _START_RATIOS.items())

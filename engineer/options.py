@@ -22,6 +22,7 @@ from typing import Any
 from simulator.config import MAX_SIZE, MIN_SIZE
 from simulator.errors import ConfigError
 from simulator.files import cut
+from simulator.text import printable
 from simulator.fields import (ALLOWED, Allowed, FieldRow, as_written, choice, field_docs, field_rows, format_rows,
                               integer, number)
 
@@ -128,8 +129,8 @@ class SideTableState:
         for name, allowed in tables.items():
             where = f"{self.name} state.{name}"
             table = state_mapping(document.get(name), where, f"a mapping of map sides to {allowed}")
-            read[name] = {state_side(side, f"{where}.{cut(str(side), 12)}"):
-                          state_value(value, allowed, f"{where}.{cut(str(side), 12)}") for side, value in table.items()}
+            read[name] = {state_side(side, f"{where}.{cut(printable(str(side)), 12)}"):
+                          state_value(value, allowed, f"{where}.{cut(printable(str(side)), 12)}") for side, value in table.items()}
         for name, table in read.items():
             setattr(self, name, table)
 

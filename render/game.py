@@ -323,7 +323,9 @@ def load_instance(path: str | os.PathLike[str], episode: int = 0) -> tuple[Insta
 def _text_instance(text: str, name: str, episode: int) -> tuple[Instance, InstanceLabels | None]:
     """:func:`load_instance` of a file that is not a replay: JSON lines, one instance as JSON, or map text."""
     if text.lstrip().startswith(("{", "[")):  # JSON (map text starts with a tile, never a bracket)
-        lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        # split at line feeds only, as eval --instances reads the file (str.splitlines also breaks at a lone CR
+        # and at U+2028 inside a JSON string): both commands read the same records under the same line numbers
+        lines = [(number, line) for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
         if len(lines) > 1 or "optimal_makespan" in text:
             if not 0 <= episode < len(lines):
                 raise ConfigError("--episode", episode, f"0..{len(lines) - 1} (the file has {counted(len(lines), 'instance')})")

@@ -29,6 +29,8 @@ from typing import Any
 
 from simulator.errors import ConfigError
 
+MAX_REAL = 1e300  # the largest integer a number field admits: it is read as a float, and 10**309 overflows one
+
 ALLOWED = "allowed"
 DESCRIPTION = "description"
 REQUIRED: Any = dataclasses.MISSING
@@ -60,6 +62,8 @@ class Allowed:
             return False
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
+        if isinstance(value, int) and not self.integer and abs(value) > MAX_REAL:
+            return False  # a number field reads it as a float: 10**400 would overflow
         return (self.high is None or value <= self.high) and (isinstance(value, int) or math.isfinite(value))
 
     def __str__(self) -> str:

@@ -152,9 +152,10 @@ def bounded_int(text: str, where: str, name: str = "an integer", low: int | None
     digits = text[1:] if text[:1] in "+-" else text
     if not (digits.isascii() and digits.isdigit()):
         raise ConfigError(where, cut(text), allowed)
-    if len(digits.lstrip("0")) > MAX_INT_DIGITS:
+    significant = digits.lstrip("0") or "0"  # int() counts leading zeros against its own digit limit
+    if len(significant) > MAX_INT_DIGITS:
         raise ConfigError(where, f"{cut(text)} ({len(digits):,} digits)", f"{allowed}, at most {MAX_INT_DIGITS} digits")
-    value = int(text)
+    value = -int(significant) if text[:1] == "-" else int(significant)
     if (low is not None and value < low) or (high is not None and value > high):
         raise ConfigError(where, value, allowed)
     return value

@@ -193,8 +193,8 @@ def read_jsonl_digest(path: str | os.PathLike[str], flag: str = "",
             if len(line) > MAX_INSTANCE_BYTES:
                 raise ConfigError(where, f"more than {MAX_INSTANCE_BYTES:,} bytes", f"an instance record of at "
                                   f"most {MAX_INSTANCE_BYTES:,} bytes")
-            if not line.strip():
-                continue
+            if not (line.removeprefix(b"\xef\xbb\xbf") if number == 1 else line).strip():
+                continue  # a blank line (the first one may hold a byte-order mark alone)
             text = decode_text(line, what, where).rstrip("\r\n")
             data = load_json(text, name, "an instance record", line=number, object_only=True)
             try:

@@ -239,7 +239,7 @@ class JointPlan:
         actions = np.zeros((len(sequences), horizon), dtype=np.int64)
         for k, seq in enumerate(sequences):
             row = np.asarray(seq)
-            if row.size and (row.ndim != 1 or row.dtype.kind not in "iu"):  # bools, floats, strings, nesting
+            if seq and (row.ndim != 1 or row.dtype.kind not in "iu"):  # bools, floats, strings, nesting ([[]] too)
                 t = next((t for t, code in enumerate(seq) if isinstance(code, bool) or not isinstance(code, (int, np.integer))), 0)
                 raise ConfigError(f"plan.actions[{k}][{t}]", list(seq)[t] if len(seq) else seq, f"an action code 0..{C.N_ACTIONS - 1}")
             actions[k, : row.size] = row
