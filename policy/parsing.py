@@ -51,6 +51,9 @@ _FENCE_BLOCK = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 # number, group 2 what follows the label; the viewers find action tokens with it too (``render.completion``).
 AGENT_LINE = re.compile(r"^[\s*#>\-{\"']*(?:\d{1,3}[.)]\s+)?[\s*#>\-\"']*(?:agent|a)[\s_#]*(\d{1,4})\b[\s*\"']*"
                         r"(?:->|=>|→|[:=\-])?[\s*]*(.*)$", re.IGNORECASE)
+# An answer line may restate its agent's prompt line before the actions (the ``compact-nb-copy`` style copies it
+# whole): the start and goal ``r,c>r,c`` and, optionally, the start's four neighbours ``U.DHL.R.``. Skipped.
+_RESTATED = re.compile(r"\s*\d{1,4},\d{1,4}>\d{1,4},\d{1,4}(?:\s+U[.H]D[.H]L[.H]R[.H](?=\s|$))?")
 # A comma that starts another agent's entry on the same line ('{"agent 0": "RR", "agent 1": "L"}', "A0: R, A1: L").
 _NEXT_AGENT = re.compile(r",\s*(?=[\"']?(?:agent|a)[\s_#]*\d{1,4}\b[\s\"']*(?:->|=>|→|[:=\-]))", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[\s,;|\[\]()'\"`*{}]+|->|→|=>|\.(?=\s|$)")
@@ -81,7 +84,8 @@ def line_action_spans(line: str) -> tuple[int, list[tuple[int, int]]] | None:
     if not label:
         return None
     found: list[tuple[int, int]] = []
-    for word in _WORD.finditer(line, label.start(2)):
+    restated = _RESTATED.match(line, label.start(2))
+    for word in _WORD.finditer(line, restated.end() if restated else label.start(2)):
         lowered = word.group().lower()
         if lowered in _ACTION_WORD_SET:
             found.append((word.start(), word.end()))
@@ -193,8 +197,10 @@ def _holds_a_plan(text: str) -> bool:
 def _actions(body: str) -> list[int] | str:
     """Action codes of one agent's sequence, or the first token that is not an action. Arrows alone are moves
     (``→ →`` is R R; between letters they separate); ``none`` is no actions; a trailing parenthesised comment
-    that is not itself a sequence (``R R (reaches goal)``) is ignored."""
-    stripped = body.strip().rstrip(",;")
+    that is not itself a sequence (``R R (reaches goal)``) is ignored; a restated prompt line before the actions
+    (``0,1>0,2 UHD.LHR. R``: :data:`_RESTATED`) is skipped."""
+    restated = _RESTATED.match(body)
+    stripped = (body[restated.end():] if restated else body).strip().rstrip(",;")
     if stripped.lower().strip("\"'") in _NO_ACTIONS:
         return []
     if _ONLY_ARROWS.fullmatch(stripped):

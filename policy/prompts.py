@@ -34,6 +34,11 @@ moves with the count ``n``). A tiny model trained on 2 agents finds its agent's 
 boards its answer line for agent 0 walked agent 1's route far more often than its own
 (docs/results/transfer/README.md). The answers are the same.
 
+``compact-nb-copy`` (tiny models): the ``compact-nb`` prompt, and each answer line first copies its agent's prompt
+line, then writes the actions: ``A0 3,2>2,3 U.DHL.R. UUL``. The actions are written right after what they depend
+on, whatever the agent count, and finding the next agent's line is finding the line after the one just copied (the
+parser skips the copied part, :data:`policy.parsing._RESTATED`).
+
 ``compact-xy`` (tiny models): the same alphabet, but the map as a list of its holes' cells and each answer as a
 trace of the cells it visits, so that what a character model must look up is a short string, not a position in a
 drawn grid. A cell is its row then its column, each in as many digits as the map's largest index needs (one on
@@ -135,6 +140,17 @@ def compact_prompt(instance: Instance, neighbours: bool = False, last_first: boo
 def compact_nb_prompt(instance: Instance) -> str:
     """The ``compact-nb`` prompt: compact plus each agent's start neighbours (see the module docstring)."""
     return compact_prompt(instance, neighbours=True)
+
+
+def copy_answer_for(instance: Instance, plan: JointPlan) -> str:
+    """``plan`` in the ``compact-nb-copy`` answer form: each agent's prompt line copied, then its actions
+    (``A0 0,1>0,2 UHD.LHR. R``; the parser skips the copied part)."""
+    lines = []
+    for k, (start, goal, seq) in enumerate(zip(instance.starts.tolist(), instance.goals.tolist(), plan.sequences())):
+        moves = "".join(C.ACTION_LETTERS[a] for a in seq)
+        lines.append(f"A{k} {start[0]},{start[1]}>{goal[0]},{goal[1]} {start_neighbours(instance, start[0], start[1])}"
+                     + (f" {moves}" if moves else ""))
+    return "\n".join(lines) + "\n"
 
 
 def compact_nb_rev_prompt(instance: Instance) -> str:
@@ -258,6 +274,9 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
                                   lambda inst: compact_nb_rev_prompt(inst)
                                   + compact_observation(inst, inst.starts, 0, True),
                                   lambda inst, pos, t: compact_observation(inst, pos, t, True)),
+    "compact-nb-copy": PromptStyle("compact-nb-copy", False, compact_nb_prompt, compact_answer, copy_answer_for,
+                                   lambda inst: compact_nb_prompt(inst) + compact_observation(inst, inst.starts, 0, True),
+                                   lambda inst, pos, t: compact_observation(inst, pos, t, True)),
     "compact-xy": PromptStyle("compact-xy", False, compact_xy_prompt, compact_answer, xy_answer_for,
                               lambda inst: compact_xy_prompt(inst) + xy_observation(inst, inst.starts, 0),
                               xy_observation),

@@ -199,3 +199,35 @@ def test_parse_plan__megabyte_worst_cases_stay_linear(unit):
     result = parse_plan(text, 2)
     assert time.perf_counter() - start < 5
     assert result.plan is None or result.plan.n_agents == 2
+
+
+def test_compact_nb_rev__agents_last_first_and_each_line_a_fixed_distance_above_its_answer():
+    inst = Instance(grid=[[0, 0, 0], [0, 0, 0], [0, 0, 0]], starts=[[0, 0], [1, 1], [2, 2]], goals=[[0, 2], [1, 0], [2, 0]])
+    lines = get_style("compact-nb-rev").prompt(inst).splitlines()
+    assert [line.split()[0] for line in lines[4:7]] == ["A2", "A1", "A0"] and lines[7] == "?"
+    answer = get_style("compact-nb-rev").write_answer(inst, JointPlan.from_sequences([[R, R], [L], [L, L]]))
+    for shown in (inst, Instance(grid=inst.grid, starts=inst.starts[:2], goals=inst.goals[:2])):
+        text = (get_style("compact-nb-rev").prompt(shown) + answer).splitlines()
+        for k in range(shown.n_agents):  # agent k's prompt line: 2k + 2 lines above its answer line, any count
+            answer_line = text.index(f"A{k} " + answer.splitlines()[k].split()[1])
+            assert text[answer_line - 2 * k - 2].startswith(f"A{k} ")
+
+
+def test_compact_nb_copy__each_answer_line_copies_its_prompt_line_and_parses_to_the_plan():
+    inst = Instance(grid=[[0, 0, 1], [0, 0, 0]], starts=[[0, 0], [1, 2]], goals=[[1, 0], [1, 2]])
+    style = get_style("compact-nb-copy")
+    answer = style.write_answer(inst, JointPlan.from_sequences([[D], []]))
+    prompt_lines = style.prompt(inst).splitlines()[3:5]
+    assert answer == f"{prompt_lines[0]} D\n{prompt_lines[1]}\n"  # an agent on its goal: the copy alone
+    assert parse_plan(answer, 2).plan == JointPlan.from_sequences([[D], []])
+    # a copy that is not a prompt line's shape is not skipped: its words are read as actions and refused
+    assert not parse_plan("A0 0,0>1,0 UHDXL.R. D\nA1 R\n", 2).ok
+
+
+@settings(max_examples=60, deadline=None)
+@given(inst=instances(max_side=6, max_agents=4), data=st.data())
+def test_compact_nb_copy_and_rev__answers_parse_back_for_any_board(inst, data):
+    sequences = [data.draw(st.lists(st.sampled_from([U, D, L, R, W]), max_size=6)) for _ in range(inst.n_agents)]
+    plan = JointPlan.from_sequences(sequences)
+    for name in ("compact-nb-copy", "compact-nb-rev"):
+        assert parse_plan(get_style(name).write_answer(inst, plan), inst.n_agents).plan == plan

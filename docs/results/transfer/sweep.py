@@ -14,7 +14,10 @@ Arms (``--arm``, repeatable; default all):
 * ``mixP``: P% of the instances with 3 agents (``mix05``, ``mix10``, ``mix25``, ``mix50``), the rest with 2: the
   3-agent share a warm start needs for the skill to be there at all;
 * ``rev-two``, ``rev-mix05``, ``rev-mix10``: the same in the ``compact-nb-rev`` prompt style (the agents' lines last
-  agent first, so each agent's line sits at a distance from its answer line that does not move with the count).
+  agent first, so each agent's line sits at a distance from its answer line that does not move with the count);
+* ``copy-two``, ``copy-mix05``, ``copy-mix10``: the same in the ``compact-nb-copy`` style (each answer line copies
+  its agent's prompt line before the actions), with room for its longer answers (256-token warm-start examples,
+  128 new tokens).
 
 Each arm's folder under ``--work`` is kept and reused (a finished arm is read back), so a killed sweep resumes.
 The result JSON holds, per arm: its share, seed and steps, the valid and optimal % per agent count, and the
@@ -32,10 +35,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-# arm -> (share of warm-start instances with 3 agents, prompt style; None: the preset's)
-ARMS = {"two": (0.0, None), "mix05": (0.05, None), "mix10": (0.10, None), "mix25": (0.25, None),
-        "mix50": (0.50, None), "rev-two": (0.0, "compact-nb-rev"), "rev-mix05": (0.05, "compact-nb-rev"),
-        "rev-mix10": (0.10, "compact-nb-rev")}
+# arm -> (share of warm-start instances with 3 agents, run-config overrides: the prompt style and the lengths its
+# longer answers need)
+REV = {"prompt_style": "compact-nb-rev"}
+COPY = {"prompt_style": "compact-nb-copy", "warm_start.max_length": 256, "validation.max_new_tokens": 128}
+ARMS = {"two": (0.0, {}), "mix05": (0.05, {}), "mix10": (0.10, {}), "mix25": (0.25, {}), "mix50": (0.50, {}),
+        "rev-two": (0.0, REV), "rev-mix05": (0.05, REV), "rev-mix10": (0.10, REV),
+        "copy-two": (0.0, COPY), "copy-mix05": (0.05, COPY), "copy-mix10": (0.10, COPY)}
 
 
 def warm_start_items(config, share: float):
@@ -57,7 +63,7 @@ def warm_start_items(config, share: float):
     return parts
 
 
-def run_arm(name: str, share: float, style_name: str | None, work: Path, seed: int, steps: int | None) -> dict:
+def run_arm(name: str, share: float, overrides: dict, work: Path, seed: int, steps: int | None) -> dict:
     from curriculum.config import preset
     from curriculum.loop.validation import EvaluationModels
     from curriculum.training.trainers import warm_start
@@ -65,7 +71,7 @@ def run_arm(name: str, share: float, style_name: str | None, work: Path, seed: i
     from policy.models import init_tiny_model
     from policy.prompts import get_style, save_checkpoint_style
 
-    config = preset("small").with_overrides(seed=seed, **({"prompt_style": style_name} if style_name else {}))
+    config = preset("small").with_overrides(seed=seed, **overrides)
     style = get_style(config.prompt_style)
     ws = config.warm_start
     folder = work / f"{name}-s{seed}"
