@@ -83,3 +83,27 @@ def test_protocol3_table__pairs_by_seed_and_pools_the_two_protocols(tmp_path):
         assert "share seeds" in str(stop)
     else:
         raise AssertionError("overlapping seeds were pooled")
+
+
+def test_transfer_sweep__warm_start_mix_has_its_share_of_3_agent_boards_and_none_of_the_test_set():
+    from curriculum.config import preset
+    from curriculum.loop.sets import test_keys
+
+    sweep = _module(ROOT / "docs" / "results" / "transfer" / "sweep.py")
+    config = preset("small").with_overrides(**{"warm_start.config.samples": 40, "evaluation_suite": "test-small-quick"})
+    for share, three in ((0.0, 0), (0.1, 4), (0.5, 20)):
+        items = sweep.warm_start_items(config, share)
+        assert len(items) == 40 and sum(item.instance.n_agents == 3 for item in items) == three
+        assert not {item.instance.content_key() for item in items} & test_keys("test-small-quick")
+    assert set(sweep.ARMS) >= {"two", "mix05", "rev-two", "copy-two"}
+    for share, overrides in sweep.ARMS.values():  # every arm's overrides make a valid run config
+        assert 0 <= share <= 0.5 and preset("small").with_overrides(**overrides).prompt_style
+
+
+def test_transfer_align__the_oracle_walks_its_own_agents_route_on_every_line(tmp_path):
+    align = _module(ROOT / "docs" / "results" / "transfer" / "align.py")
+    replay = _rollout(tmp_path, "oracle")
+    parsed, counts = align.tally(replay)
+    assert parsed == 60
+    own = sum(n for (line, agent), n in counts.items() if line == agent)
+    assert own == 2 * parsed  # every line of an optimal plan reaches its own agent's goal alone (2 agents)

@@ -13,8 +13,9 @@ Arms (``--arm``, repeatable; default all):
 * ``two``: 2 agents only, the preset's own warm start (the transfer column every run reports today);
 * ``mixP``: P% of the instances with 3 agents (``mix05``, ``mix10``, ``mix25``, ``mix50``), the rest with 2: the
   3-agent share a warm start needs for the skill to be there at all;
-* ``rev-two``, ``rev-mix05``, ``rev-mix10``: the same in the ``compact-nb-rev`` prompt style (the agents' lines last
-  agent first, so each agent's line sits at a distance from its answer line that does not move with the count);
+* ``rev-two``, ``rev-mix05``, ``rev-mix10``, ``rev-mix50``: the same in the ``compact-nb-rev`` prompt style (the
+  agents' lines last agent first, so each agent's line sits at a distance from its answer line that does not move
+  with the count);
 * ``copy-two``, ``copy-mix05``, ``copy-mix10``: the same in the ``compact-nb-copy`` style (each answer line copies
   its agent's prompt line before the actions), with room for its longer answers (256-token warm-start examples,
   128 new tokens).
@@ -40,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 REV = {"prompt_style": "compact-nb-rev"}
 COPY = {"prompt_style": "compact-nb-copy", "warm_start.max_length": 256, "validation.max_new_tokens": 128}
 ARMS = {"two": (0.0, {}), "mix05": (0.05, {}), "mix10": (0.10, {}), "mix25": (0.25, {}), "mix50": (0.50, {}),
-        "rev-two": (0.0, REV), "rev-mix05": (0.05, REV), "rev-mix10": (0.10, REV),
+        "rev-two": (0.0, REV), "rev-mix05": (0.05, REV), "rev-mix10": (0.10, REV), "rev-mix50": (0.50, REV),
         "copy-two": (0.0, COPY), "copy-mix05": (0.05, COPY), "copy-mix10": (0.10, COPY)}
 
 
