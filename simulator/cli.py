@@ -117,6 +117,20 @@ def generate_suite_shown(name: str) -> list[tuple[SuiteCell, GeneratedStage]]:
         return generate_suite(name, progress=update)
 
 
+@contextmanager
+def naming_config_file(path: str | None) -> Iterator[None]:
+    """A ConfigError raised inside (a generator refusing a config's band or ratio, naming its field) names the
+    config file ``path`` first, as the file's other refusals do; None: the config came from flags."""
+    from simulator.errors import ConfigError
+
+    try:
+        yield
+    except ConfigError as error:
+        if path is not None and not str(error.args[0]).startswith(f"{path}:"):
+            error.args = (f"{path}: {error.args[0]}",)  # keep field/value/allowed; say which file
+        raise
+
+
 def config_from_args(args: argparse.Namespace) -> StageConfig:
     from simulator.config import StageConfig, load_config
     from simulator.errors import ConfigError
@@ -199,7 +213,7 @@ def _gen(args: argparse.Namespace) -> int:
         print(f"suite {args.suite}: {len(items)} instances in {len(cells)} cells, checksum {suite_checksum(cells)}")
         return 0
     config = config_from_args(args)
-    with showing_progress(config.samples, "generating") as update:
+    with naming_config_file(args.config), showing_progress(config.samples, "generating") as update:
         stage = generate(config, progress=update, max_attempts=args.max_attempts)
     _write_or_print(args, stage.instances)
     for size, report in stage.reports.items():

@@ -92,3 +92,19 @@ def test_cli_export__movingai_files_that_gen_reads_back(tmp_path):
     assert imported.instance == generated[1].instance and imported.plan == generated[1].plan
     result = run("export", "--config", str(stage), check=False)
     assert result.returncode == 2 and "--out = None is not allowed" in result.stderr
+
+
+def test_cli__a_band_the_generator_cannot_fill_names_the_config_file_it_came_from(tmp_path):
+    """gen, export, rollout and eval --config: the generator's refusal of a size's band names the file first, as
+    the file's other refusals do; the same band from flags names no file."""
+    config = tmp_path / "band.yaml"
+    config.write_text("agents: 2\nsamples: 2\nseed: 0\nsizes:\n"
+                      "  '6': {data_ratio: 1.0, hole_ratio: 0.2, wait_ratio: 0.3, max_makespan: 1}\n")
+    for args in (("gen", "--config", str(config)), ("export", "--config", str(config), "--out", str(tmp_path / "x")),
+                 ("rollout", "--policy", "oracle", "--config", str(config), "--out", str(tmp_path / "r")),
+                 ("eval", "--policy", "oracle", "--config", str(config), "--out", str(tmp_path / "e"))):
+        result = mapf_lake(*args, check=False, timeout=120)
+        line = result.stderr.strip().splitlines()[-1]
+        assert result.returncode == 2 and line.startswith(f"mapf-lake: error: {config}: sizes.6.max_makespan = 1"), args
+    result = mapf_lake("gen", "--size", "6", "--max-makespan", "1", "--n", "2", check=False, timeout=120)
+    assert result.returncode == 2 and "mapf-lake: error: sizes.6.max_makespan = 1" in result.stderr
