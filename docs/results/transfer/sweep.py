@@ -2,7 +2,7 @@
 
     .venv/bin/python docs/results/transfer/sweep.py --work DIR --json OUT [--arm NAME ...] [--seed S] [--steps N]
 
-Each arm trains the ``small`` preset's tiny model from its seeded initialisation by the preset's supervised warm
+Each arm trains the ``small`` preset's tiny model (or the arm's wider one) from its seeded initialisation by the preset's supervised warm
 start (its warm-start config: 8,000 certified instances with optimal plans on sizes 3..6, 400 steps) with the arm's
 mix of agent counts, then answers the preset's test set (``test-small``: 100 instances per cell, 2 and 3 agents,
 sizes 3..6; kept out of the training instances by content) greedily. The figure is each agent count's valid %
@@ -18,7 +18,9 @@ Arms (``--arm``, repeatable; default all):
   with the count);
 * ``copy-two``, ``copy-mix05``, ``copy-mix10``: the same in the ``compact-nb-copy`` style (each answer line copies
   its agent's prompt line before the actions), with room for its longer answers (256-token warm-start examples,
-  128 new tokens).
+  128 new tokens);
+* ``wide-two``, ``wide-mix50``: ``two`` and ``mix50`` with the wider embedded model (``small`` shape, ~3.2 M
+  parameters): whether mixing the counts fails for want of capacity.
 
 Each arm's folder under ``--work`` is kept and reused (a finished arm is read back), so a killed sweep resumes.
 The result JSON holds, per arm: its share, seed and steps, the valid and optimal % per agent count, and the
@@ -42,7 +44,8 @@ REV = {"prompt_style": "compact-nb-rev"}
 COPY = {"prompt_style": "compact-nb-copy", "warm_start.max_length": 256, "validation.max_new_tokens": 128}
 ARMS = {"two": (0.0, {}), "mix05": (0.05, {}), "mix10": (0.10, {}), "mix25": (0.25, {}), "mix50": (0.50, {}),
         "rev-two": (0.0, REV), "rev-mix05": (0.05, REV), "rev-mix10": (0.10, REV), "rev-mix50": (0.50, REV),
-        "copy-two": (0.0, COPY), "copy-mix05": (0.05, COPY), "copy-mix10": (0.10, COPY)}
+        "copy-two": (0.0, COPY), "copy-mix05": (0.05, COPY), "copy-mix10": (0.10, COPY),
+        "wide-two": (0.0, {"model": "small"}), "wide-mix50": (0.50, {"model": "small"})}
 
 
 def warm_start_items(config, share: float):
