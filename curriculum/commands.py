@@ -44,7 +44,7 @@ def _train(args: argparse.Namespace) -> int:
     from curriculum.loop.sets import check_bands
     from curriculum.loop.sharing import share_warm_start
 
-    from simulator.errors import ConfigError
+    from simulator.errors import ConfigError, in_file
 
     if not 1 <= args.seeds <= 100:
         raise ConfigError("--seeds", args.seeds, "1 <= seeds <= 100")
@@ -97,7 +97,7 @@ def _train(args: argparse.Namespace) -> int:
             check_bands(checked)
         except ConfigError as error:
             if file_config is not None and _size_from_file(error.field, file_config, checked):
-                error.args = (f"{args.config}: {error.args[0]}",)  # keep field/value/allowed; say which file
+                in_file(error, args.config)
             raise
     if args.print_config:
         print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")

@@ -20,10 +20,11 @@ import yaml
 
 from engineer.context import CONTEXT_SECTIONS as ENGINEER_CONTEXT
 from engineer.engineers import engineer_names
+from policy.evaluation import MAX_SAMPLES_K
 from policy.prompts import PROMPT_STYLES
 from simulator.atomic import atomic_write
 from simulator.config import REQUIRED_SIZE_KEYS, SIZE_KEYS, StageConfig
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, naming_file
 from simulator.fields import Allowed, FieldRow, check_fields, choice, field_rows, flag, integer, number
 from simulator.suites import SUITES
 
@@ -198,7 +199,7 @@ class Validation:
     """Instances in the evidence set."""
     max_new_tokens: int = integer(48, 1, 1_000_000)
     """Tokens per validation and evaluation answer."""
-    sampled_k: int = integer(0, 0, 1024)
+    sampled_k: int = integer(0, 0, MAX_SAMPLES_K)
     """Sampled pass@1 beside the greedy rates: ``sampled_k`` samples per validation instance at the training
     temperature (0: greedy only). GRPO can move sampling without moving the greedy answer, so both are shown."""
     temperature: float = number(0.0, 0.0, 10.0)
@@ -426,11 +427,8 @@ def load_run_config(path: str | Path) -> RunConfig:
         shown = " ".join(near.splitlines()[0].split()) if near else "the text"
         raise ConfigError(where, shown[:60], "a YAML run config: valid YAML, no anchors or aliases, numbers of at "
                           "most 40 digits", str(problem)[:300]) from None
-    try:
+    with naming_file(path):
         return RunConfig.from_dict(data)
-    except ConfigError as error:
-        error.args = (f"{path}: {error.args[0]}",)  # keep field/value/allowed; say which file
-        raise
 
 
 def save_run_config(config: RunConfig, path: str | Path) -> None:

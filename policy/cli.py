@@ -41,8 +41,8 @@ def _rollout(args: argparse.Namespace) -> int:
     from replays.types import ReplayHeader
     from replays.mining import render_summary, summarize
     from replays.writer import ReplayWriter
-    from simulator.cli import config_from_args, naming_config_file, showing_progress
-    from simulator.errors import ConfigError
+    from simulator.cli import config_from_args, showing_progress
+    from simulator.errors import ConfigError, naming_file
     from simulator.generator import generate
 
     policy = make_scripted(args.policy)
@@ -52,7 +52,7 @@ def _rollout(args: argparse.Namespace) -> int:
     if path.exists():  # the same policy and settings: a finished rollout is never replaced
         raise ConfigError("--out", str(out_dir), "a folder without this rollout's file (pick another --out, or "
                           "delete the file to write it again)", f"{path.name} is already there")
-    with naming_config_file(args.config), showing_progress(config.samples, "generating") as update:
+    with naming_file(args.config), showing_progress(config.samples, "generating") as update:
         stage = generate(config, progress=update)
     items = stage.instances
     plans = policy.plans(items, seed=config.seed)
@@ -86,11 +86,12 @@ def _eval_set(args: argparse.Namespace) -> tuple[EvalSet, str]:
         digest = chosen.instances.sha256 if chosen.instances is not None else ""  # always set by instances_set
         return chosen, f"instances-{Path(args.instances).stem}-{digest[:8]}"
     if args.config:
-        from simulator.cli import naming_config_file, showing_progress
+        from simulator.cli import showing_progress
+        from simulator.errors import naming_file
         from simulator.config import load_config
 
         config = load_config(args.config)
-        with naming_config_file(args.config), showing_progress(config.samples, "generating") as update:
+        with naming_file(args.config), showing_progress(config.samples, "generating") as update:
             chosen = config_set(config, args.seed, source=args.config, progress=update)
         seed = chosen.config["seed"] if chosen.config is not None else config.seed  # the document config_set made
         return chosen, f"config-{Path(args.config).stem}-seed{seed}"
@@ -130,7 +131,8 @@ def _export(args: argparse.Namespace) -> int:
     import time
 
     from policy.export import export_items, layout_row, size_on_disk, write_rows
-    from simulator.cli import check_new_target, generate_suite_shown, naming_config_file, showing_progress
+    from simulator.cli import check_new_target, generate_suite_shown, showing_progress
+    from simulator.errors import naming_file
     from simulator.config import load_config
     from simulator.generator import generate
     from simulator.errors import ConfigError
@@ -155,7 +157,7 @@ def _export(args: argparse.Namespace) -> int:
         source = f"suite:{args.suite}"
     else:
         config = load_config(args.config)
-        with naming_config_file(args.config), showing_progress(config.samples, "generating") as update:
+        with naming_file(args.config), showing_progress(config.samples, "generating") as update:
             items = generate(config, progress=update).instances
         source = f"config:{Path(args.config).name}"
     if args.movingai:

@@ -258,7 +258,7 @@ class EvalTable:
         return "\n".join(lines)
 
 
-MAX_SAMPLES_K = 1024  # samples per instance of a sampled pass@1 (curriculum.config's validation.sampled_k bound)
+MAX_SAMPLES_K = 1024  # samples per instance of a sampled pass@1 (the bound of a run config's validation.sampled_k)
 _CELL_KEY = re.compile(r"[1-9][0-9]{0,2}x[1-9][0-9]{0,3}")  # a test-set cell: "<agents>x<side>", e.g. "2x6"
 _AGENTS_KEY = re.compile(r"[1-9][0-9]{0,2}")
 

@@ -117,20 +117,6 @@ def generate_suite_shown(name: str) -> list[tuple[SuiteCell, GeneratedStage]]:
         return generate_suite(name, progress=update)
 
 
-@contextmanager
-def naming_config_file(path: str | None) -> Iterator[None]:
-    """A ConfigError raised inside (a generator refusing a config's band or ratio, naming its field) names the
-    config file ``path`` first, as the file's other refusals do; None: the config came from flags."""
-    from simulator.errors import ConfigError
-
-    try:
-        yield
-    except ConfigError as error:
-        if path is not None and not str(error.args[0]).startswith(f"{path}:"):
-            error.args = (f"{path}: {error.args[0]}",)  # keep field/value/allowed; say which file
-        raise
-
-
 def config_from_args(args: argparse.Namespace) -> StageConfig:
     from simulator.config import StageConfig, load_config
     from simulator.errors import ConfigError
@@ -196,6 +182,7 @@ def _gen(args: argparse.Namespace) -> int:
         return 0
     from simulator.atomic import atomic_write
     from simulator.generator import generate, to_jsonl
+    from simulator.errors import naming_file
     from simulator.text import counted
 
     check_new_target(args.out, "--out", args.force)
@@ -213,7 +200,7 @@ def _gen(args: argparse.Namespace) -> int:
         print(f"suite {args.suite}: {len(items)} instances in {len(cells)} cells, checksum {suite_checksum(cells)}")
         return 0
     config = config_from_args(args)
-    with naming_config_file(args.config), showing_progress(config.samples, "generating") as update:
+    with naming_file(args.config), showing_progress(config.samples, "generating") as update:
         stage = generate(config, progress=update, max_attempts=args.max_attempts)
     _write_or_print(args, stage.instances)
     for size, report in stage.reports.items():

@@ -7,6 +7,8 @@ the value it had and what is allowed, so a user (or an engineer model) can fix t
 from __future__ import annotations
 
 import reprlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -59,3 +61,24 @@ class ConfigError(ValueError):
         if detail:
             message += f" ({detail})"
         super().__init__(message)
+
+
+def in_file(error: ConfigError, path: object) -> ConfigError:
+    """``error`` naming the file ``path`` first (``FILE: field = value is not allowed: ...``), as every refusal of a
+    file's content does; field, value and allowed stay. Named once: a second call with the same file changes nothing."""
+    if not str(error.args[0]).startswith(f"{path}:"):
+        error.args = (f"{path}: {error.args[0]}",)
+    return error
+
+
+@contextmanager
+def naming_file(path: object | None) -> Iterator[None]:
+    """A ConfigError raised inside (a generator refusing a config's band, a document refusing a field) names the file
+    ``path`` first (:func:`in_file`); None: the values came from flags, and the error stays as it is."""
+    try:
+        yield
+    except ConfigError as error:
+        if path is not None:
+            in_file(error, path)
+        raise
+

@@ -223,10 +223,6 @@ def mean_figure(rounds: Sequence[RoundFigures], name: str) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-PHASES = ("instances", "train", "validation", "judging", "records", "engineer")
-"""A stage's timed phases, in the order they run."""
-
-
 @dataclass(frozen=True)
 class StageTimings:
     """Seconds per phase of a stage (None: the phase was not timed, e.g. ``judging`` when validation did not split
@@ -264,6 +260,10 @@ class StageTimings:
                 raise ConfigError(f"{where}.{name}", table[name], f"a phase: one of {', '.join(PHASES)}")
         return cls(**{name: _checked_real(seconds, _at(where, name), 0.0, MAX_FIGURE)
                       for name, seconds in table.items()})
+
+
+PHASES = tuple(item.name for item in fields(StageTimings))
+"""A stage's timed phases, in the order they run (:class:`StageTimings`' fields)."""
 
 
 @dataclass(frozen=True)

@@ -67,22 +67,20 @@ def _check_manifest(manifest: dict) -> None:
 
 
 def _record(path: Path, what: str, keys: tuple[str, ...], check) -> dict:
-    """The record at ``path`` read by :func:`curriculum.loop.records.read_record` (a regular file, bounded, a JSON object
-    with ``keys``), then ``check(data)``: a ConfigError of ``check`` is re-raised naming the file."""
-    data = read_record(path, what, keys)
-    try:
+    """The record at ``path`` as a document, ``check(data)`` passed (read as :func:`_read_table` reads)."""
+    def checked(data: Any, where: str) -> dict:
         check(data)
-    except ConfigError as error:
-        raise _damaged(path, what, error) from None
-    return data
+        return data
+
+    return _read_table(path, what, keys, checked)
 
 
 Table = TypeVar("Table")
 
 
 def _read_table(path: Path, what: str, keys: tuple[str, ...], read: Callable[[Any, str], Table]) -> Table:
-    """The record at ``path`` (as :func:`_record` reads it) as ``read(data, "")`` makes it: a ConfigError of
-    ``read`` is re-raised naming the file."""
+    """The record at ``path`` read by :func:`curriculum.loop.records.read_record` (a regular file, bounded, a JSON
+    object with ``keys``) as ``read(data, "")`` makes it: a ConfigError of ``read`` is re-raised naming the file."""
     data = read_record(path, what, keys)
     try:
         return read(data, "")

@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
+from curriculum.loop.records import read_record  # noqa: E402
 from curriculum.reports.report import SeedComparison  # noqa: E402
 from curriculum.reports.stats import mean_interval, paired_p_value  # noqa: E402
 
@@ -39,7 +40,7 @@ def second_draw_figures(paths: list[Path]) -> dict[int, tuple[float, float]]:
     """``{seed: (fixed valid, band valid)}`` from second_draw.py's files (the seed from the run folders' names)."""
     out = {}
     for path in paths:
-        document = json.loads(path.read_text())
+        document = read_record(path, "second draw's figures")
         rates = {}
         for name, table in document["valid"].items():
             arm_name, _, seed_text = name.rpartition("-s")
@@ -82,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--second-draw", type=Path, nargs="*", default=[], help="second_draw.py's files")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args(argv)
-    twelve = test_figures(SeedComparison.from_dict(json.loads(args.twelve.read_text())))
-    earlier = test_figures(SeedComparison.from_dict(json.loads(args.earlier.read_text())))
+    twelve = test_figures(SeedComparison.from_dict(read_record(args.twelve, "compare --json output")))
+    earlier = test_figures(SeedComparison.from_dict(read_record(args.earlier, "compare --json output")))
     if set(twelve) & set(earlier):
         raise SystemExit(f"the two files share seeds {sorted(set(twelve) & set(earlier))}: they must be disjoint")
     results = {"twelve": summary(twelve), "eighteen": summary({**earlier, **twelve})}

@@ -25,14 +25,12 @@ from replays.reader import ReplayReader  # noqa: E402
 from simulator import constants as C  # noqa: E402
 from simulator.types import Instance  # noqa: E402
 
-_MOVES = {C.UP: (-1, 0), C.DOWN: (1, 0), C.LEFT: (0, -1), C.RIGHT: (0, 1), C.WAIT: (0, 0)}
-
 
 def walks_alone(instance: Instance, actions, agent: int) -> bool:
     """Whether ``actions``, walked alone from ``agent``'s start, stay on the ice and end on its goal."""
     row, col = (int(v) for v in instance.starts[agent])
     for action in actions:
-        d_row, d_col = _MOVES[int(action)]
+        d_row, d_col = (int(v) for v in C.ACTION_DELTAS[int(action)])
         row, col = row + d_row, col + d_col
         if not (0 <= row < instance.height and 0 <= col < instance.width) or instance.grid[row][col] == C.HOLE:
             return False

@@ -113,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     work, out = Path(args.work), Path(args.json)
     work.mkdir(parents=True, exist_ok=True)
-    results = json.loads(out.read_text()) if out.exists() else {"command": " ".join(sys.argv), "arms": []}
+    from curriculum.loop.records import read_record
+
+    results = read_record(out, "sweep results") if out.exists() else {"command": " ".join(sys.argv), "arms": []}
     for name in args.arm or list(ARMS):
         row = run_arm(name, *ARMS[name], work, args.seed, args.steps)
         results["arms"] = [r for r in results["arms"] if (r["arm"], r["seed"]) != (name, args.seed)] + [row]
