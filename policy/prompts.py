@@ -34,6 +34,12 @@ moves with the count ``n``). A tiny model trained on 2 agents finds its agent's 
 boards its answer line for agent 0 walked agent 1's route far more often than its own
 (docs/results/transfer/README.md). The answers are the same.
 
+``compact-nb-shuf`` (tiny models): ``compact-nb`` with the agents' lines in an order drawn from the instance's
+content (:func:`shuffled_order`: the same board always gets the same order, any two boards independent ones), while
+the answer lines stay in agent order ``A0``, ``A1``, ... No distance between an answer line and its agent's prompt
+line holds across boards, so a model trained on it can only find the line by its label, which is what a board
+with more agents than it was trained on needs. The answers are the same.
+
 ``compact-nb-copy`` (tiny models): the ``compact-nb`` prompt, and each answer line first copies its agent's prompt
 line, then writes the actions: ``A0 3,2>2,3 U.DHL.R. UUL``. The actions are written right after what they depend
 on, whatever the agent count, and finding the next agent's line is finding the line after the one just copied (the
@@ -124,9 +130,18 @@ def _side_header(instance: Instance) -> str:
     return f"n={instance.height}" if instance.height == instance.width else f"n={instance.height},{instance.width}"
 
 
-def compact_prompt(instance: Instance, neighbours: bool = False, last_first: bool = False) -> str:
+def shuffled_order(instance: Instance) -> list[int]:
+    """The agents' order in a ``compact-nb-shuf`` prompt: a permutation drawn with the instance's content key as
+    its seed, so it is the same in every process and on every machine."""
+    rng = np.random.default_rng(int.from_bytes(instance.content_key()[:8], "little"))
+    return [int(k) for k in rng.permutation(instance.n_agents)]
+
+
+def compact_prompt(instance: Instance, neighbours: bool = False, last_first: bool = False,
+                   shuffled: bool = False) -> str:
     """The compact raw-text prompt (see the module docstring); ``neighbours``: the ``compact-nb`` variant;
-    ``last_first``: the agents' lines from the last agent to the first (``compact-nb-rev``)."""
+    ``last_first``: the agents' lines from the last agent to the first (``compact-nb-rev``); ``shuffled``: in
+    :func:`shuffled_order` (``compact-nb-shuf``)."""
     rows = ["".join(C.SYMBOL_HOLE if tile == C.HOLE else C.SYMBOL_ICE for tile in row) for row in instance.grid]
     agents = [
         f"A{k} {s[0]},{s[1]}>{g[0]},{g[1]}" + (f" {start_neighbours(instance, s[0], s[1])}" if neighbours else "")
@@ -134,6 +149,8 @@ def compact_prompt(instance: Instance, neighbours: bool = False, last_first: boo
     ]
     if last_first:
         agents.reverse()
+    if shuffled:
+        agents = [agents[k] for k in shuffled_order(instance)]
     return _side_header(instance) + "\n" + "\n".join(rows) + "\n" + "\n".join(agents) + "\n?\n"
 
 
@@ -156,6 +173,11 @@ def copy_answer_for(instance: Instance, plan: JointPlan) -> str:
 def compact_nb_rev_prompt(instance: Instance) -> str:
     """The ``compact-nb-rev`` prompt: ``compact-nb`` with the agents' lines last agent first (module docstring)."""
     return compact_prompt(instance, neighbours=True, last_first=True)
+
+
+def compact_nb_shuf_prompt(instance: Instance) -> str:
+    """The ``compact-nb-shuf`` prompt: ``compact-nb`` with the agents' lines in :func:`shuffled_order`."""
+    return compact_prompt(instance, neighbours=True, shuffled=True)
 
 
 def compact_answer(plan: JointPlan) -> str:
@@ -274,6 +296,10 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
                                   lambda inst: compact_nb_rev_prompt(inst)
                                   + compact_observation(inst, inst.starts, 0, True),
                                   lambda inst, pos, t: compact_observation(inst, pos, t, True)),
+    "compact-nb-shuf": PromptStyle("compact-nb-shuf", False, compact_nb_shuf_prompt, compact_answer, None,
+                                   lambda inst: compact_nb_shuf_prompt(inst)
+                                   + compact_observation(inst, inst.starts, 0, True),
+                                   lambda inst, pos, t: compact_observation(inst, pos, t, True)),
     "compact-nb-copy": PromptStyle("compact-nb-copy", False, compact_nb_prompt, compact_answer, copy_answer_for,
                                    lambda inst: compact_nb_prompt(inst) + compact_observation(inst, inst.starts, 0, True),
                                    lambda inst, pos, t: compact_observation(inst, pos, t, True)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -213,6 +214,24 @@ def test_compact_nb_rev__agents_last_first_and_each_line_a_fixed_distance_above_
             assert text[answer_line - 2 * k - 2].startswith(f"A{k} ")
 
 
+def test_compact_nb_shuf__the_agents_lines_in_a_content_drawn_order_and_answers_in_agent_order():
+    style = get_style("compact-nb-shuf")
+    orders = set()
+    for shift in range(12):
+        inst = Instance(grid=np.zeros((4, 4), np.int8), starts=[[0, shift % 4], [1, 1], [3, 3]],
+                        goals=[[2, 0], [3, (shift // 4) % 4], [0, 3]])
+        lines = style.prompt(inst).splitlines()
+        plain = compact_nb_prompt(inst).splitlines()
+        assert lines[:5] == plain[:5] and lines[-1] == "?"  # only the agents' lines move
+        assert sorted(lines[5:8]) == plain[5:8]
+        order = [int(line.split()[0][1:]) for line in lines[5:8]]
+        assert style.prompt(inst) == style.prompt(Instance(grid=inst.grid.copy(), starts=inst.starts.copy(),
+                                                           goals=inst.goals.copy()))  # drawn from content alone
+        orders.add(tuple(order))
+    assert len(orders) > 2  # not one fixed order: no line sits at one distance from its answer on every board
+    assert style.write_answer(inst, JointPlan.from_sequences([[R], [], [U]])) == "A0 R\nA1 \nA2 U\n"
+
+
 def test_compact_nb_copy__each_answer_line_copies_its_prompt_line_and_parses_to_the_plan():
     inst = Instance(grid=[[0, 0, 1], [0, 0, 0]], starts=[[0, 0], [1, 2]], goals=[[1, 0], [1, 2]])
     style = get_style("compact-nb-copy")
@@ -229,5 +248,5 @@ def test_compact_nb_copy__each_answer_line_copies_its_prompt_line_and_parses_to_
 def test_compact_nb_copy_and_rev__answers_parse_back_for_any_board(inst, data):
     sequences = [data.draw(st.lists(st.sampled_from([U, D, L, R, W]), max_size=6)) for _ in range(inst.n_agents)]
     plan = JointPlan.from_sequences(sequences)
-    for name in ("compact-nb-copy", "compact-nb-rev"):
+    for name in ("compact-nb-copy", "compact-nb-rev", "compact-nb-shuf"):
         assert parse_plan(get_style(name).write_answer(inst, plan), inst.n_agents).plan == plan

@@ -16,13 +16,17 @@ Arms (``--arm``, repeatable; default all):
 * ``rev-two``, ``rev-mix05``, ``rev-mix10``, ``rev-mix50``: the same in the ``compact-nb-rev`` prompt style (the
   agents' lines last agent first, so each agent's line sits at a distance from its answer line that does not move
   with the count);
+* ``shuf-two``, ``shuf-mix05``, ``shuf-mix10``, ``shuf-mix50``: the same in the ``compact-nb-shuf`` style (the
+  agents' lines in an order drawn from each board's content, answers in agent order: no fixed distance to learn,
+  only the label);
 * ``copy-two``, ``copy-mix05``, ``copy-mix10``: the same in the ``compact-nb-copy`` style (each answer line copies
   its agent's prompt line before the actions), with room for its longer answers (256-token warm-start examples,
   128 new tokens);
 * ``wide-two``, ``wide-mix50``: ``two`` and ``mix50`` with the wider embedded model (``small`` shape, ~3.2 M
   parameters): whether mixing the counts fails for want of capacity.
 
-Each arm's folder under ``--work`` is kept and reused (a finished arm is read back), so a killed sweep resumes.
+``--steps N`` trains the warm start N steps instead of the preset's (its folder and result row are kept apart from
+the preset-length one: ``ARM-sS-Nsteps``). Each arm's folder under ``--work`` is kept and reused (a finished arm is read back), so a killed sweep resumes.
 The result JSON holds, per arm: its share, seed and steps, the valid and optimal % per agent count, and the
 failure counts of the 3-agent answers (an answer that names too few agents is ``parse_error``).
 """
@@ -41,9 +45,11 @@ sys.path.insert(0, str(ROOT))
 # arm -> (share of warm-start instances with 3 agents, run-config overrides: the prompt style and the lengths its
 # longer answers need)
 REV = {"prompt_style": "compact-nb-rev"}
+SHUF = {"prompt_style": "compact-nb-shuf"}
 COPY = {"prompt_style": "compact-nb-copy", "warm_start.max_length": 256, "validation.max_new_tokens": 128}
 ARMS = {"two": (0.0, {}), "mix05": (0.05, {}), "mix10": (0.10, {}), "mix25": (0.25, {}), "mix50": (0.50, {}),
         "rev-two": (0.0, REV), "rev-mix05": (0.05, REV), "rev-mix10": (0.10, REV), "rev-mix50": (0.50, REV),
+        "shuf-two": (0.0, SHUF), "shuf-mix05": (0.05, SHUF), "shuf-mix10": (0.10, SHUF), "shuf-mix50": (0.50, SHUF),
         "copy-two": (0.0, COPY), "copy-mix05": (0.05, COPY), "copy-mix10": (0.10, COPY),
         "wide-two": (0.0, {"model": "small"}), "wide-mix50": (0.50, {"model": "small"})}
 
@@ -78,7 +84,7 @@ def run_arm(name: str, share: float, overrides: dict, work: Path, seed: int, ste
     config = preset("small").with_overrides(seed=seed, **overrides)
     style = get_style(config.prompt_style)
     ws = config.warm_start
-    folder = work / f"{name}-s{seed}"
+    folder = work / (f"{name}-s{seed}" + (f"-{steps}steps" if steps else ""))
     init = folder / "model-init"
     if not (init / "config.json").exists():
         init_tiny_model(init, seed=seed, shape=config.model)
@@ -118,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     results = read_record(out, "sweep results") if out.exists() else {"command": " ".join(sys.argv), "arms": []}
     for name in args.arm or list(ARMS):
         row = run_arm(name, *ARMS[name], work, args.seed, args.steps)
-        results["arms"] = [r for r in results["arms"] if (r["arm"], r["seed"]) != (name, args.seed)] + [row]
+        results["arms"] = [r for r in results["arms"] if (r["arm"], r["seed"], r["steps"]) != (name, args.seed, row["steps"])] + [row]
         out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
         print(f"{name}: " + ", ".join(f"{agents} agents valid {figures['valid']:.1f}%"
                                       for agents, figures in row["by_agents"].items()), file=sys.stderr)
