@@ -136,8 +136,8 @@ class EngineerDecision:
         ``config`` is required: a record written before a field existed reads it as empty (``previous``: the
         config itself, ``diff``: recomputed, ``accepted``: from ``outcome``). A field of the wrong type raises
         ConfigError naming ``where.<field>``."""
-        config = _read_config(document, "config", where)
-        previous = _read_config(document, "previous", where, optional=True) or config
+        config = read_config(document, "config", where)
+        previous = read_config(document, "previous", where, optional=True) or config
         assert config is not None and previous is not None  # "config" is required: read_key raised without it
         accepted = read_key(document, "accepted", where, "bool", optional=True)
         if accepted is None:
@@ -281,7 +281,7 @@ def make_decision(
     )
 
 
-def _read_config(document: Any, key: str, where: str, optional: bool = False) -> StageConfig | None:
+def read_config(document: Any, key: str, where: str, optional: bool = False) -> StageConfig | None:
     """``document[key]``, a stage config document, as a StageConfig (None when ``optional`` and absent); its
     errors name their field under ``where.key``."""
     value = read_key(document, key, where, "mapping", optional=optional)

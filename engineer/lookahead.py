@@ -23,10 +23,55 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from engineer.context import EngineerContext
-from engineer.decision import Decider, EngineerDecision
+from engineer.decision import Decider, EngineerDecision, read_config
 from engineer.options import DeclaredOptions, python_object
 from simulator.config import StageConfig
+from simulator.documents import check_value, checked_real, read_key
+from simulator.errors import ConfigError
 from simulator.text import percent
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate of a lookahead decision: its config, the engineers that proposed it (``fixed`` for the
+    current config) and its evidence valid rate after the trial stage. A decision's ``details["candidates"]`` holds
+    them as :meth:`to_dict` writes them; :func:`decision_candidates` reads them back."""
+
+    config: StageConfig
+    proposed_by: tuple[str, ...]
+    evidence_valid_rate: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"config": self.config.to_dict(), "proposed_by": list(self.proposed_by),
+                "evidence_valid_rate": self.evidence_valid_rate}
+
+    @classmethod
+    def from_dict(cls, document: Any, where: str = "candidate") -> "Candidate":
+        names = read_key(document, "proposed_by", where, "list")
+        for index, name in enumerate(names):
+            check_value(name, f"{where}.proposed_by.{index}", "str")
+        if not names:
+            raise ConfigError(f"{where}.proposed_by", names, "at least one engineer's name")
+        config = read_config(document, "config", where)
+        rate = checked_real(read_key(document, "evidence_valid_rate", where, "number"),
+                            f"{where}.evidence_valid_rate", 0.0, 1.0)
+        return cls(config, tuple(names), rate)
+
+
+def decision_candidates(decision: EngineerDecision, where: str = "decision") -> list[Candidate]:
+    """The candidates a lookahead decision tried, in the order tried (``fixed``'s first); empty for a decision
+    that tried none (the run's last stage, another engineer's decision)."""
+    rows = decision.details.get("candidates")
+    if rows is None:
+        return []
+    check_value(rows, f"{where}.details.candidates", "list")
+    return [Candidate.from_dict(row, f"{where}.details.candidates.{index}") for index, row in enumerate(rows)]
+
+
+def winners(candidates: list[Candidate]) -> tuple[str, ...]:
+    """The engineers whose proposal won: the first candidate with the best rate (the lookahead's own rule)."""
+    best = max(candidates, key=lambda row: row.evidence_valid_rate)  # max keeps the first of equals
+    return best.proposed_by
+
 
 Trial = Callable[[StageConfig], float]
 """Train the next stage on a config from the current checkpoint and return its evidence valid rate."""
@@ -67,19 +112,16 @@ class LookaheadEngineer(DeclaredOptions):
         if self.trial is None or self.proposals is None:
             return decider.keep("no trial stage to run: after the run's last stage, or without a trainer (only "
                                 "mapf-lake train's loop gives the lookahead one)", "no trial: kept the config")
-        rows: list[dict[str, Any]] = []
-        best: tuple[float, StageConfig] | None = None
+        rows: list[Candidate] = []
         for candidate, names in self.candidates(context, config, seed):
             rate = float(self.trial(candidate))
-            rows.append({"config": candidate.to_dict(), "proposed_by": names, "evidence_valid_rate": rate})
+            rows.append(Candidate(candidate, tuple(names), rate))
             decider.notes.append(f"{', '.join(names)}: evidence valid {percent(rate)} after a trial stage")
-            if best is None or rate > best[0]:
-                best = (rate, candidate)
-        assert best is not None  # fixed's config is always a candidate
-        winners = next(row["proposed_by"] for row in rows if row["config"] == best[1].to_dict())
-        decision = decider.decide(best[1], f"lookahead: the best of {len(rows)} candidates "
-                                           f"({', '.join(winners)}, evidence valid {percent(best[0])})")
-        return replace(decision, details={**decision.details, "candidates": rows})
+        best = max(rows, key=lambda row: row.evidence_valid_rate)  # fixed's config is always a candidate
+        decision = decider.decide(best.config, f"lookahead: the best of {len(rows)} candidates "
+                                               f"({', '.join(best.proposed_by)}, evidence valid "
+                                               f"{percent(best.evidence_valid_rate)})")
+        return replace(decision, details={**decision.details, "candidates": [row.to_dict() for row in rows]})
 
 
-__all__ = ["LookaheadEngineer", "Proposals", "Trial"]
+__all__ = ["Candidate", "LookaheadEngineer", "Proposals", "Trial", "decision_candidates", "winners"]

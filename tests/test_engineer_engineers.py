@@ -1292,3 +1292,26 @@ def test_random__agents_as_one_count_or_garbage():
     assert (decision.config.agents_min, decision.config.agents_max) == (3, 3)
     with pytest.raises(ConfigError, match="random.agents"):
         make_engineer("random", agents="x")
+
+
+def test_lookahead_candidates__read_back_typed_and_name_a_bad_field():
+    from engineer.decision import EngineerDecision
+    from engineer.lookahead import Candidate, decision_candidates, winners
+
+    base = StageConfig.from_dict({"agents": 2, "samples": 40, "sizes": {3: {"data_ratio": 1.0, "hole_ratio": 0.2,
+                                                                            "wait_ratio": 0.3}}})
+    rows = [Candidate(base, ("fixed",), 0.4), Candidate(replace(base, samples=80), ("gap", "rule"), 0.5),
+            Candidate(replace(base, samples=60), ("bandit",), 0.5)]
+    decision = EngineerDecision("lookahead", True, "r", None, None, [], rows[1].config, base, [], "", "", 0.0,
+                                details={"candidates": [row.to_dict() for row in rows]})
+    read = decision_candidates(EngineerDecision.from_dict(json.loads(json.dumps(decision.to_dict()))))
+    assert read == rows and winners(read) == ("gap", "rule")  # equal rates: the earlier candidate, as the engineer
+    assert decision_candidates(replace(decision, details={})) == []
+    for damage, field in ((lambda row: row.update(evidence_valid_rate=1.5), "candidates.0.evidence_valid_rate"),
+                          (lambda row: row.update(proposed_by=[]), "candidates.0.proposed_by"),
+                          (lambda row: row["config"].update(samples=0), "candidates.0.config.samples")):
+        document = decision.to_dict()
+        damage(document["details"]["candidates"][0])
+        with pytest.raises(ConfigError) as caught:
+            decision_candidates(EngineerDecision.from_dict(document))
+        assert field in caught.value.field

@@ -85,6 +85,53 @@ def test_protocol3_table__pairs_by_seed_and_pools_the_two_protocols(tmp_path):
         raise AssertionError("overlapping seeds were pooled")
 
 
+def test_ceiling_table__three_paired_differences_the_share_and_the_wins_by_stage(tmp_path):
+    import json
+    from dataclasses import replace
+
+    from engineer.decision import EngineerDecision
+    from engineer.lookahead import Candidate
+    from simulator.config import StageConfig
+
+    table = _module(ROOT / "docs" / "results" / "ceiling" / "table.py")
+    document = json.loads((ROOT / "docs" / "results" / "protocol" / "primary-s101-106.json").read_text())
+    arm = document["arms"]["drop"]  # protocol 2's third arm, standing in for the ceiling's figures
+    for seed, figures in arm["per_seed"].items():
+        figures["test"] = document["arms"]["band"]["per_seed"][seed]["test"] + 0.02 * (int(seed) % 3)
+    document["arms"] = {"fixed": document["arms"]["fixed"], "band": document["arms"]["band"], "lookahead": arm}
+    document["holm_arms"] = {metric: ["lookahead" if name == "drop" else name for name in names]
+                             for metric, names in document["holm_arms"].items()}
+    comparison = tmp_path / "compare.json"
+    comparison.write_text(json.dumps(document))
+    config = StageConfig.from_dict({"agents": 2, "samples": 40, "sizes": {3: {"data_ratio": 1.0, "hole_ratio": 0.2,
+                                                                              "wait_ratio": 0.3}}})
+    runs = []
+    for run, rates in (("a", (0.30, 0.40, 0.35)), ("b", (0.50, 0.45, 0.45))):
+        folder = tmp_path / run
+        rows = [Candidate(config, ("fixed",), rates[0]), Candidate(replace(config, samples=80), ("gap", "rule"), rates[1]),
+                Candidate(replace(config, samples=60), ("bandit",), rates[2])]
+        for stage, details in (("stage-01", {"candidates": [row.to_dict() for row in rows]}), ("stage-02", {})):
+            (folder / stage).mkdir(parents=True)
+            decision = EngineerDecision("lookahead", True, "r", None, None, [], config, config, [], "", "", 0.0,
+                                        details=details)
+            (folder / stage / "decision.json").write_text(json.dumps(decision.to_dict()))
+        runs.append(folder)
+    out = tmp_path / "table.json"
+    assert table.main([str(comparison), "--runs", *map(str, runs), "--json", str(out)]) == 0
+    results = json.loads(out.read_text())
+    assert results["seeds"] == [101, 102, 103, 104, 105, 106]
+    pairs = results["differences"]
+    assert round(100 * pairs["band - fixed"]["difference"]["mean"], 2) == 3.08  # protocol 2's published figure
+    assert round(100 * pairs["lookahead - band"]["difference"]["mean"], 2) == 2.0  # 0, 2, 4 points in turn
+    assert all(row["p_holm"] >= row["p"] for row in pairs.values())
+    share = results["band_share"]
+    assert abs(share["share"] - 3.08 / 5.08) < 0.01 and share["interval"][0] < share["share"] < share["interval"][1]
+    stage = results["stages"]["stage-01"]
+    assert stage["runs"] == 2 and stage["wins"] == {"fixed": 1, "gap": 1, "rule": 1}  # b: fixed best
+    assert abs(stage["margin_over_fixed"]["bandit"] - (0.05 - 0.05) / 2) < 1e-9
+    assert "stage-02" not in results["stages"] and "headroom left" in results["verdict"]
+
+
 def test_transfer_sweep__warm_start_mix_has_its_share_of_3_agent_boards_and_none_of_the_test_set():
     from curriculum.config import preset
     from curriculum.loop.sets import test_keys

@@ -1,6 +1,6 @@
 """Protocol 3's tables: `band` - `fixed` on the test set over the twelve declared seeds, and over eighteen.
 
-    mapf-lake compare --json --primary band RUNS/proto3-* > docs/results/protocol3/compare-s301-312.json
+    mapf-lake compare --json --primary band RUNS/proto3-fixed-* RUNS/proto3-band-* > docs/results/protocol3/compare-s301-312.json
     python docs/results/protocol3/table.py docs/results/protocol3/compare-s301-312.json \
         --earlier docs/results/protocol/primary-s101-106.json [--second-draw second-draw-s3*.json] \
         --json docs/results/protocol3/table.json
