@@ -15,8 +15,10 @@ Suites (v1):
 * ``test-small``: the CPU presets' test set: 2 agents (their training distribution) and 3 agents (the paper's
   transfer: trained on 2, tested on more) on 3x3..6x6, 100 instances per cell, hole ratio 0.2 and wait ratio 0.3
   as the presets train. Its cell seeds lie in their own domain (``TEST_SEED_DOMAIN``).
-* ``paper-quick``, ``train-2agent-quick`` and ``test-small-quick``: the same cells with 10 instances each, for
-  tests and smoke runs.
+* ``test-small-4``: ``test-small`` (the same 2- and 3-agent cells, instance for instance) plus 4-agent cells on
+  3x3..6x6: the test set of a run that trains on 2 and 3 agents, whose transfer column is then 4 agents.
+* ``paper-quick``, ``train-2agent-quick``, ``test-small-quick`` and ``test-small-4-quick``: the same cells with 10
+  instances each, for tests and smoke runs.
 
 A run reads its ``evaluation_suite`` as its test set: the generator keeps every instance of it out of the run's
 training and evidence data by content (``curriculum.loop.sets``).
@@ -73,10 +75,12 @@ def _test_cell_seed(name: str, agents: int, size: int) -> int:
     return TEST_SEED_DOMAIN | (_cell_seed(name, agents, size) >> 2)
 
 
-def _test_small(count: int) -> list[SuiteCell]:
+def _test_small(count: int, counts: tuple[int, ...] = (2, 3)) -> list[SuiteCell]:
+    """``test-small``'s cells for each agent count in ``counts``: a cell's seed depends on its agent count and
+    side only, so ``test-small-4``'s 2- and 3-agent cells are ``test-small``'s."""
     return [
         SuiteCell(agents, size, count, 0.2, 0.3, _test_cell_seed("test-small", agents, size))
-        for agents in (2, 3)
+        for agents in counts
         for size in range(3, 7)
     ]
 
@@ -103,6 +107,8 @@ SUITES: dict[str, Callable[[], list[SuiteCell]]] = {
     "train-2agent-quick": lambda: _train_2agent(10),
     "test-small": lambda: _test_small(100),
     "test-small-quick": lambda: _test_small(10),
+    "test-small-4": lambda: _test_small(100, (2, 3, 4)),
+    "test-small-4-quick": lambda: _test_small(10, (2, 3, 4)),
 }
 
 

@@ -28,7 +28,7 @@ RULES = [
     # fixed-field dicts made in this process, read by field name
     (r"policy/evaluation\.py", r"self\.policy\.get", "record"),  # the policy descriptor (a header's too)
     (r"curriculum/loop/validation\.py", r"descriptor\.get", "record"),
-    (r"curriculum/benches/gpu\.py", r"details\.get", "record"),  # an engineer decision's free-form details
+    (r"curriculum/benches/gpu\.py|engineer/lookahead\.py", r"details\.get", "record"),  # a decision's free-form details
     (r"curriculum/benches/tokens\.py", r"options\.get", "record"),  # an engineer's options mapping
     (r"curriculum/loop/curriculum\.py", r"clock\.laps\.get", "record"),
     (r"curriculum/training/trainers\.py", r"info\.figures\.get", "record"),  # a trainer's other figures

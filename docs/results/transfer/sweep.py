@@ -26,7 +26,9 @@ Arms (``--arm``, repeatable; default all):
   parameters): whether mixing the counts fails for want of capacity.
 
 ``--steps N`` trains the warm start N steps instead of the preset's (its folder and result row are kept apart from
-the preset-length one: ``ARM-sS-Nsteps``). Each arm's folder under ``--work`` is kept and reused (a finished arm is read back), so a killed sweep resumes.
+the preset-length one: ``ARM-sS-Nsteps``). ``--suite test-small-4`` answers ``test-small`` plus 4-agent cells
+(a finished arm's model is read back and answers it into ``test-test-small-4``; its row is kept beside the
+``test-small`` one). Each arm's folder under ``--work`` is kept and reused (a finished arm is read back), so a killed sweep resumes.
 The result JSON holds, per arm: its share, seed and steps, the valid and optimal % per agent count, and the
 failure counts of the 3-agent answers (an answer that names too few agents is ``parse_error``).
 """
@@ -54,13 +56,14 @@ ARMS = {"two": (0.0, {}), "mix05": (0.05, {}), "mix10": (0.10, {}), "mix25": (0.
         "wide-two": (0.0, {"model": "small"}), "wide-mix50": (0.50, {"model": "small"})}
 
 
-def warm_start_items(config, share: float):
-    """The warm start's instances with ``share`` of them on 3 agents (the rest on 2), the test set excluded."""
+def warm_start_items(config, share: float, suite: str | None = None):
+    """The warm start's instances with ``share`` of them on 3 agents (the rest on 2), the test set (and ``suite``)
+    excluded."""
     from curriculum.loop.sets import test_keys, training_seed
     from simulator.generator import generate
 
     base = replace(config.warm_start.config, seed=training_seed(config.seed, 0))
-    protected = test_keys(config.evaluation_suite)
+    protected = test_keys(config.evaluation_suite) | (test_keys(suite) if suite else frozenset())
     three = round(base.samples * share)
     parts = []
     if three < base.samples:
@@ -73,7 +76,8 @@ def warm_start_items(config, share: float):
     return parts
 
 
-def run_arm(name: str, share: float, overrides: dict, work: Path, seed: int, steps: int | None) -> dict:
+def run_arm(name: str, share: float, overrides: dict, work: Path, seed: int, steps: int | None,
+            suite: str | None = None) -> dict:
     from curriculum.config import preset
     from curriculum.loop.validation import EvaluationModels
     from curriculum.training.trainers import warm_start
@@ -89,14 +93,16 @@ def run_arm(name: str, share: float, overrides: dict, work: Path, seed: int, ste
     if not (init / "config.json").exists():
         init_tiny_model(init, seed=seed, shape=config.model)
         save_checkpoint_style(init, style.name)
-    items = warm_start_items(config, share)
+    items = warm_start_items(config, share, suite)
     print(f"{name}: warm start on {len(items)} instances "
           f"({sum(item.instance.n_agents == 3 for item in items)} with 3 agents)", file=sys.stderr)
     report = warm_start(str(init), items, style, folder / "warm_start", steps=steps or ws.steps,
                         batch_size=ws.batch_size, learning_rate=ws.learning_rate, max_length=ws.max_length,
                         seed=seed, cpu_threads=config.cpu_threads, label=f"{name} warm start")
     policy = EvaluationModels(config, style).evaluation_policy(str(folder / "warm_start" / "model"))
-    table = evaluate(policy, config.evaluation_suite, folder / "test", seed=seed, run_id=name,
+    suite = suite or config.evaluation_suite
+    table = evaluate(policy, suite, folder / ("test" if suite == config.evaluation_suite else f"test-{suite}"),
+                     seed=seed, run_id=name,
                      ignored_policy_keys=("spec",))
     by_agents = {}
     for agents in table.agents():
@@ -106,6 +112,7 @@ def run_arm(name: str, share: float, overrides: dict, work: Path, seed: int, ste
                                   "cells": {f"{agents}x{side}": round(100 * rates[0], 2)
                                             for (count, side), rates in table.rates.items() if count == agents}}
     return {"arm": name, "share_3_agents": share, "prompt_style": style.name, "seed": seed, "steps": steps or ws.steps,
+            "suite": suite,
             "last_loss": report.figure("last_loss"), "by_agents": by_agents, "failures": table.failures}
 
 
@@ -116,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arm", action="append", choices=sorted(ARMS), help="an arm (repeat; default all)")
     parser.add_argument("--seed", type=int, default=0, help="run seed: model initialisation and instances")
     parser.add_argument("--steps", type=int, default=None, help="warm-start steps (default: the preset's)")
+    parser.add_argument("--suite", default=None,
+                        help="the test suite to answer (default: the preset's, test-small; test-small-4 adds 4 agents)")
     args = parser.parse_args(argv)
     work, out = Path(args.work), Path(args.json)
     work.mkdir(parents=True, exist_ok=True)
@@ -123,8 +132,10 @@ def main(argv: list[str] | None = None) -> int:
 
     results = read_record(out, "sweep results") if out.exists() else {"command": " ".join(sys.argv), "arms": []}
     for name in args.arm or list(ARMS):
-        row = run_arm(name, *ARMS[name], work, args.seed, args.steps)
-        results["arms"] = [r for r in results["arms"] if (r["arm"], r["seed"], r["steps"]) != (name, args.seed, row["steps"])] + [row]
+        row = run_arm(name, *ARMS[name], work, args.seed, args.steps, args.suite)
+        results["arms"] = [r for r in results["arms"]
+                           if (r["arm"], r["seed"], r["steps"], r["suite"])
+                           != (name, args.seed, row["steps"], row["suite"])] + [row]
         out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
         print(f"{name}: " + ", ".join(f"{agents} agents valid {figures['valid']:.1f}%"
                                       for agents, figures in row["by_agents"].items()), file=sys.stderr)
