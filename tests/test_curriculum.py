@@ -122,6 +122,17 @@ def test_presets__every_preset_has_a_help_line():
     assert set(PRESET_SUMMARIES) == set(PRESETS)
 
 
+def test_presets__small_mixed_is_small_with_a_long_warm_start_on_2_and_3_agents():
+    # its 3-agent column is a transfer column: the warm start has 3-agent boards, the stages and validation do not
+    small, mixed = preset("small").to_dict(), preset("small-mixed").to_dict()
+    warm = mixed["warm_start"]
+    assert warm["config"]["agents"] == [2, 3] and warm["steps"] == 2000
+    assert warm["config"]["sizes"] == small["warm_start"]["config"]["sizes"]
+    for document in (small, mixed):
+        document.pop("name"), document["warm_start"].pop("config"), document["warm_start"].pop("steps")
+    assert mixed == small and small["initial_config"]["agents"] == 2 and small["evaluation_suite"] == "test-small"
+
+
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_presets__validate_and_survive_a_yaml_round_trip(tmp_path, name):
     from curriculum.config import load_run_config, save_run_config

@@ -19,9 +19,10 @@ Arms (``--arm``, repeatable; default all):
 * ``shuf-two``, ``shuf-mix05``, ``shuf-mix10``, ``shuf-mix50``: the same in the ``compact-nb-shuf`` style (the
   agents' lines in an order drawn from each board's content, answers in agent order: no fixed distance to learn,
   only the label);
-* ``copy-two``, ``copy-mix05``, ``copy-mix10``: the same in the ``compact-nb-copy`` style (each answer line copies
-  its agent's prompt line before the actions), with room for its longer answers (256-token warm-start examples,
-  128 new tokens);
+* ``copy-two``, ``copy-mix05``, ``copy-mix10``, ``copy-mix50``: the same in the ``compact-nb-copy`` style (each
+  answer line copies its agent's prompt line before the actions), with room for its longer answers (256-token
+  warm-start examples, 192 new tokens: four agents' lines on 6x6; the 400-step rows were answered with 128, room
+  for three);
 * ``wide-two``, ``wide-mix50``: ``two`` and ``mix50`` with the wider embedded model (``small`` shape, ~3.2 M
   parameters): whether mixing the counts fails for want of capacity.
 
@@ -48,11 +49,11 @@ sys.path.insert(0, str(ROOT))
 # longer answers need)
 REV = {"prompt_style": "compact-nb-rev"}
 SHUF = {"prompt_style": "compact-nb-shuf"}
-COPY = {"prompt_style": "compact-nb-copy", "warm_start.max_length": 256, "validation.max_new_tokens": 128}
+COPY = {"prompt_style": "compact-nb-copy", "warm_start.max_length": 256, "validation.max_new_tokens": 192}
 ARMS = {"two": (0.0, {}), "mix05": (0.05, {}), "mix10": (0.10, {}), "mix25": (0.25, {}), "mix50": (0.50, {}),
         "rev-two": (0.0, REV), "rev-mix05": (0.05, REV), "rev-mix10": (0.10, REV), "rev-mix50": (0.50, REV),
         "shuf-two": (0.0, SHUF), "shuf-mix05": (0.05, SHUF), "shuf-mix10": (0.10, SHUF), "shuf-mix50": (0.50, SHUF),
-        "copy-two": (0.0, COPY), "copy-mix05": (0.05, COPY), "copy-mix10": (0.10, COPY),
+        "copy-two": (0.0, COPY), "copy-mix05": (0.05, COPY), "copy-mix10": (0.10, COPY), "copy-mix50": (0.50, COPY),
         "wide-two": (0.0, {"model": "small"}), "wide-mix50": (0.50, {"model": "small"})}
 
 
