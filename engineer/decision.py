@@ -19,7 +19,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 from simulator.documents import check_value, read_key
 from simulator.config import StageConfig, diff_configs
@@ -281,6 +281,10 @@ def make_decision(
     )
 
 
+@overload
+def read_config(document: Any, key: str, where: str, optional: Literal[False] = False) -> StageConfig: ...
+@overload
+def read_config(document: Any, key: str, where: str, optional: bool) -> StageConfig | None: ...
 def read_config(document: Any, key: str, where: str, optional: bool = False) -> StageConfig | None:
     """``document[key]``, a stage config document, as a StageConfig (None when ``optional`` and absent); its
     errors name their field under ``where.key``."""
