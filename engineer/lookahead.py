@@ -30,6 +30,7 @@ from simulator.documents import check_value, checked_real, read_key
 from simulator.errors import ConfigError
 from simulator.text import percent
 
+
 @dataclass(frozen=True)
 class Candidate:
     """One candidate of a lookahead decision: its config, the engineers that proposed it (``fixed`` for the
@@ -67,10 +68,10 @@ def decision_candidates(decision: EngineerDecision, where: str = "decision") -> 
     return [Candidate.from_dict(row, f"{where}.details.candidates.{index}") for index, row in enumerate(rows)]
 
 
-def winners(candidates: list[Candidate]) -> tuple[str, ...]:
-    """The engineers whose proposal won: the first candidate with the best rate (the lookahead's own rule)."""
-    best = max(candidates, key=lambda row: row.evidence_valid_rate)  # max keeps the first of equals
-    return best.proposed_by
+def best_candidate(candidates: list[Candidate]) -> Candidate:
+    """The winner: the first candidate with the best evidence rate (``max`` keeps the first of equals, so a tie
+    keeps ``fixed``'s config, which is tried first)."""
+    return max(candidates, key=lambda row: row.evidence_valid_rate)
 
 
 Trial = Callable[[StageConfig], float]
@@ -117,11 +118,11 @@ class LookaheadEngineer(DeclaredOptions):
             rate = float(self.trial(candidate))
             rows.append(Candidate(candidate, tuple(names), rate))
             decider.notes.append(f"{', '.join(names)}: evidence valid {percent(rate)} after a trial stage")
-        best = max(rows, key=lambda row: row.evidence_valid_rate)  # fixed's config is always a candidate
+        best = best_candidate(rows)  # fixed's config is always a candidate
         decision = decider.decide(best.config, f"lookahead: the best of {len(rows)} candidates "
                                                f"({', '.join(best.proposed_by)}, evidence valid "
                                                f"{percent(best.evidence_valid_rate)})")
         return replace(decision, details={**decision.details, "candidates": [row.to_dict() for row in rows]})
 
 
-__all__ = ["Candidate", "LookaheadEngineer", "Proposals", "Trial", "decision_candidates", "winners"]
+__all__ = ["Candidate", "LookaheadEngineer", "Proposals", "Trial", "best_candidate", "decision_candidates"]

@@ -137,20 +137,23 @@ def shuffled_order(instance: Instance) -> list[int]:
     return [int(k) for k in rng.permutation(instance.n_agents)]
 
 
-def compact_prompt(instance: Instance, neighbours: bool = False, last_first: bool = False,
-                   shuffled: bool = False) -> str:
+def last_first_order(instance: Instance) -> list[int]:
+    """The agents' order in a ``compact-nb-rev`` prompt: the last agent first."""
+    return list(range(instance.n_agents))[::-1]
+
+
+def compact_prompt(instance: Instance, neighbours: bool = False,
+                   order: Callable[[Instance], list[int]] | None = None) -> str:
     """The compact raw-text prompt (see the module docstring); ``neighbours``: the ``compact-nb`` variant;
-    ``last_first``: the agents' lines from the last agent to the first (``compact-nb-rev``); ``shuffled``: in
-    :func:`shuffled_order` (``compact-nb-shuf``)."""
+    ``order``: the agents' lines in the order it gives (:func:`last_first_order` for ``compact-nb-rev``,
+    :func:`shuffled_order` for ``compact-nb-shuf``; None: agent order)."""
     rows = ["".join(C.SYMBOL_HOLE if tile == C.HOLE else C.SYMBOL_ICE for tile in row) for row in instance.grid]
     agents = [
         f"A{k} {s[0]},{s[1]}>{g[0]},{g[1]}" + (f" {start_neighbours(instance, s[0], s[1])}" if neighbours else "")
         for k, (s, g) in enumerate(zip(instance.starts.tolist(), instance.goals.tolist()))
     ]
-    if last_first:
-        agents.reverse()
-    if shuffled:
-        agents = [agents[k] for k in shuffled_order(instance)]
+    if order is not None:
+        agents = [agents[k] for k in order(instance)]
     return _side_header(instance) + "\n" + "\n".join(rows) + "\n" + "\n".join(agents) + "\n?\n"
 
 
@@ -172,12 +175,12 @@ def copy_answer_for(instance: Instance, plan: JointPlan) -> str:
 
 def compact_nb_rev_prompt(instance: Instance) -> str:
     """The ``compact-nb-rev`` prompt: ``compact-nb`` with the agents' lines last agent first (module docstring)."""
-    return compact_prompt(instance, neighbours=True, last_first=True)
+    return compact_prompt(instance, neighbours=True, order=last_first_order)
 
 
 def compact_nb_shuf_prompt(instance: Instance) -> str:
     """The ``compact-nb-shuf`` prompt: ``compact-nb`` with the agents' lines in :func:`shuffled_order`."""
-    return compact_prompt(instance, neighbours=True, shuffled=True)
+    return compact_prompt(instance, neighbours=True, order=shuffled_order)
 
 
 def compact_answer(plan: JointPlan) -> str:
@@ -283,6 +286,14 @@ class PromptStyle:
         return self.answer_for(instance, plan) if self.answer_for is not None else self.answer(plan)
 
 
+def _neighbour_turns(prompt: Callable[[Instance], str]) -> tuple[Callable[[Instance], str],
+                                                                  Callable[[Instance, np.ndarray, int], str]]:
+    """The multi-turn form of a ``compact-nb`` style whose single-turn prompt is ``prompt``: that prompt and the
+    first observation, then one observation per turn with each agent's neighbours."""
+    return (lambda inst: prompt(inst) + compact_observation(inst, inst.starts, 0, True),
+            lambda inst, pos, t: compact_observation(inst, pos, t, True))
+
+
 PROMPT_STYLES: dict[str, PromptStyle] = {
     "natural": PromptStyle("natural", True, natural_messages, natural_answer, None, natural_turn_prompt,
                            natural_observation),
@@ -290,19 +301,13 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
                            lambda inst: compact_prompt(inst) + compact_observation(inst, inst.starts, 0),
                            compact_observation),
     "compact-nb": PromptStyle("compact-nb", False, compact_nb_prompt, compact_answer, None,
-                              lambda inst: compact_nb_prompt(inst) + compact_observation(inst, inst.starts, 0, True),
-                              lambda inst, pos, t: compact_observation(inst, pos, t, True)),
+                              *_neighbour_turns(compact_nb_prompt)),
     "compact-nb-rev": PromptStyle("compact-nb-rev", False, compact_nb_rev_prompt, compact_answer, None,
-                                  lambda inst: compact_nb_rev_prompt(inst)
-                                  + compact_observation(inst, inst.starts, 0, True),
-                                  lambda inst, pos, t: compact_observation(inst, pos, t, True)),
+                                  *_neighbour_turns(compact_nb_rev_prompt)),
     "compact-nb-shuf": PromptStyle("compact-nb-shuf", False, compact_nb_shuf_prompt, compact_answer, None,
-                                   lambda inst: compact_nb_shuf_prompt(inst)
-                                   + compact_observation(inst, inst.starts, 0, True),
-                                   lambda inst, pos, t: compact_observation(inst, pos, t, True)),
+                                   *_neighbour_turns(compact_nb_shuf_prompt)),
     "compact-nb-copy": PromptStyle("compact-nb-copy", False, compact_nb_prompt, compact_answer, copy_answer_for,
-                                   lambda inst: compact_nb_prompt(inst) + compact_observation(inst, inst.starts, 0, True),
-                                   lambda inst, pos, t: compact_observation(inst, pos, t, True)),
+                                   *_neighbour_turns(compact_nb_prompt)),
     "compact-xy": PromptStyle("compact-xy", False, compact_xy_prompt, compact_answer, xy_answer_for,
                               lambda inst: compact_xy_prompt(inst) + xy_observation(inst, inst.starts, 0),
                               xy_observation),

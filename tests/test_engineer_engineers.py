@@ -1296,7 +1296,7 @@ def test_random__agents_as_one_count_or_garbage():
 
 def test_lookahead_candidates__read_back_typed_and_name_a_bad_field():
     from engineer.decision import EngineerDecision
-    from engineer.lookahead import Candidate, decision_candidates, winners
+    from engineer.lookahead import Candidate, best_candidate, decision_candidates
 
     base = StageConfig.from_dict({"agents": 2, "samples": 40, "sizes": {3: {"data_ratio": 1.0, "hole_ratio": 0.2,
                                                                             "wait_ratio": 0.3}}})
@@ -1305,7 +1305,7 @@ def test_lookahead_candidates__read_back_typed_and_name_a_bad_field():
     decision = EngineerDecision("lookahead", True, "r", None, None, [], rows[1].config, base, [], "", "", 0.0,
                                 details={"candidates": [row.to_dict() for row in rows]})
     read = decision_candidates(EngineerDecision.from_dict(json.loads(json.dumps(decision.to_dict()))))
-    assert read == rows and winners(read) == ("gap", "rule")  # equal rates: the earlier candidate, as the engineer
+    assert read == rows and best_candidate(read).proposed_by == ("gap", "rule")  # equal rates: the earlier candidate, as the engineer
     assert decision_candidates(replace(decision, details={})) == []
     for damage, field in ((lambda row: row.update(evidence_valid_rate=1.5), "candidates.0.evidence_valid_rate"),
                           (lambda row: row.update(proposed_by=[]), "candidates.0.proposed_by"),

@@ -31,7 +31,7 @@ from curriculum.loop.folder import read_decision  # noqa: E402
 from curriculum.loop.records import read_record  # noqa: E402
 from curriculum.reports.report import SeedComparison  # noqa: E402
 from curriculum.reports.stats import holm, mean_interval, paired_p_value  # noqa: E402
-from engineer.lookahead import decision_candidates, winners  # noqa: E402
+from engineer.lookahead import best_candidate, decision_candidates  # noqa: E402
 
 ARMS = ("fixed", "band", "lookahead")
 PAIRS = (("lookahead", "fixed"), ("band", "fixed"), ("lookahead", "band"))
@@ -91,7 +91,7 @@ def stage_wins(runs: list[Path]) -> dict:
                 continue
             stage = path.parent.name
             tried[stage] += 1
-            for name in winners(candidates):
+            for name in best_candidate(candidates).proposed_by:
                 wins[stage][name] += 1
             fixed = next(row.evidence_valid_rate for row in candidates if "fixed" in row.proposed_by)
             for row in candidates:
