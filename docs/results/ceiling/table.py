@@ -32,6 +32,7 @@ from curriculum.loop.records import read_record  # noqa: E402
 from curriculum.reports.report import SeedComparison  # noqa: E402
 from curriculum.reports.stats import holm, mean_interval, paired_p_value  # noqa: E402
 from engineer.lookahead import best_candidate, decision_candidates  # noqa: E402
+from simulator.atomic import atomic_write  # noqa: E402
 
 ARMS = ("fixed", "band", "lookahead")
 PAIRS = (("lookahead", "fixed"), ("band", "fixed"), ("lookahead", "band"))
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json is not None:
         results = {"seeds": sorted(figures), "per_seed": {str(s): row for s, row in figures.items()},
                    "differences": pairs, "band_share": share, "stages": wins, "verdict": lines[-1]}
-        args.json.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+        atomic_write(args.json, json.dumps(results, indent=1, sort_keys=True) + "\n")
     return 0
 
 

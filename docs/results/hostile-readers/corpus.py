@@ -1065,7 +1065,9 @@ def main() -> int:
         rows = document.pop("results")
         text = json.dumps(document, ensure_ascii=False)[:-1] + ',\n "results": [\n' + ",\n".join(
             json.dumps(row, ensure_ascii=False) for row in rows) + "\n]}\n"  # one case a line
-        (HERE / "results.json").write_text(text)
+        from simulator.atomic import atomic_write
+
+        atomic_write(HERE / "results.json", text)
     return 0
 
 

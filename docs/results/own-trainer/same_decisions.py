@@ -58,7 +58,9 @@ def main() -> int:
     diffs = {key: b["test"].get(key, float("nan")) - value for key, value in a["test"].items()}
     print("test valid rate per cell, B - A: " + ", ".join(f"{key} {value:+.4f}" for key, value in diffs.items()))
     if args.json:
-        args.json.write_text(json.dumps({"runs": [str(run) for run in args.runs], "same": same, "a": a, "b": b},
+        from simulator.atomic import atomic_write
+
+        atomic_write(args.json, json.dumps({"runs": [str(run) for run in args.runs], "same": same, "a": a, "b": b},
                                         indent=2, sort_keys=True))
     return 0 if all(same.values()) else 1
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from curriculum.config import load_run_config
 from curriculum.loop.records import StageRecord, read_record
 from curriculum.loop.sets import RunSets, test_keys, training_seed
+from simulator.atomic import atomic_write
 from simulator.config import SizeSpec, StageConfig
 from simulator.generator import generate, to_jsonl
 
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                                  "--json", "--max-new-tokens", str(checkpoints[run.name][1])], capture_output=True, text=True, check=True)
         table = json.loads(result.stdout)
         figures["valid"][run.name] = table
-    args.json.write_text(json.dumps(figures, indent=1) + "\n")
+    atomic_write(args.json, json.dumps(figures, indent=1) + "\n")
     for name, table in figures["valid"].items():
         print(f"{name}: valid {100 * table['mean']['2']['valid_rate']:.2f}% over the kept draw (mean of the sides)")
     return 0

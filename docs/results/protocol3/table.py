@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 from curriculum.loop.records import read_record  # noqa: E402
 from curriculum.reports.report import SeedComparison  # noqa: E402
 from curriculum.reports.stats import mean_interval, paired_p_value  # noqa: E402
+from simulator.atomic import atomic_write  # noqa: E402
 
 ARM, REFERENCE, METRIC = "band", "fixed", "test"
 
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"verdict (as declared): the claim `band` beats `fixed` on the test set is {verdict}")
     print("\n".join(lines))
     if args.json is not None:
-        args.json.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+        atomic_write(args.json, json.dumps(results, indent=1, sort_keys=True) + "\n")
     return 0
 
 

@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from replays.reader import ReplayReader  # noqa: E402
 from simulator import constants as C  # noqa: E402
+from simulator.atomic import atomic_write  # noqa: E402
 from simulator.types import Instance  # noqa: E402
 
 
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{cell}: {parsed} parsed; a line walks its own agent's route {own} times, the next agent's "
               f"{shifted} times; " + ", ".join(f"A{line}->{agent} {n}" for (line, agent), n in sorted(counts.items())))
     if args.json is not None:
-        args.json.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+        atomic_write(args.json, json.dumps(out, indent=1, sort_keys=True) + "\n")
     return 0
 
 

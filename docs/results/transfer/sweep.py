@@ -45,6 +45,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
+from simulator.atomic import atomic_write  # noqa: E402
+
 # arm -> (share of warm-start instances with 3 agents, run-config overrides: the prompt style and the lengths its
 # longer answers need)
 REV = {"prompt_style": "compact-nb-rev"}
@@ -137,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         results["arms"] = [r for r in results["arms"]
                            if (r["arm"], r["seed"], r["steps"], r["suite"])
                            != (name, args.seed, row["steps"], row["suite"])] + [row]
-        out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+        atomic_write(out, json.dumps(results, indent=1, sort_keys=True) + "\n")
         print(f"{name}: " + ", ".join(f"{agents} agents valid {figures['valid']:.1f}%"
                                       for agents, figures in row["by_agents"].items()), file=sys.stderr)
     return 0
