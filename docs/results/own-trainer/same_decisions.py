@@ -60,8 +60,8 @@ def main() -> int:
     if args.json:
         from simulator.atomic import atomic_write
 
-        atomic_write(args.json, json.dumps({"runs": [str(run) for run in args.runs], "same": same, "a": a, "b": b},
-                                        indent=2, sort_keys=True))
+        document = {"runs": [str(run) for run in args.runs], "same": same, "a": a, "b": b}
+        atomic_write(args.json, json.dumps(document, indent=2, sort_keys=True))
     return 0 if all(same.values()) else 1
 
 
