@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -983,3 +984,25 @@ def test_lookahead__tries_every_candidate_keeps_the_best_and_trains_it_once(tmp_
     assert "candidates" not in last["details"] and "no trial" in last["reason"]  # no stage 3 to try
     Run(config).execute()  # resumed: nothing trained again
     assert len(list((stage_two / "candidates").iterdir())) == len(rows)
+
+    # Killed while stage 1's decision was still trying candidates: stage 1 has no record yet and stage 2's folder
+    # holds only trials. That is no gap: the rerun decides stage 1 again, reading the finished trials back and
+    # training only the one that was missing.
+    for part in ("stage.json", "decision.json"):
+        (config.run_dir / "stage-01" / part).unlink()
+    for path in stage_two.iterdir():
+        if path.name != "candidates":
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    kept = {path.name: (path / "model" / "model.safetensors").stat().st_mtime_ns
+            for path in (stage_two / "candidates").iterdir()}
+    shutil.rmtree(trial)
+    Run(config).execute()
+    again = json.loads((config.run_dir / "stage-01" / "decision.json").read_text())
+    retrained = next(index for index, row in enumerate(rows) if row is winner)
+    assert [{**row, "evidence_valid_rate": None} if index == retrained else row
+            for index, row in enumerate(again["details"]["candidates"])] \
+        == [{**row, "evidence_valid_rate": None} if index == retrained else row for index, row in enumerate(rows)]
+    assert {path.name: (path / "model" / "model.safetensors").stat().st_mtime_ns
+            for path in (stage_two / "candidates").iterdir() if path.name != trial.name} \
+        == {name: stamp for name, stamp in kept.items() if name != trial.name}
+    assert (trial / "model" / "model.safetensors").exists() and (stage_two / "stage.json").exists()

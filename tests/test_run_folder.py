@@ -121,6 +121,22 @@ def test_load_run__a_gap_in_the_stages_is_refused_naming_the_missing_stage(tmp_p
         load_run(config.run_dir)
 
 
+@pytest.mark.parametrize("finished, trials, refused", [
+    ((1,), 3, None),  # stage 2 deciding: stage 3's lookahead trials, killed before stage 2's record
+    ((), 2, None),
+    ((), 3, "stage-01"),  # trials two stages on are no decision in progress
+])
+def test_run__trials_of_the_next_stage_are_no_gap(tmp_path, finished, trials, refused):
+    config = make_run_folder(tmp_path, finished=finished, stages=3)
+    (config.run_dir / f"stage-{trials:02d}" / "candidates" / "0123456789ab").mkdir(parents=True)
+    folder = Run(config).curriculum.folder
+    if refused:
+        with pytest.raises(ConfigError, match=refused):
+            folder.completed_stages()
+    else:
+        assert [record.stage for record in folder.completed_stages()] == list(finished)
+
+
 def test_run__stages_without_a_gap_are_read_in_order(tmp_path):
     config = make_run_folder(tmp_path, finished=(1, 2), stages=3)
     (config.run_dir / "stage-03").mkdir()  # the stage in progress

@@ -236,12 +236,20 @@ class RunFolder:
         later = sorted(int(match.group(1)) for match in (re.fullmatch(r"stage-(\d+)", path.name)
                                                          for path in self.dir.glob("stage-*") if path.is_dir())
                        if match and int(match.group(1)) > unfinished)
+        if later and later[0] == unfinished + 1 and self._only_trials(self.stage_dir(later[0])):
+            later = later[1:]  # the unfinished stage's lookahead decision, trying the next stage: not a gap
         if later:
             missing = self.stage_dir(unfinished)
             what = f"{missing.name}/stage.json" if missing.exists() else f"{missing.name}/"
             raise ConfigError("run folder", str(self.dir), "stage folders 1..N without a gap (restore the missing "
                               "stage, or start a new run)", f"{what} is missing but {self.stage_dir(later[0]).name}/ "
                               "is there")
+
+    @staticmethod
+    def _only_trials(folder: Path) -> bool:
+        """Whether a stage folder holds nothing but ``candidates/``: the lookahead engineer's trials of that stage,
+        trained while the stage before it was still deciding (killed there, that stage has no record yet)."""
+        return [path.name for path in folder.iterdir()] == ["candidates"]
 
     def start(self) -> None:
         """Make the folder and its manifest, or accept the folder as this run's (the same run config, wherever
