@@ -58,6 +58,7 @@ the run folders written before this constant had its present name)."""
 
 
 SHARED_FROM_FILE = "shared_from.txt"
+CANDIDATES_DIR = "candidates"  # a stage folder's lookahead trials, one folder per candidate config
 """In a stage folder copied from a sibling arm (``train --compare``): the run folder that trained it."""
 
 
@@ -249,7 +250,7 @@ class RunFolder:
     def _only_trials(folder: Path) -> bool:
         """Whether a stage folder holds nothing but ``candidates/``: the lookahead engineer's trials of that stage,
         trained while the stage before it was still deciding (killed there, that stage has no record yet)."""
-        return [path.name for path in folder.iterdir()] == ["candidates"]
+        return [path.name for path in folder.iterdir()] == [CANDIDATES_DIR]
 
     def start(self) -> None:
         """Make the folder and its manifest, or accept the folder as this run's (the same run config, wherever
@@ -351,5 +352,5 @@ class RunFolder:
         atomic_write(self.dir / "metrics.jsonl", "\n".join(lines) + "\n")
 
 
-__all__ = ["HANDED_FILE", "RUN_PROTOCOL", "SHARED_FROM_FILE", "RunFolder", "read_decision", "read_shared_from", "read_summary",
+__all__ = ["CANDIDATES_DIR", "HANDED_FILE", "RUN_PROTOCOL", "SHARED_FROM_FILE", "RunFolder", "read_decision", "read_shared_from", "read_summary",
            "stage_folder", "write_json"]

@@ -31,7 +31,7 @@ from typing import Sequence
 
 from curriculum.config import RunConfig, load_run_config
 from curriculum.loop.curriculum import Curriculum, log_to_stderr, stage_seed
-from curriculum.loop.folder import Log
+from curriculum.loop.folder import CANDIDATES_DIR, Log
 from curriculum.loop.records import StageTimings
 from curriculum.loop.sharing import share_stage
 from policy.prompts import save_checkpoint_style
@@ -160,7 +160,7 @@ class Run:
 def _candidate_folder(stage_dir: Path, config: StageConfig) -> Path:
     """Where the lookahead's trial of ``config`` (its seed set) for a stage trains: named by the config's digest."""
     digest = hashlib.sha256(format_config_text(config, "yaml").encode()).hexdigest()[:12]
-    return stage_dir / "candidates" / digest
+    return stage_dir / CANDIDATES_DIR / digest
 
 
 def _take_candidate(stage_dir: Path, config: StageConfig) -> None:
