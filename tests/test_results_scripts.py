@@ -129,6 +129,7 @@ def test_ceiling_table__three_paired_differences_the_share_and_the_wins_by_stage
     stage = results["stages"]["stage-01"]
     assert stage["runs"] == 2 and stage["wins"] == {"fixed": 1, "gap": 1, "rule": 1}  # b: fixed best
     assert abs(stage["margin_over_fixed"]["bandit"] - (0.05 - 0.05) / 2) < 1e-9
+    assert [round(lead, 9) for lead in stage["winner_lead"]] == [0.1, 0.0]  # a: gap/rule by 10 points; b: fixed
     assert "stage-02" not in results["stages"] and "headroom left" in results["verdict"]
 
 

@@ -81,9 +81,12 @@ def differences(figures: dict[int, dict[str, float]]) -> dict:
 
 def stage_wins(runs: list[Path]) -> dict:
     """Per stage boundary (the stage whose decision chose the next config): how often each engineer's proposal
-    won, and each proposer's mean evidence valid rate minus ``fixed``'s candidate's over the runs that tried it."""
+    won, each proposer's mean evidence valid rate minus ``fixed``'s candidate's over the runs that tried it, and the
+    winner's lead over ``fixed``'s candidate run by run (what the choice bought on the evidence set, to set beside
+    what the test set says it bought)."""
     wins: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     margins: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    leads: dict[str, list[float]] = defaultdict(list)
     tried: dict[str, int] = defaultdict(int)
     for run in runs:
         for path in sorted(run.glob("stage-*/decision.json")):
@@ -92,15 +95,18 @@ def stage_wins(runs: list[Path]) -> dict:
                 continue
             stage = path.parent.name
             tried[stage] += 1
-            for name in best_candidate(candidates).proposed_by:
+            best = best_candidate(candidates)
+            for name in best.proposed_by:
                 wins[stage][name] += 1
             fixed = next(row.evidence_valid_rate for row in candidates if "fixed" in row.proposed_by)
+            leads[stage].append(best.evidence_valid_rate - fixed)
             for row in candidates:
                 for name in row.proposed_by:
                     margins[stage][name].append(row.evidence_valid_rate - fixed)
     return {stage: {"runs": tried[stage], "wins": dict(sorted(wins[stage].items())),
                     "margin_over_fixed": {name: sum(values) / len(values)
-                                          for name, values in sorted(margins[stage].items())}}
+                                          for name, values in sorted(margins[stage].items())},
+                    "winner_lead": leads[stage]}
             for stage in sorted(tried)}
 
 
@@ -131,6 +137,9 @@ def render(figures: dict[int, dict[str, float]], pairs: dict, share: dict, wins:
                   "| engineer | wins | evidence valid minus fixed's candidate (points) |", "| --- | ---: | ---: |"]
         lines += [f"| {name} | {row['wins'].get(name, 0)} | {100 * margin:+.2f} |"
                   for name, margin in row["margin_over_fixed"].items()]
+        lead = row["winner_lead"]
+        lines += ["", f"the winner's evidence valid minus fixed's candidate: mean {100 * sum(lead) / len(lead):+.2f} "
+                      f"points (runs: {', '.join(f'{100 * value:+.2f}' for value in lead)})"]
     return lines
 
 
