@@ -1,4 +1,4 @@
-"""The lookahead engineer: an engineer with one stage of hindsight, the ceiling the others are measured against.
+"""The lookahead engineer: an engineer with one stage of hindsight, meant as a ceiling for the others.
 
 It is not a rule but a measurement. At each stage boundary it collects candidate configs for the next stage: the
 current one (what ``fixed`` keeps) and what every other registered engineer that writes configs proposes from the
