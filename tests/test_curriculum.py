@@ -960,7 +960,7 @@ def test_lookahead__tries_every_candidate_keeps_the_best_and_trains_it_once(tmp_
     # The ceiling arm at a reduced budget: after stage 1 it trains stage 2 once per distinct candidate (fixed's config
     # and every config-writing engineer's proposal), keeps the best on the evidence set, records every candidate, and
     # stage 2 is the winning trial's checkpoint (copied, not trained again); a rerun reads everything back.
-    from curriculum.loop.run import Run, _candidate_folder
+    from curriculum.loop.run import Run, candidate_folder
     from curriculum.loop.sets import training_seed
     from engineer.engineers import candidate_engineers
     from simulator.config import StageConfig
@@ -975,7 +975,7 @@ def test_lookahead__tries_every_candidate_keeps_the_best_and_trains_it_once(tmp_
     winner = next(row for row in rows if row["evidence_valid_rate"] == best)
     assert decision["config"] == winner["config"] and decision["reason"].startswith("lookahead: the best of")
     stage_two = config.run_dir / "stage-02"
-    trial = _candidate_folder(stage_two, StageConfig.from_dict({**winner["config"],
+    trial = candidate_folder(stage_two, StageConfig.from_dict({**winner["config"],
                                                                "seed": training_seed(config.seed, 2)}))
     assert (trial / "model" / "model.safetensors").read_bytes() == (stage_two / "model" / "model.safetensors").read_bytes()
     assert json.loads((stage_two / "summary.json").read_text())["valid_rate"] == pytest.approx(best)
@@ -984,6 +984,34 @@ def test_lookahead__tries_every_candidate_keeps_the_best_and_trains_it_once(tmp_
     assert "candidates" not in last["details"] and "no trial" in last["reason"]  # no stage 3 to try
     Run(config).execute()  # resumed: nothing trained again
     assert len(list((stage_two / "candidates").iterdir())) == len(rows)
+
+    # The ceiling page's second_evidence.py: every trial scored again on a fresh draw of the evidence distribution
+    # that holds no test, evidence, stage or trial instance.
+    import importlib.util
+
+    from curriculum.loop.sets import RunSets
+
+    path = ROOT / "docs" / "results" / "ceiling" / "second_evidence.py"
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    second = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(second)
+    sets = RunSets.build(config.evaluation_suite, config.evidence_config, config.validation.samples)
+    trial_keys = {item.instance.content_key() for item in sets.training(
+        StageConfig.from_dict({**winner["config"], "seed": training_seed(config.seed, 2)})).instances}
+    _, _, drawn, items = second.second_draw(config.run_dir, 50)
+    keys = {item.instance.content_key() for item in items}
+    assert keys and not keys & (sets.test | sets.evidence_keys | trial_keys)
+    evidence = config.evidence_config
+    second.DRAW_SEED = evidence.seed  # drawn with the evidence set's own seed: the evidence set is drawn again
+    _, _, drawn, items = second.second_draw(config.run_dir, -(-evidence.samples // len(evidence.sizes)))
+    drawn_keys = {item.instance.content_key() for item in drawn}
+    assert drawn_keys & sets.evidence_keys and not {item.instance.content_key() for item in items} & sets.evidence_keys
+    out = tmp_path / "second.json"
+    assert second.main([str(config.run_dir), "--per-side", "6", "--json", str(out)]) == 0
+    (boundary,) = json.loads(out.read_text())["runs"][0]["boundaries"]
+    assert [row["evidence"] for row in boundary["candidates"]] == [row["evidence_valid_rate"] for row in rows]
+    assert boundary["winner_lead_evidence"] == pytest.approx(best - rows[0]["evidence_valid_rate"])
+    assert all(0 <= row["second_draw"] <= 1 for row in boundary["candidates"])
 
     # Killed while stage 1's decision was still trying candidates: stage 1 has no record yet and stage 2's folder
     # holds only trials. That is no gap: the rerun decides stage 1 again, reading the finished trials back and

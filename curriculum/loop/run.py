@@ -148,7 +148,7 @@ class Run:
             raise ConfigError("engineer.spec", "lookahead", "a run whose stages are checkpoint folders")
         cfg, curriculum, following = self.config, self.curriculum, stage + 1
         seeded = replace(config, seed=training_seed(cfg.seed, following))
-        folder = _candidate_folder(curriculum.stage_dir(following), seeded)
+        folder = candidate_folder(curriculum.stage_dir(following), seeded)
         self.log(f"lookahead before stage {following}: a trial stage on {folder.name}")
         instances = stage_instances(curriculum.sets, seeded, ()).instances
         train_stage(cfg.training, model, instances, curriculum.style, folder, seed=stage_seed(cfg.seed, following),
@@ -157,7 +157,7 @@ class Run:
         return summary.failures.valid_rate
 
 
-def _candidate_folder(stage_dir: Path, config: StageConfig) -> Path:
+def candidate_folder(stage_dir: Path, config: StageConfig) -> Path:
     """Where the lookahead's trial of ``config`` (its seed set) for a stage trains: named by the config's digest."""
     digest = hashlib.sha256(format_config_text(config, "yaml").encode()).hexdigest()[:12]
     return stage_dir / CANDIDATES_DIR / digest
@@ -168,7 +168,7 @@ def _take_candidate(stage_dir: Path, config: StageConfig) -> None:
     finds its checkpoint done instead of training the same stage again."""
     from curriculum.loop.records import OUTCOMES_FILE
 
-    trial = _candidate_folder(stage_dir, config)
+    trial = candidate_folder(stage_dir, config)
     if not (trial / "model" / "checkpoint_done.json").exists() or (stage_dir / "model").exists():
         return
     with atomic_folder(stage_dir / "model") as building:
