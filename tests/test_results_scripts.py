@@ -155,3 +155,25 @@ def test_transfer_align__the_oracle_walks_its_own_agents_route_on_every_line(tmp
     assert parsed == 60
     own = sum(n for (line, agent), n in counts.items() if line == agent)
     assert own == 2 * parsed  # every line of an optimal plan reaches its own agent's goal alone (2 agents)
+
+
+def test_ceiling_second_evidence__spearman_matches_the_closed_form_without_ties():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    second = _module(ROOT / "docs" / "results" / "ceiling" / "second_evidence.py")
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.integers(-1000, 1000), min_size=3, max_size=12, unique=True), st.randoms())
+    def check(values, rng):
+        other = list(values)
+        rng.shuffle(other)
+        n, ra, rb = len(values), second.ranks(values), second.ranks(other)
+        closed = 1 - 6 * sum((x - y) ** 2 for x, y in zip(ra, rb)) / (n * (n * n - 1))
+        assert abs(second.spearman(values, other) - closed) < 1e-9
+        assert abs(second.spearman(values, [3 * v + 1 for v in values]) - 1) < 1e-9  # monotone: rank order kept
+        assert abs(second.spearman(values, [-v for v in values]) + 1) < 1e-9
+
+    check()
+    assert second.ranks([0.3, 0.1, 0.3, 0.2]) == [3.5, 1.0, 3.5, 2.0]  # ties share their mean rank
+    assert second.spearman([1, 1, 1], [1, 2, 3]) is None and second.spearman([1, 2], [2, 1]) is None
