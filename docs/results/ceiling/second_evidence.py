@@ -17,6 +17,7 @@ and the rank correlation of the two rates across each boundary's candidates. It 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from dataclasses import replace
@@ -27,7 +28,6 @@ sys.path.insert(0, str(ROOT))
 
 from curriculum.config import load_run_config  # noqa: E402
 from curriculum.loop.folder import read_decision  # noqa: E402
-from curriculum.loop.records import StageRecord, read_record  # noqa: E402
 from curriculum.loop.run import candidate_folder  # noqa: E402
 from curriculum.loop.sets import RunSets, training_seed  # noqa: E402
 from curriculum.loop.validation import EvaluationModels  # noqa: E402
@@ -37,6 +37,15 @@ from policy.prompts import get_style  # noqa: E402
 from policy.rollout import judge_answers  # noqa: E402
 from simulator.atomic import atomic_write  # noqa: E402
 from simulator.generator import generate  # noqa: E402
+
+def _protocol3_second_draw():
+    """Protocol 3's second-draw script, whose ``trained_keys`` knows what a run trained on."""
+    path = ROOT / "docs" / "results" / "protocol3" / "second_draw.py"
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 DRAW_SEED = 0x5EC0_E71D  # the draw's own seed; content exclusion, not the seed, keeps it apart
 
@@ -82,15 +91,8 @@ def second_draw(run: Path, per_side: int):
     instances (warm start and stages) and every candidate's trial instances, by content."""
     config = load_run_config(run / "run.yaml")
     sets = RunSets.build(config.evaluation_suite, config.evidence_config, config.validation.samples)
-    removed = set(sets.evidence_keys)
-    if config.warm_start.enabled:
-        ws = config.warm_start
-        warm = replace(ws.config or config.stage_one, samples=ws.samples, seed=training_seed(config.seed, 0))
-        removed |= {item.instance.content_key() for item in sets.training(warm).instances}
-    for stage in range(1, config.stages + 1):
-        path = run / f"stage-{stage:02d}" / "stage.json"
-        record = StageRecord.from_dict(read_record(path, "stage record"), str(path))
-        removed |= {item.instance.content_key() for item in sets.training(record.config).instances}
+    trained, evidence_keys, _, _ = _protocol3_second_draw().trained_keys(run)  # warm start and stages
+    removed = set(trained | evidence_keys)
     found = list(boundaries(run))
     for _, following, candidates in found:
         for row in candidates:
