@@ -53,6 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-dir", default="runs", help="where the run folder goes")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="run-config override")
     parser.add_argument("--bf16", action="store_true", help="train in bf16 (GPU)")
+    parser.add_argument("--report-to", action="append", default=[], metavar="NAME", help="a logger of the "
+                        "trainer's (tensorboard, wandb, ...; repeat for several): the curriculum's figures join each "
+                        "boundary step's entry (default: none)")
+    parser.add_argument("--progress", action="store_true", help="show TRL's progress bar and per-step dicts "
+                        "(default: off, so the curriculum's boundary lines stand out)")
     args = parser.parse_args(argv)
 
     from curriculum.loop.curriculum import Curriculum
@@ -66,11 +71,25 @@ def main(argv: list[str] | None = None) -> int:
             overrides = {**default_arms()[args.arm], "arm": args.arm, **overrides}
         if args.engineer:
             overrides["engineer.spec"] = args.engineer
-        config = preset(args.preset).with_overrides(**overrides)
+        base = preset(args.preset).with_overrides(**overrides)
+        # What makes this run itself, recorded in its manifest: the stage length, the start checkpoint, the trainer
+        # and an arm label that names the path (so compare keeps it apart from mapf-lake train's run of the arm).
+        identity: dict = {"arm": f"{base.arm or base.engineer.spec}+{'per-stage' if args.per_stage else 'trl-grpo'}"}
+        if args.stage_steps is not None:
+            if args.stage_steps < 1:
+                raise ConfigError("--stage-steps", args.stage_steps, "an integer >= 1")
+            identity["training.steps"] = args.stage_steps
+        if args.model:
+            identity["model"] = f"hf:{args.model}"
+        if not args.per_stage and base.training.trainer != "grpo":
+            # The preset's learning rate was set for its own stage trainer (demo: rejection sampling, 5e-4, which
+            # lowers a warm-started model under GRPO); the one-trainer path takes the GRPO default unless --set.
+            identity["training.trainer"] = "grpo"
+            if not any(item.startswith("training.learning_rate=") for item in args.set):
+                identity["training.learning_rate"] = GRPO_LEARNING_RATE
+        config = base.with_overrides(**identity)
         tr = config.training
-        stage_steps = tr.steps if args.stage_steps is None else args.stage_steps
-        if stage_steps < 1:
-            raise ConfigError("--stage-steps", stage_steps, "an integer >= 1")
+        stage_steps = tr.steps
         curriculum = Curriculum(config).open()
         start = args.model or warm_start(curriculum)
         latest = curriculum.begin(start)  # a resumed run: the last finished stage's checkpoint (--per-stage)
@@ -78,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
+    if curriculum.finished:
+        return finish(curriculum, latest if args.per_stage else None)
     if args.per_stage:
         return per_stage(curriculum, latest)
     from transformers import AutoTokenizer
@@ -95,21 +116,73 @@ def main(argv: list[str] | None = None) -> int:
         per_device_train_batch_size=tr.prompts_per_step * tr.generations, num_generations=tr.generations,
         max_completion_length=tr.max_completion_length, temperature=tr.temperature, beta=tr.beta,
         loss_type=tr.loss_type, scale_rewards=tr.scale_rewards, logging_steps=1, save_steps=stage_steps,
-        save_total_limit=2, report_to=[], seed=config.seed, bf16=args.bf16, use_cpu=not _cuda(),
-        dataloader_num_workers=0, disable_tqdm=True)
-    trainer = GRPOTrainer(model=str(start), reward_funcs=[reward], args=grpo, processing_class=tokenizer,
-                          train_dataset=curriculum_dataset(curriculum))
+        save_total_limit=2, report_to=args.report_to, seed=config.seed, bf16=args.bf16, use_cpu=not _cuda(),
+        dataloader_num_workers=0, disable_tqdm=not args.progress, shuffle_dataset=False)
+    with quiet_trl():
+        trainer = GRPOTrainer(model=str(start), reward_funcs=[reward], args=grpo, processing_class=tokenizer,
+                              train_dataset=curriculum_dataset(curriculum))
     attach(trainer, curriculum, stage_steps, reward=reward)
-    trainer.train(resume_from_checkpoint=get_last_checkpoint(grpo.output_dir) if Path(grpo.output_dir).is_dir()
-                  else None)
+    with quiet_trl():
+        trainer.train(resume_from_checkpoint=get_last_checkpoint(grpo.output_dir) if Path(grpo.output_dir).is_dir()
+                      else None)
     final = config.run_dir / "final-model"
     trainer.save_model(str(final))  # the main process writes
     if curriculum.is_main_process:
         tokenizer.save_pretrained(str(final))
-    curriculum.evaluate(str(final))
+    return finish(curriculum, final)
+
+
+def finish(curriculum, model) -> int:
+    """The test-set score of a run whose stages are all finished: ``model``, else the final model the one-trainer
+    path saved, else its last TRL checkpoint (a run killed after its last boundary). A scored run reads its table
+    back."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    config = curriculum.config
+    if model is None:
+        final, checkpoints = config.run_dir / "final-model", config.run_dir / "trl"
+        if (final / "config.json").exists():
+            model = final
+        elif checkpoints.is_dir() and get_last_checkpoint(str(checkpoints)):
+            model = get_last_checkpoint(str(checkpoints))
+        else:
+            print(f"error: {config.run_dir}: every stage is finished but neither final-model/ nor a TRL checkpoint "
+                  f"is there to score", file=sys.stderr)
+            return 2
+    if (config.run_dir / "final" / "table.json").exists():
+        curriculum.log(f"curriculum: {config.run_dir} is finished and scored; its test-set table is read back")
+    curriculum.evaluate(str(model))
     if curriculum.is_main_process:
         print(f"run folder: {config.run_dir} (mapf-lake report {config.run_dir})")
     return 0
+
+
+GRPO_LEARNING_RATE = 5e-5
+"""The one-trainer path's learning rate when the preset's own stage trainer is not GRPO (``Training``'s default)."""
+
+
+class quiet_trl:
+    """TRL's and transformers' warnings and info lines off while the trainer is built and trains, as
+    ``mapf-lake train`` keeps them, so the curriculum's boundary lines stand out (errors still show)."""
+
+    def __enter__(self):
+        import warnings
+
+        from transformers.utils import logging as hf_logging
+
+        self._level = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        warnings.simplefilter("ignore")
+        return self
+
+    def __exit__(self, *exc):
+        from transformers.utils import logging as hf_logging
+
+        self._warnings.__exit__(*exc)
+        hf_logging.set_verbosity(self._level)
+        return False
 
 
 def per_stage(curriculum, model) -> int:
@@ -125,9 +198,7 @@ def per_stage(curriculum, model) -> int:
         report = train_stage(config.training, str(model), inputs.instances, curriculum.style, folder,
                              seed=stage_seed(config.seed, inputs.stage), cpu_threads=config.cpu_threads)
         model = curriculum.end_stage(str(folder / "model"), report).model
-    curriculum.evaluate(str(model))
-    print(f"run folder: {config.run_dir} (mapf-lake report {config.run_dir})")
-    return 0
+    return finish(curriculum, model)
 
 
 def warm_start(curriculum) -> str:

@@ -82,7 +82,7 @@ def test_curriculum__a_state_from_an_earlier_checkpoint_rolls_back_and_reads_the
     from curriculum.reports.report import load_run  # noqa: F401  (the folder reads back, as above)
 
     run_dir, _ = example_run
-    config = _config(run_dir.parent, "example", **{"engineer.spec": "rule"})
+    config = _config(run_dir.parent, "example", **{"engineer.spec": "rule", "arm": "rule+trl-grpo"})
     curriculum = Curriculum(config, log=lambda line: None).open()
     model = curriculum.begin(str(run_dir / "warm_start" / "model"))
     assert curriculum.finished and curriculum.stage == 3 and model

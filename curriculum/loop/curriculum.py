@@ -55,6 +55,12 @@ from simulator.generator import GeneratedStage, LabelledInstance, to_jsonl
 from simulator.text import counted, percent
 
 
+MAX_DRAW = 1_000_000
+"""The most instances one :meth:`Curriculum.sample` call draws (a trainer asks for one batch at a time)."""
+MAX_POSITION = 10**12
+"""The furthest position of a stage's stream a draw may start at."""
+
+
 def log_to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -211,6 +217,14 @@ class Curriculum:
         plans stage 1 (``engineer.plan_first``); finished stages are read back. Returns the model the next stage
         trains from (the last finished stage's checkpoint, or ``model``)."""
         cfg = self.config
+        if isinstance(model, str):
+            from policy.prompts import checkpoint_style
+
+            trained_on = checkpoint_style(f"hf:{model}")
+            if trained_on is not None and trained_on != cfg.prompt_style:
+                raise ConfigError("prompt_style", cfg.prompt_style, f"{trained_on}, the style {model} was trained "
+                                  f"on (its prompt_style.json): set prompt_style={trained_on}, or start from a "
+                                  f"model of this style")
         self.base_model = base_model if base_model is not None else model
         trained = self.warm_start_config().to_dict() if cfg.warm_start.enabled else None
         start = self.validate(model, self.folder.start_dir(), 0, trained_config=trained)
@@ -278,12 +292,22 @@ class Curriculum:
         self._drawn = 0
         return self._inputs
 
-    def sample(self, n: int) -> list[LabelledInstance]:
+    def sample(self, n: int, start: int | None = None) -> list[LabelledInstance]:
         """The next ``n`` certified training instances of the current stage: its instances in a seeded order,
-        reshuffled each pass (the same run seed and stage, the same stream). After the last stage, the last
-        stage's config keeps serving (a trainer that runs on)."""
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise ConfigError("n", n, "an integer >= 0")
+        reshuffled each pass (the same run seed and stage, the same stream). ``start``: draw from that position of
+        the stage's stream instead of where the last draw ended (a trainer that fixes its rows by step; the next
+        draw goes on after them). After the last stage, the last stage's config keeps serving (a trainer that runs
+        on); a run begun on a finished folder has no stage to serve and says so."""
+        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_DRAW:
+            raise ConfigError("n", n, f"an integer in 0..{MAX_DRAW:,}")
+        if start is not None and (not isinstance(start, int) or isinstance(start, bool)
+                                  or not 0 <= start <= MAX_POSITION):
+            raise ConfigError("start", start, f"an integer in 0..{MAX_POSITION:,} (a position in the stage's stream)")
+        if self.finished and self._inputs is None:
+            self._require_begun()
+            raise ConfigError("stage", self.stage, f"at most {self.config.stages} (stages): every stage of "
+                              f"{self.dir} is finished, so there is nothing left to train on; score it with "
+                              f"evaluate(), or start a new run to train more")
         if self.finished and not self._serving_after_end:
             self._serving_after_end = True
             self.log("curriculum: every stage is finished; sampling goes on from the last stage's instances")
@@ -291,11 +315,12 @@ class Curriculum:
         if inputs is None:
             raise ConfigError("stage", self.stage, "a stage with instances (sample during the run's stages)")
         items = inputs.instances
+        first = self._drawn if start is None else start
         out = []
-        for position in range(self._drawn, self._drawn + n):
+        for position in range(first, first + n):
             rounds, index = divmod(position, len(items))
             out.append(items[int(self._order(inputs.stage, rounds, len(items))[index])])
-        self._drawn += n
+        self._drawn = first + n
         return out
 
     def _order(self, stage: int, rounds: int, size: int):

@@ -25,15 +25,23 @@ A script (``examples/trl_grpo_curriculum.py`` is one)::
     attach(trainer, curriculum, stage_steps, reward=reward)
     trainer.train()
 
-The trainer and the data loader run one batch ahead of the optimizer step: the first batch after a boundary may
-still hold rows of the stage before it (one batch per stage; with ``dataloader_num_workers=0``, as TRL requires
-for an IterableDataset). Resuming sets ``ignore_data_skip``: the curriculum, not the Trainer, knows where its
-stream stands.
+:func:`attach` fits the trainer's data loader to the curriculum. A loader fetches one batch ahead of the optimizer
+step (accelerate looks ahead to find the end of the data), and ``GRPOTrainer`` adds a 1,000-row shuffle buffer
+(``shuffle_dataset``), so rows drawn when the loader fetches them would keep serving a stage after its boundary.
+Attached to a ``GRPOTrainer`` (plain or with ``environment_factory``), the dataset yields placeholders that pace the
+loader, and each batch's rows are drawn from the curriculum's current stage when the trainer *takes* the batch, at a
+stream position fixed by the optimizer step: the first step after a boundary trains on the new stage's rows (no stale
+row), and a run resumed from a TRL checkpoint trains on exactly the rows an uninterrupted one would. ``shuffle_dataset``
+is turned off with a one-line reason (the curriculum's seeded order is the shuffle). Other trainers (``SFTTrainer``)
+tokenize rows inside the loader, so there the rows are drawn one at a time as the loader fetches them: the stage's
+rows arrive one batch after the boundary (the loader's look-ahead). Resuming sets ``ignore_data_skip``: the
+curriculum, not the Trainer, knows where its stream stands.
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,23 +60,44 @@ STATE_FILE = "curriculum_state.json"
 ROW_KINDS = ("grpo", "sft", "tools")
 
 
+class _Stream:
+    """One :func:`curriculum_dataset`'s settings, read by its generator when the trainer starts iterating (so that
+    :func:`attach`, called after the trainer is built, can still fit them): ``deferred`` rows are placeholders whose
+    content a :class:`_TakenRows` draws when the trainer takes the batch; ``chunk`` is how many rows one pull draws."""
+
+    def __init__(self, curriculum: Curriculum, kind: str, chunk: int) -> None:
+        self.curriculum, self.kind, self.chunk = curriculum, kind, chunk
+        self.deferred = False
+
+
+_STREAMS: "weakref.WeakKeyDictionary[Curriculum, list[_Stream]]" = weakref.WeakKeyDictionary()
+
+
 def curriculum_dataset(curriculum: Curriculum, kind: str = "grpo", chunk: int = 64):
     """An endless ``datasets.IterableDataset`` of rows from the curriculum's current stage (see the module
-    docstring for ``kind``). Rows are drawn ``chunk`` at a time, so a stage boundary takes effect within
-    ``chunk`` rows of the trainer's next batch; the trainer's ``max_steps`` ends the run."""
+    docstring for ``kind``). Alone, rows are drawn ``chunk`` at a time when the loader fetches them;
+    :func:`attach` fits the stream to the trainer (the module docstring says how); the trainer's ``max_steps``
+    ends the run."""
     from datasets import IterableDataset
 
     if kind not in ROW_KINDS:
         raise ConfigError("kind", kind, f"one of {', '.join(ROW_KINDS)}")
     if isinstance(chunk, bool) or not isinstance(chunk, int) or not 1 <= chunk <= 65_536:
         raise ConfigError("chunk", chunk, "an integer in 1..65536")
-    return IterableDataset.from_generator(_rows, gen_kwargs={"curriculum": curriculum, "kind": kind, "chunk": chunk})
+    stream = _Stream(curriculum, kind, chunk)
+    _STREAMS.setdefault(curriculum, []).append(stream)
+    return IterableDataset.from_generator(_rows, gen_kwargs={"stream": stream})
 
 
-def _rows(curriculum: Curriculum, kind: str, chunk: int):
+def _rows(stream: _Stream):
+    if stream.deferred:  # the trainer's loader draws the rows when it takes each batch (_TakenRows)
+        slot = 0
+        while True:
+            yield {"slot": slot}
+            slot += 1
     while True:
-        for item in curriculum.sample(chunk):
-            yield _row(curriculum, item, kind)
+        for item in stream.curriculum.sample(stream.chunk):
+            yield _row(stream.curriculum, item, stream.kind)
 
 
 def _row(curriculum: Curriculum, item, kind: str) -> dict[str, Any]:
@@ -94,13 +123,66 @@ TOOL_INTRO = ("Play this board one joint move at a time with the `move` tool: ea
               "once every agent is on its goal.\n\n")
 
 
+class _TakenRows:
+    """A ``GRPOTrainer``'s batches drawn when the trainer takes them. GRPO generates once every ``generate_every``
+    micro-batches for ``unique`` prompts (over every process), each repeated ``generations`` times; the g-th
+    generation of a stage takes the stage's stream positions ``g * unique ..`` (``Curriculum.sample(start=)``), so
+    a batch's rows depend on the stage and the step only, never on what the loader fetched ahead. Each process keeps
+    its slice of the global batch, as accelerate would have split it."""
+
+    def __init__(self, curriculum: Curriculum, kind: str, unique: int, generations: int, generate_every: int,
+                 rank: int, processes: int) -> None:
+        self.curriculum, self.kind = curriculum, kind
+        self.unique, self.generations, self.generate_every = unique, generations, generate_every
+        self.rank, self.processes = rank, processes
+        self.taken = 0  # micro-batches the trainer took in the current stage
+        self._cached: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
+
+    def take(self, batch: list) -> list[dict[str, Any]]:
+        generation = self.taken // self.generate_every
+        self.taken += 1
+        key = (self.curriculum.stage, generation)
+        if self._cached is None or self._cached[0] != key:
+            items = self.curriculum.sample(self.unique, start=generation * self.unique)
+            rows = [_row(self.curriculum, item, self.kind) for item in items]
+            self._cached = (key, [row for row in rows for _ in range(self.generations)])
+        rows = self._cached[1]
+        size = len(batch)
+        if size * self.processes != len(rows):
+            raise ConfigError("trainer batch", f"{size} rows x {self.processes} processes",
+                              f"{len(rows)} rows per generation ({self.unique} prompts x {self.generations} "
+                              f"generations): GRPOConfig's generation_batch_size")
+        return [dict(row) for row in rows[self.rank * size:(self.rank + 1) * size]]
+
+
+class _TakenLoader:
+    """The trainer's prepared training loader with each batch's rows replaced by :class:`_TakenRows` when the
+    trainer takes it; everything else (``set_epoch``, state, length) is the loader's own."""
+
+    def __init__(self, loader: Any, rows: _TakenRows) -> None:
+        self.loader, self.rows = loader, rows
+
+    def __iter__(self):
+        for batch in self.loader:
+            yield self.rows.take(batch)
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.loader, name)
+
+
 class CurriculumCallback(TrainerCallback):
     """Runs the curriculum's stage boundary every ``stage_steps`` optimizer steps of any ``transformers.Trainer``.
 
     ``reward``: the ``policy.rewards.StageReward`` the trainer scores with (its per-size tallies are the stage's
-    training signal for the engineer; without it the engineer sees no training signal). ``trainer``: set by
-    :func:`attach`, so the decision is logged through ``trainer.log``. Needs the trainer's ``processing_class``
-    (the tokenizer), which Trainer passes to callbacks."""
+    training signal for the engineer; without it the engineer sees no training signal). The boundary runs when the
+    step's own log entry is written (the callback asks the trainer to log a boundary step), so the stage's training
+    figures include its last step and the curriculum's figures (:func:`decision_figures`) join that entry: the
+    trainer's loss, learning rate and rewards stay in it, and TensorBoard or W&B get both in one record. Needs the
+    trainer's ``processing_class`` (the tokenizer), which Trainer passes to callbacks. Use :func:`attach`, which
+    also fits the trainer's loader to the curriculum; ``trainer`` is kept for scripts that pass it."""
 
     def __init__(self, curriculum: Curriculum, stage_steps: int, reward: Any = None, trainer: Any = None) -> None:
         if isinstance(stage_steps, bool) or not isinstance(stage_steps, int) or stage_steps < 1:
@@ -110,7 +192,11 @@ class CurriculumCallback(TrainerCallback):
         self.reward = reward
         self.trainer = trainer
         self.records: list = []
+        """The :class:`~curriculum.loop.records.StageRecord` of every boundary this callback closed, in order."""
+        self.rows: _TakenRows | None = None  # set by attach on a GRPOTrainer
+        self.micro_steps = 1  # the trainer's gradient accumulation steps (micro-batches per optimizer step)
         self._stage_began = 0  # the global step the current stage began at
+        self._due = False  # a boundary reached at on_step_end, closed when the step's log entry is written
 
     def on_init_end(self, args, state, control, **kwargs):
         # The curriculum's stream, not the Trainer's replay of it, says where the data stands on resume.
@@ -125,23 +211,54 @@ class CurriculumCallback(TrainerCallback):
                               f"CurriculumCallback); without it the run cannot say which stage step "
                               f"{state.global_step} was in")
         document = read_record(saved, "curriculum state beside the TRL checkpoint", ("curriculum",))
+        recorded_steps = document.get("stage_steps", self.stage_steps)
+        if recorded_steps != self.stage_steps:
+            raise ConfigError("stage_steps", self.stage_steps, f"{recorded_steps}, as {saved} was trained with (a "
+                              f"run's stages keep their length; start a new run for another)")
         self.curriculum.load_state_dict(document["curriculum"])
         if self.reward is not None and isinstance(document.get("reward"), dict):
             self.reward.load_state(document["reward"])
         self._stage_began = int(document.get("stage_began", 0))
+        if self.rows is not None:
+            self.rows.taken = (state.global_step - self._stage_began) * self.micro_steps
 
-    def on_save(self, args, state, control, **kwargs):
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.curriculum.finished or state.global_step - self._stage_began < self.stage_steps:
+            return
+        self._due = True
+        control.should_log = True  # the boundary closes with the step's own log entry (on_log)
+
+    def on_log(self, args, state, control, logs=None, model=None, processing_class=None, **kwargs):
+        if not self._due:
+            return
+        figures = self._close(state, model, processing_class)
+        if logs is not None:
+            logs.update(figures)  # the loggers after this callback (TensorBoard, W&B, ...) see them
+        entry = state.log_history[-1] if state.log_history else None
+        if entry is not None and entry.get("step") == state.global_step:
+            entry.update(figures)
+        else:
+            state.log_history.append({**figures, "step": state.global_step})
+
+    def on_save(self, args, state, control, model=None, processing_class=None, **kwargs):
+        if self._due:  # a trainer that saves without logging: the boundary still closes before the state is saved
+            state.log_history.append({**self._close(state, model, processing_class), "step": state.global_step})
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if folder.is_dir() and self.curriculum.is_main_process:
             from simulator.atomic import atomic_write
 
             document = {"curriculum": self.curriculum.state_dict(), "stage_began": self._stage_began,
+                        "stage_steps": self.stage_steps,
                         "reward": self.reward.state() if self.reward is not None else None}
             atomic_write(folder / STATE_FILE, json.dumps(document, sort_keys=True))
 
-    def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):
-        if self.curriculum.finished or state.global_step - self._stage_began < self.stage_steps:
-            return
+    def on_train_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+        if self._due:
+            state.log_history.append({**self._close(state, model, processing_class), "step": state.global_step})
+
+    def _close(self, state, model, processing_class) -> dict[str, float]:
+        """The stage boundary with the trainer's model as it is after the stage's last step."""
+        self._due = False
         if model is None or processing_class is None:
             raise ConfigError("trainer", "no model or processing_class in the callback's arguments",
                               "a transformers Trainer (it passes both to its callbacks)")
@@ -155,18 +272,16 @@ class CurriculumCallback(TrainerCallback):
         finally:
             model.train(training)
         self._stage_began = state.global_step
+        if self.rows is not None:
+            self.rows.taken = 0
         if self.reward is not None:
             self.reward.load_state({})  # the next stage's signal starts from nothing
         self.records.append(record)
-        figures = decision_figures(record)
-        if self.trainer is not None:
-            self.trainer.log(figures)
-        else:
-            state.log_history.append({**figures, "step": state.global_step})
+        return decision_figures(record)
 
     def _training_report(self, state) -> TrainingReport:
-        """The stage's training figures from the trainer's own log (its entries since the stage began) and the
-        reward's tallies."""
+        """The stage's training figures from the trainer's own log (its entries since the stage began, the
+        boundary step's own included) and the reward's tallies."""
         entries = [entry for entry in state.log_history if entry.get("step", 0) > self._stage_began]
 
         def mean_of(key: str):
@@ -206,11 +321,61 @@ def decision_figures(record) -> dict[str, float]:
 
 
 def attach(trainer, curriculum: Curriculum, stage_steps: int, reward: Any = None) -> CurriculumCallback:
-    """Add a :class:`CurriculumCallback` to ``trainer`` that logs each decision through ``trainer.log``."""
+    """Put a :class:`CurriculumCallback` first among ``trainer``'s callbacks (so its figures reach the loggers in
+    the step's own entry) and fit the trainer's loader to the curriculum (module docstring): on a ``GRPOTrainer``,
+    rows drawn when each batch is taken and ``shuffle_dataset`` off; on any other trainer, the curriculum's
+    datasets draw one row per pull. Refused with one line: a ``reward`` whose ``generations`` is not the trainer's
+    ``num_generations`` (its tallies would silently count nothing), or stages that end inside a GRPO generation."""
     callback = CurriculumCallback(curriculum, stage_steps, reward=reward, trainer=trainer)
+    streams = _STREAMS.get(curriculum, [])
+    grpo = _is_grpo(trainer)
+    if grpo:
+        generations = int(trainer.num_generations)
+        if reward is not None and getattr(reward, "generations", generations) != generations:
+            raise ConfigError("StageReward generations", reward.generations,
+                              f"{generations}, the trainer's num_generations (TRL scores groups of that many "
+                              f"completions; other groups would tally nothing)")
+        args = trainer.args
+        callback.micro_steps = int(args.gradient_accumulation_steps)
+        generate_every = int(args.steps_per_generation) * int(trainer.num_iterations)
+        if (stage_steps * callback.micro_steps) % generate_every:
+            raise ConfigError("stage_steps", stage_steps, f"a multiple of {generate_every} micro-batches / "
+                              f"{callback.micro_steps} per step (GRPO generates once every steps_per_generation x "
+                              f"num_iterations micro-batches; a stage must end between generations)")
+        deferred = [stream for stream in streams if stream.kind in ("grpo", "tools")]
+        if deferred:
+            if getattr(trainer, "shuffle_dataset", False):
+                trainer.shuffle_dataset = False
+                curriculum.log("curriculum: GRPOConfig.shuffle_dataset turned off (the curriculum's seeded order is "
+                               "the shuffle; a shuffle buffer would serve a stage's rows after its boundary)")
+            for stream in deferred:
+                stream.deferred = True
+            accelerator = trainer.accelerator
+            callback.rows = _TakenRows(curriculum, deferred[-1].kind,
+                                       int(args.generation_batch_size) // generations, generations,
+                                       generate_every, int(accelerator.process_index),
+                                       int(accelerator.num_processes))
+            original = trainer.get_train_dataloader
+            rows = callback.rows
+
+            def fitted_loader():
+                return _TakenLoader(original(), rows)
+
+            trainer.get_train_dataloader = fitted_loader
+    for stream in streams:
+        if not stream.deferred:
+            stream.chunk = 1  # drawn as the loader pulls: one batch of look-ahead, no chunk on top
     callback.on_init_end(trainer.args, trainer.state, trainer.control)
-    trainer.add_callback(callback)
+    trainer.callback_handler.callbacks.insert(0, callback)
     return callback
+
+
+def _is_grpo(trainer: Any) -> bool:
+    try:
+        from trl import GRPOTrainer
+    except ImportError:  # pragma: no cover - trl is in the train extra with transformers
+        return False
+    return isinstance(trainer, GRPOTrainer)
 
 
 class MapfToolEnv:
@@ -258,8 +423,9 @@ class MapfToolEnv:
         return _ended(result.info["outcome"]) if result.done else result.observation
 
     def get_reward(self) -> float:
-        """The episode's verdict as the project's default reward (1.0 valid + 0.5 optimal + 0.1 format)."""
-        if self.game is None:
+        """The episode's verdict as the project's default reward (1.0 valid + 0.5 optimal + 0.1 format); an episode
+        in which no move was played earns nothing (not calling the tool must not pay the format credit)."""
+        if self.game is None or self.game.turns == 0:
             return 0.0
         return float(self.game.outcome()["default"])
 
