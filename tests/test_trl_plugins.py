@@ -261,9 +261,29 @@ def test_curriculum__sampling_after_the_last_stage_keeps_serving_its_instances(t
         curriculum.end_stage(policy)
 
 
-def test_example__a_run_killed_after_a_checkpoint_resumes_from_it_and_finishes_the_stage(example_run, tmp_path):
+def _example(output_dir: Path, *extra: str) -> subprocess.CompletedProcess:
+    sets = [f"--set={key}={value if value is not None else 'null'}" for key, value in REDUCED.items()]
+    return subprocess.run([sys.executable, str(ROOT / "examples" / "trl_grpo_curriculum.py"), "--preset", "tiny",
+                           "--engineer", "rule", "--stage-steps", "2", "--name", "example", "--output-dir",
+                           str(output_dir), *sets, *extra], capture_output=True, text=True, timeout=900,
+                          cwd=output_dir)
+
+
+def _outcome(run_dir: Path) -> dict:
+    """What a run decided and scored: each stage's evidence rates, decision and next config, and the test table."""
+    table = json.loads((run_dir / "final" / "table.json").read_text())
+    table.pop("policy")  # the scored model's path: the run folder's own
+    outcome: dict = {"final": table}
+    for stage in (1, 2):
+        record = json.loads((run_dir / f"stage-0{stage}" / "stage.json").read_text())
+        outcome[stage] = (record["scores"], record["decision"], record["next_config"])
+    return outcome
+
+
+def test_example__a_run_killed_after_a_checkpoint_resumes_and_ends_as_an_uninterrupted_run(example_run, tmp_path):
     """The state of a kill between checkpoint-2 and stage 2's boundary: the later checkpoint, stage 2's records and the
-    final evaluation gone. The same command resumes from checkpoint-2 (its curriculum state: stage 2) and closes stage 2."""
+    final evaluation gone. The same command resumes from checkpoint-2 (its curriculum state: stage 2), trains stage 2
+    on the rows the uninterrupted run trained on, and ends with the same evidence, decisions and test table."""
     import shutil
 
     run_dir, _ = example_run
@@ -273,13 +293,30 @@ def test_example__a_run_killed_after_a_checkpoint_resumes_from_it_and_finishes_t
         shutil.rmtree(copy / gone, ignore_errors=True)
     stage = json.loads((copy / "trl" / "checkpoint-2" / "curriculum_state.json").read_text())["curriculum"]["stage"]
     assert stage == 2
-    sets = [f"--set={key}={value if value is not None else 'null'}" for key, value in REDUCED.items()]
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / "trl_grpo_curriculum.py"), "--preset", "tiny",
-                           "--engineer", "rule", "--stage-steps", "2", "--name", "example", "--output-dir",
-                           str(tmp_path), *sets], capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    done = _example(tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "stage 1: engineer" not in done.stderr and "stage 2: engineer rule" in done.stderr
-    assert (copy / "stage-02" / "stage.json").exists() and (copy / "final" / "table.json").exists()
+    assert _outcome(copy) == _outcome(run_dir)
+
+
+def test_example__killed_in_the_final_evaluation_finishes_it_and_a_finished_run_is_not_extended(example_run,
+                                                                                              tmp_path):
+    """After the last boundary: a run killed in its final evaluation scores the saved final model on rerun, a finished
+    run says so and reads its table back, and a longer --stage-steps is refused with one line (a run's identity)."""
+    import shutil
+
+    run_dir, _ = example_run
+    copy = tmp_path / "example"
+    shutil.copytree(run_dir, copy)
+    shutil.rmtree(copy / "final")
+    done = _example(tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert _outcome(copy) == _outcome(run_dir)
+    again = _example(tmp_path)
+    assert again.returncode == 0 and "finished and scored" in again.stderr, again.stderr[-2000:]
+    longer = _example(tmp_path, "--stage-steps", "3")
+    assert longer.returncode == 2 and "Traceback" not in longer.stderr
+    assert longer.stderr.count("\n") == 1 and "training.steps: 2 -> 3" in longer.stderr, longer.stderr
 
 
 def test_curriculum__llm_self_asks_the_trainer_s_model_in_memory_and_garbage_is_a_recorded_fallback(tmp_path):
@@ -299,3 +336,139 @@ def test_curriculum__llm_self_asks_the_trainer_s_model_in_memory_and_garbage_is_
     record = curriculum.end_stage(loaded)
     assert record.decision.engineer == "llm:hf:trainer-model" and record.decision.outcome == "rejected"
     assert record.next_config.sizes == record.config.sizes and record.model == "trainer-model"
+
+
+def _stage_keys(curriculum: Curriculum) -> set:
+    """The content keys of the stage the curriculum is on (its certified instances)."""
+    return {item.instance.content_key() for item in curriculum.prepare_stage().instances}
+
+
+def _row_key(text: str):
+    from simulator.types import Instance
+
+    return Instance.from_dict(json.loads(text)).content_key()
+
+
+def test_attach__grpo_rows_of_a_new_stage_reach_the_first_step_after_its_boundary(tmp_path):
+    """Counted through ``GRPOTrainer``'s own data loader (the rows its reward is called with), with TRL's defaults
+    (``shuffle_dataset=True``): every row of every step comes from the stage being trained, the first step after a
+    boundary included; the boundary's figures join that step's own log entry (its loss stays)."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from curriculum.plugins.trl_hooks import attach, curriculum_dataset
+    from policy.models import init_tiny_model
+    from policy.rewards import StageReward
+
+    config = _config(tmp_path, "rows", **{"warm_start.enabled": False, "engineer.spec": "rule"})
+    curriculum = Curriculum(config, log=lambda line: None).open()
+    model_dir = init_tiny_model(tmp_path / "init", seed=0)
+    curriculum.begin(str(model_dir))
+    reward = StageReward({"default": 1.0}, 4)
+    steps: list[tuple[int, int, int]] = []  # (stage, rows, rows of that stage)
+
+    def counting(prompts=None, completions=(), instance=(), **columns):
+        keys = _stage_keys(curriculum)
+        steps.append((curriculum.stage, len(instance), sum(_row_key(text) in keys for text in instance)))
+        return reward(prompts=prompts, completions=completions, instance=instance, **columns)
+
+    counting.__name__ = "counting"
+    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=[counting], train_dataset=curriculum_dataset(curriculum),
+                          args=GRPOConfig(output_dir=str(tmp_path / "trl"), max_steps=4, per_device_train_batch_size=8,
+                                          num_generations=4, max_completion_length=8, report_to=[], use_cpu=True,
+                                          disable_tqdm=True, save_strategy="no", logging_steps=1))
+    assert trainer.shuffle_dataset  # TRL's default, which a boundary used to hide behind a 1,000-row buffer
+    callback = attach(trainer, curriculum, 2, reward=reward)
+    assert not trainer.shuffle_dataset
+    trainer.train()
+    assert [stage for stage, _, _ in steps] == [1, 1, 2, 2]
+    assert all(rows == 8 and fresh == rows for _, rows, fresh in steps), steps  # 0 stale rows, from the first step on
+    assert [record.stage for record in callback.records] == [1, 2]
+    boundaries = [entry for entry in trainer.state.log_history if "curriculum/stage" in entry]
+    assert [entry["step"] for entry in boundaries] == [2, 4]
+    assert all("loss" in entry and "reward" in entry and "learning_rate" in entry for entry in boundaries)
+    record = json.loads((curriculum.stage_dir(2) / "stage.json").read_text())
+    assert record["train"]["steps"] == 2 and record["train"]["reward_mean"] is not None
+
+
+def test_attach__sft_rows_of_a_new_stage_reach_the_trainer_one_batch_after_its_boundary(tmp_path):
+    """``SFTTrainer`` tokenizes rows inside its loader, so rows are drawn as the loader pulls them, one at a time:
+    the loader's one batch of look-ahead is the whole lag (0 stale rows from the second step after a boundary)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    from curriculum.plugins.trl_hooks import attach, curriculum_dataset
+    from policy.models import init_tiny_model
+
+    drawn: list[int] = []  # the stage each row was drawn from, in the order the loader pulled them
+
+    class Counted(Curriculum):
+        def sample(self, n, start=None):
+            drawn.extend([self.stage] * n)
+            return super().sample(n, start)
+
+    config = _config(tmp_path, "sft-rows", **{"warm_start.enabled": False, "engineer.spec": "rule"})
+    curriculum = Counted(config, log=lambda line: None).open()
+    model_dir = init_tiny_model(tmp_path / "init", seed=0)
+    curriculum.begin(str(model_dir))
+    trainer = SFTTrainer(model=AutoModelForCausalLM.from_pretrained(str(model_dir)),
+                         processing_class=AutoTokenizer.from_pretrained(str(model_dir)),
+                         train_dataset=curriculum_dataset(curriculum, kind="sft"),
+                         args=SFTConfig(output_dir=str(tmp_path / "trl"), max_steps=4, per_device_train_batch_size=4,
+                                        report_to=[], use_cpu=True, disable_tqdm=True, save_strategy="no",
+                                        max_length=160))
+    attach(trainer, curriculum, 2)
+    before = len(drawn)  # SFTTrainer peeks at the dataset's first rows while it is built
+    trainer.train()
+    batches = [drawn[before + step * 4:before + (step + 1) * 4] for step in range(4)]  # steps 1..4, loader order
+    assert batches[:2] == [[1] * 4] * 2 and batches[3] == [2] * 4, batches
+    assert batches[2] == [1] * 4  # step 3: the batch the loader fetched ahead, before the boundary
+
+
+def test_attach__a_reward_with_other_groups_than_the_trainer_s_is_refused(tmp_path):
+    from trl import GRPOConfig, GRPOTrainer
+
+    from curriculum.plugins.trl_hooks import attach, curriculum_dataset
+    from policy.models import init_tiny_model
+    from policy.rewards import StageReward
+
+    curriculum = Curriculum(_config(tmp_path, "groups"), log=lambda line: None).open()
+    model_dir = init_tiny_model(tmp_path / "init", seed=0)
+    reward = StageReward({"default": 1.0}, 8)
+    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=[reward], train_dataset=curriculum_dataset(curriculum),
+                          args=GRPOConfig(output_dir=str(tmp_path / "trl"), max_steps=2, per_device_train_batch_size=8,
+                                          num_generations=4, report_to=[], use_cpu=True, save_strategy="no"))
+    with pytest.raises(ConfigError, match="StageReward generations = 8.*num_generations"):
+        attach(trainer, curriculum, 2, reward=reward)
+
+
+def test_tool_env__an_episode_without_a_move_earns_nothing(tmp_path):
+    from curriculum.plugins.trl_hooks import _row, environment_factory
+
+    curriculum = Curriculum(_config(tmp_path, "no-move"), log=lambda line: None).open()
+    curriculum._begun = True
+    env = environment_factory(curriculum)()
+    env.reset(**_row(curriculum, curriculum.sample(1)[0], "tools"))
+    assert env.get_reward() == 0.0  # the format credit is for a played move, not for silence
+
+
+def test_curriculum__a_start_model_of_another_prompt_style_is_refused(tmp_path):
+    from policy.models import init_tiny_model
+    from policy.prompts import save_checkpoint_style
+
+    folder = init_tiny_model(tmp_path / "init", seed=0)
+    save_checkpoint_style(folder, "natural")
+    curriculum = Curriculum(_config(tmp_path, "style", **{"prompt_style": "compact"}), log=lambda line: None).open()
+    with pytest.raises(ConfigError, match="prompt_style = 'compact'.*natural"):
+        curriculum.begin(str(folder))
+
+
+def test_curriculum__sampling_a_run_begun_finished_says_it_is_finished(example_run):
+    run_dir, _ = example_run
+    config = _config(run_dir.parent, "example", **{"engineer.spec": "rule", "arm": "rule+trl-grpo"})
+    curriculum = Curriculum(config, log=lambda line: None).open()
+    curriculum.begin(str(run_dir / "warm_start" / "model"))
+    with pytest.raises(ConfigError, match="every stage of .* is finished"):
+        curriculum.sample(4)
+    for bad in (-1, 10**7, True, 2.0):
+        with pytest.raises(ConfigError, match="n = "):
+            curriculum.sample(bad)
