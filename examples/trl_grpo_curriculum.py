@@ -2,17 +2,21 @@
 
 One ``GRPOTrainer`` trains for ``stages x stage_steps`` steps on rows drawn from the curriculum's current stage;
 every ``stage_steps`` steps the curriculum's callback answers the evidence set with the trainer's own model, the
-engineer reads the failures and writes the next stage's config, and the rows that follow come from it. The run
-folder is the same as ``mapf-lake train`` writes (``mapf-lake report RUN`` reads it), and the test set is scored
-once at the end.
+engineer reads the failures and writes the next stage's config, and the very next optimizer step trains on rows of
+that config (``attach`` draws each batch's rows when the trainer takes it). The run folder is the same as
+``mapf-lake train`` writes (``mapf-lake report RUN`` reads it), and the test set is scored once at the end.
 
 CPU, 2 cores, the embedded tiny model (a few minutes with the defaults)::
 
     python examples/trl_grpo_curriculum.py --preset demo --arm gap-band --stage-steps 40
 
-The preset's own stage trainer instead of one GRPOTrainer (``--per-stage``: each stage trained from the last
-checkpoint by ``training.trainer``, the project's TRL GRPO or rejection-sampling stage, as ``mapf-lake train`` does;
-from the same warm start it makes the same decisions as ``mapf-lake train --preset demo --arm gap-band``)::
+Which path for what: this one-trainer path is GRPO whatever the preset's own stage trainer is. ``demo`` and
+``small`` train their stages by rejection sampling (``training.trainer: rft``, learning rate 5e-4); under GRPO that
+learning rate lowers a warm-started model, so the one-trainer path takes GRPO's default (5e-5) unless
+``--set training.learning_rate=...`` says otherwise, and records ``training.trainer: grpo`` in its run config.
+To reproduce ``mapf-lake train``'s figures use ``--per-stage``: each stage trained from the last checkpoint by the
+preset's own stage trainer (``training.trainer``), as ``mapf-lake train`` does; from the same warm start it makes
+the same decisions as ``mapf-lake train --preset demo --compare --arm gap-band``::
 
     python examples/trl_grpo_curriculum.py --preset demo --arm gap-band --per-stage --model runs/demo-gap-band/warm_start/model
 
@@ -22,7 +26,12 @@ A Hugging Face model on GPUs (TRL's own scale-out: accelerate, DeepSpeed, ``trl 
         --model Qwen/Qwen3-4B --stage-steps 250 --bf16
 
 ``--model FOLDER`` starts from a checkpoint (e.g. a ``mapf-lake train`` run's ``warm_start/model``); without it an
-embedded model is created and warm-started with TRL's ``SFTTrainer`` on the solver's plans.
+embedded model is created and warm-started with TRL's ``SFTTrainer`` on the solver's plans. The run config records
+what makes the run itself: ``training.steps`` (the stage length), ``model: hf:FOLDER`` (the start checkpoint),
+``training.trainer`` and the arm label ``ARM+trl-grpo`` / ``ARM+per-stage`` (so ``mapf-lake compare`` keeps the
+example's runs apart from ``mapf-lake train``'s). The same command resumes a killed run from its last TRL
+checkpoint (trained on exactly the rows an uninterrupted run would), scores a run killed in its final evaluation,
+reads a finished run's table back, and refuses another ``--stage-steps`` for an existing run with one line.
 """
 
 from __future__ import annotations
@@ -97,6 +106,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
+    if curriculum.is_main_process:
+        from curriculum.loop.folder import read_summary
+
+        start_dir = curriculum.folder.start_dir()
+        evidence = read_summary(start_dir / "summary.json").failures
+        curriculum.log(f"start model {start}: evidence valid {evidence.valid_rate:.1%}, optimal "
+                       f"{evidence.optimal_rate:.1%} ({start_dir.name}/); {config.stages} stages of {stage_steps} "
+                       f"steps, arm {config.arm}")
     if curriculum.finished:
         return finish(curriculum, latest if args.per_stage else None)
     if args.per_stage:
