@@ -27,10 +27,31 @@ COMPARE_EXTRA_ARMS = {"gap-drop": {"engineer.spec": "gap", "engineer.options.rem
                                    "engineer.options.lengths": "frontier", "engineer.plan_first": True}}
 
 
+# Open-loop controls of ``gap-band`` (docs/results/controls/README.md): run only when named (``--arm band-replay``),
+# never by default. ``band-replay`` writes at each decision what ``gap-band``'s run of the paired seed wrote there
+# (the runs of ``--preset small --compare --seeds N``, beside its own; seed s reads s + 1 for odd s, s - 1 for even);
+# ``band-first-only`` plans stage 1 as ``gap-band`` does and keeps that config; ``band-no-*`` are ``gap-band`` with
+# one of its options at the ``gap`` engineer's default (``band-no-lengths`` has ``gap-drop``'s settings).
+_BAND = COMPARE_EXTRA_ARMS["gap-band"]
+CONTROL_ARMS = {
+    "band-replay": {"engineer.spec": "replay-decisions", "engineer.options.source": "small-gap-band-s{seed}",
+                    "engineer.options.pairing": "swap", "engineer.plan_first": True},
+    "band-first-only": {**_BAND, "engineer.spec": "first-only"},
+    "band-no-remedy": {key: value for key, value in _BAND.items() if key != "engineer.options.remedy"},
+    "band-no-lengths": {key: value for key, value in _BAND.items() if key != "engineer.options.lengths"},
+    "band-no-plan-first": {**_BAND, "engineer.plan_first": False},
+}
+
+
 def default_arms() -> dict[str, dict]:
     """The arms ``train --compare`` runs without ``--arm``: one per compared engineer, then the extra arms."""
     arms = {spec.replace(":", "-"): {"engineer.spec": spec} for spec in COMPARE_ENGINEERS}
     return {**arms, **COMPARE_EXTRA_ARMS}
+
+
+def named_arms() -> dict[str, dict]:
+    """The arms ``--arm NAME`` picks by a bare name: the default arms, then :data:`CONTROL_ARMS`."""
+    return {**default_arms(), **CONTROL_ARMS}
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -179,7 +200,7 @@ def _check_arm_name(name: str, spec: str, taken: dict, defaults: dict) -> None:
         raise ConfigError("--arm", spec, f"a name of at most {MAX_ARM_NAME} characters (got {len(name)})")
     if "/" in name or "\\" in name or name in taken:
         raise ConfigError("--arm", spec, "NAME=KEY=VALUE[;KEY=VALUE...] with a new plain name (no '/' or '\\'), "
-                          "e.g. nofail=engineer.context=[behavior], or a default arm's name "
+                          "e.g. nofail=engineer.context=[behavior], or a named arm "
                           f"({', '.join(defaults)})")
 
 
@@ -219,14 +240,14 @@ def _arm_variant(config, arm: str, seed: int, overrides: dict, seeded_name: bool
 
 
 def _parse_arms(specs: list[str] | None) -> dict[str, dict]:
-    """``--arm NAME=KEY=VALUE[;KEY=VALUE...]`` (or a bare default arm's NAME) -> {name: overrides}; none given:
+    """``--arm NAME=KEY=VALUE[;KEY=VALUE...]`` (or a bare NAME of :func:`named_arms`) -> {name: overrides}; none given:
     :func:`default_arms`. A name is at most 100 characters without '/', '\\' or control characters; a key
     appears once per arm and is not one of :data:`ARM_RESERVED_KEYS`; values are finite."""
     from simulator.errors import ConfigError
 
     if not specs:
         return default_arms()
-    defaults = default_arms()
+    defaults = named_arms()
     arms: dict[str, dict] = {}
     for spec in specs:
         if "=" not in spec and spec in defaults and spec not in arms:  # a default arm by its name
@@ -235,7 +256,7 @@ def _parse_arms(specs: list[str] | None) -> dict[str, dict]:
         name, sep, rest = spec.partition("=")
         if not sep or not name or not rest:
             raise ConfigError("--arm", spec, "NAME=KEY=VALUE[;KEY=VALUE...], e.g. "
-                              f"nofail=engineer.context=[behavior], or a default arm's name ({', '.join(defaults)})")
+                              f"nofail=engineer.context=[behavior], or the name of a default arm or control arm ({', '.join(defaults)})")
         _check_arm_name(name, spec, arms, defaults)
         pairs = [part for part in rest.split(";") if part]
         keys = [pair.partition("=")[0] for pair in pairs]
@@ -314,7 +335,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                        "--arm fixed=engineer.spec=fixed --arm nofail=engineer.context=[behavior]; default: "
                        f"one arm per engineer ({', '.join(COMPARE_ENGINEERS)}) and {', '.join(COMPARE_EXTRA_ARMS)} "
                        "(the gap engineer with remedy drop, planning stage 1); a bare default arm's name picks it "
-                       "(--arm fixed --arm gap-band)")
+                       f"(--arm fixed --arm gap-band), as does an open-loop control's, run only when named "
+                       f"({', '.join(CONTROL_ARMS)}: docs/results/controls/README.md)")
     train.add_argument("--primary", metavar="ARM", help="with --compare: the pre-declared comparison (this arm "
                        "against fixed): its p is not Holm-adjusted, and the run ends with a verdict line saying "
                        "plainly whether it beat fixed on the test set")

@@ -255,7 +255,8 @@ class StageReward:
 
     def load_state(self, state: dict[str, dict[str, float]]) -> None:
         """Continue from :meth:`state`'s document (read back from a checkpoint's file): keys ``AGENTSxSIDE``
-        (positive integers), each tally the five counts :meth:`record_groups` keeps, finite, ``groups >= 0``,
+        (positive integers), each tally the five counts :meth:`record_groups` keeps, finite, ``groups >= 1`` (a
+        tally exists once a group was recorded),
         ``valid`` and ``zero_variance`` in ``[0, groups]``, ``abs_advantage >= 0``. Anything else is a ConfigError
         naming ``reward state.KEY[.NAME]``, the value and what is allowed; nothing is loaded then."""
         if not isinstance(state, dict):
@@ -274,7 +275,9 @@ class StageReward:
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                     raise ConfigError(f"{where}.{name}", value, "a finite number")
             groups = tally["groups"]
-            for name, low, high in (("groups", 0, math.inf), ("valid", 0, groups), ("zero_variance", 0, groups),
+            if groups != int(groups):
+                raise ConfigError(f"{where}.groups", groups, "a whole number of groups")
+            for name, low, high in (("groups", 1, math.inf), ("valid", 0, groups), ("zero_variance", 0, groups),
                                     ("abs_advantage", 0, math.inf)):
                 if not low <= tally[name] <= high:
                     raise ConfigError(f"{where}.{name}", tally[name], f"a number in [{low}, {high:g}]")

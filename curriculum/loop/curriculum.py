@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 from curriculum.config import RunConfig
 from curriculum.loop.distributed import wait_for_file
 from curriculum.loop.folder import (HANDED_FILE, Log, RunFolder, read_decision, read_shared_from, read_summary,
-                                    stage_folder, write_json)
+                                    recorded_decision, stage_folder, write_json)
 from curriculum.loop.records import (OUTCOMES_FILE, StageRecord, StageTimings, TrainingReport,
                                      read_record)
 from curriculum.loop.sets import RunSets, certify_handed, training_seed
@@ -47,6 +47,7 @@ from curriculum.loop.validation import EvaluationModels, LoadedModel, Model, ans
 from engineer import HistoryEntry, StageEvidence
 from engineer.evidence import StageScores
 from engineer.decision import EngineerDecision, make_decision
+from engineer.position import RunPosition
 from policy.prompts import get_style
 from simulator.atomic import atomic_write
 from simulator.config import StageConfig, save_config
@@ -444,6 +445,10 @@ class Curriculum:
                 engineer.load_trial(lambda candidate: trial(stage, model, candidate), proposals)
         if hasattr(engineer, "load_material"):  # an engineer that writes instances reads the instances themselves
             engineer.load_material(self.material(stage, bank, decision_path.parent / "validation.mlr"))
+        if hasattr(engineer, "load_position"):  # an open-loop control decides by the stage; its refusals stop the run
+            engineer.load_position(RunPosition(
+                stage=stage, run_seed=cfg.seed, plan_first=cfg.engineer.plan_first,
+                recorded=lambda folder, seed, at: recorded_decision(folder, seed, at, cfg)))
         context = build_context(evidence, config, history, sections=tuple(cfg.engineer.context))
         try:
             decision = engineer.propose(context, config, seed=stage_seed(cfg.seed, stage))

@@ -36,7 +36,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from curriculum.config import RunConfig, save_run_config
+from curriculum.config import RunConfig, load_run_config, save_run_config
 from curriculum.loop.distributed import is_main_process, wait_for_file
 from curriculum.loop.records import StageRecord, read_record
 from engineer import StageEvidence
@@ -173,6 +173,50 @@ def read_summary(path: Path) -> StageEvidence:
     return evidence
 
 
+# Run-config keys in which a run whose decisions another replays (``replay-decisions``) may differ from it: its place,
+# arm, seed, stage count (each decision is read where it is) and engineer, but for ``plan_first`` (both have a plan
+# before stage 1, or neither).
+_REPLAY_NEUTRAL = ("name", "output_dir", "arm", "seed", "stages")
+_REPLAY_NEUTRAL_ENGINEER = ("spec", "options", "context")
+
+
+def recorded_decision(folder: str | Path, seed: int, stage: int, like: RunConfig) -> tuple[str, EngineerDecision]:
+    """The file and the decision that the recorded run in ``folder`` wrote after ``stage`` (0: its plan before stage
+    1), for a run of ``like``'s settings that replays it (a relative ``folder`` lies in ``like.output_dir``). Refused
+    with one ConfigError naming the file: no run config there, a run of another seed than ``seed``, a run of other
+    settings than ``like`` (but for :data:`_REPLAY_NEUTRAL` and the engineer's spec, options and context), no
+    decision at that stage yet, or a damaged record."""
+    folder = Path(folder)
+    if not folder.is_absolute():
+        folder = Path(like.output_dir) / folder
+    run_yaml = folder / "run.yaml"
+    if not run_yaml.is_file():
+        raise ConfigError(str(run_yaml), "missing", f"the run config of a recorded run of seed {seed} (the source "
+                          "arm's run must exist before a run replays its decisions)")
+    source = load_run_config(run_yaml)
+    if source.seed != seed:
+        raise ConfigError(f"{run_yaml}: seed", source.seed, f"{seed}, the seed whose run this one replays")
+
+    def comparable(run: RunConfig) -> dict:
+        data = {key: value for key, value in json.loads(json.dumps(run.to_dict(), default=str)).items()
+                if key not in _REPLAY_NEUTRAL}
+        data["engineer"] = {key: value for key, value in data["engineer"].items()
+                            if key not in _REPLAY_NEUTRAL_ENGINEER}
+        return data
+
+    differs = _differences(comparable(source), comparable(like))
+    if differs:
+        raise ConfigError(str(run_yaml), "a run of other settings", "a run of this run's settings but for its place, "
+                          "arm, seed, stages and engineer (plan_first must match)", f"differs in {', '.join(differs[:5])}")
+    recorded = RunFolder(source, log=lambda line: None, folder=folder)
+    path = recorded.plan_path() if stage == 0 else recorded.stage_dir(stage) / "decision.json"
+    if not path.exists():
+        when = "before stage 1" if stage == 0 else f"after stage {stage}"
+        raise ConfigError(str(path), "missing", f"the decision the run of seed {seed} recorded {when} (its run must "
+                          "reach that decision before this one does)")
+    return str(path), read_decision(path)
+
+
 def _differences(recorded, current, prefix: str = "") -> list[str]:
     """Dotted names of the entries in which two run-config documents differ, with both values (``a -> b``)."""
     if isinstance(recorded, dict) and isinstance(current, dict):
@@ -188,9 +232,9 @@ def _differences(recorded, current, prefix: str = "") -> list[str]:
 class RunFolder:
     """One run's folder: made or accepted (:meth:`start`), its finished stages read back, its records written."""
 
-    def __init__(self, config: RunConfig, log: Log) -> None:
+    def __init__(self, config: RunConfig, log: Log, folder: Path | None = None) -> None:
         self.config = config
-        self.dir = config.run_dir
+        self.dir = config.run_dir if folder is None else folder  # given: a recorded run read where it is now
         self.log = log
 
     @property
@@ -353,4 +397,4 @@ class RunFolder:
 
 
 __all__ = ["CANDIDATES_DIR", "HANDED_FILE", "RUN_PROTOCOL", "SHARED_FROM_FILE", "RunFolder", "read_decision", "read_shared_from", "read_summary",
-           "stage_folder", "write_json"]
+           "recorded_decision", "stage_folder", "write_json"]

@@ -81,7 +81,8 @@ def _text(path: Path) -> str:
 
 def share_warm_start(source: Path, target: Path) -> None:
     """Copy a finished warm start (and the untrained baseline) into another run folder of the same settings, so
-    compared runs start from the same checkpoint and the budget goes to the stages."""
+    compared runs start from the same checkpoint and the budget goes to the stages. The plan before stage 1
+    (``decision.json``, ``engineer.plan_first``) is not copied: each arm's engineer makes its own."""
     for part in ("model-init", "untrained", "warm_start"):
         src = source / part
         dst = target / part
@@ -89,7 +90,7 @@ def share_warm_start(source: Path, target: Path) -> None:
             # Copied under a temporary name and renamed: a kill mid-copy must not leave a model folder with its
             # config but no weights (or a warm start marked done without its checkpoint) for the resume to trust.
             with atomic_folder(dst) as building:
-                shutil.copytree(src, building, dirs_exist_ok=True, ignore=shutil.ignore_patterns("trainer"))
+                shutil.copytree(src, building, dirs_exist_ok=True, ignore=shutil.ignore_patterns("trainer", "decision.json"))
 
 
 __all__ = ["handed_bytes", "share_stage", "share_warm_start"]

@@ -50,7 +50,7 @@ from transformers import TrainerCallback
 from curriculum.loop.curriculum import Curriculum
 from curriculum.loop.records import TrainingReport, read_record
 from curriculum.loop.validation import LoadedModel
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, in_file
 
 if TYPE_CHECKING:
     from policy.multiturn import TextGame
@@ -213,12 +213,22 @@ class CurriculumCallback(TrainerCallback):
         document = read_record(saved, "curriculum state beside the TRL checkpoint", ("curriculum",))
         recorded_steps = document.get("stage_steps", self.stage_steps)
         if recorded_steps != self.stage_steps:
-            raise ConfigError("stage_steps", self.stage_steps, f"{recorded_steps}, as {saved} was trained with (a "
+            raise ConfigError("stage_steps", self.stage_steps, f"{recorded_steps!r}, as {saved} was trained with (a "
                               f"run's stages keep their length; start a new run for another)")
-        self.curriculum.load_state_dict(document["curriculum"])
-        if self.reward is not None and isinstance(document.get("reward"), dict):
-            self.reward.load_state(document["reward"])
-        self._stage_began = int(document.get("stage_began", 0))
+        began, earliest = document.get("stage_began", 0), max(0, state.global_step - self.stage_steps)
+        if isinstance(began, bool) or not isinstance(began, int) or not earliest <= began <= state.global_step:
+            raise ConfigError(f"{saved}: stage_began", began, f"an integer in {earliest}..{state.global_step} (the "
+                              f"step the checkpoint's stage began at, within one stage of step {state.global_step})")
+        reward_state = document.get("reward")
+        if reward_state is not None and not isinstance(reward_state, dict):
+            raise ConfigError(f"{saved}: reward", type(reward_state).__name__, "a mapping (StageReward.state) or null")
+        try:  # each load checks everything before it changes anything; nothing is written here
+            if self.reward is not None and reward_state is not None:
+                self.reward.load_state(reward_state)
+            self.curriculum.load_state_dict(document["curriculum"])
+        except ConfigError as error:
+            raise in_file(error, saved) from None
+        self._stage_began = began
         if self.rows is not None:
             self.rows.taken = (state.global_step - self._stage_began) * self.micro_steps
 
