@@ -1,5 +1,6 @@
 """Engineers, looked up by name: ``fixed``, ``random``, ``rule``, ``learnability``, ``bandit``, ``mutate``,
-``progress``, ``gap``, ``window``, ``target``, ``replay``, ``failures``, ``llm:BACKEND_SPEC``.
+``progress``, ``gap``, ``window``, ``target``, ``replay``, ``failures``, ``replay-decisions``, ``first-only``,
+``llm:BACKEND_SPEC``.
 
 Every engineer has a ``name`` and ``propose(context, config, seed=0) -> EngineerDecision``; the decision's
 ``config`` is always a valid StageConfig (the previous one when a proposal is rejected). ``make_engineer(spec,
@@ -27,10 +28,16 @@ Every engineer has a ``name`` and ``propose(context, config, seed=0) -> Engineer
   staleness (PLR; :mod:`engineer.replay`); stateful, and hands the stage loop explicit instances.
 * ``failures``: the next stage also trains on the boards where the evidence's failed plans broke, re-certified by
   the solver, never a test or evidence instance (MAPF-GPT-DDG; :mod:`engineer.failure_cuts`).
+* ``replay-decisions``: an open-loop control that writes, at each decision, the config a recorded run of another
+  seed wrote at the same one (:mod:`engineer.replay_decisions`).
+* ``first-only``: an open-loop control: the ``gap`` engineer makes the run's first decision, every later one keeps
+  it (:mod:`engineer.first_only`).
 * ``llm:BACKEND_SPEC``: a language model through a policy backend (:mod:`engineer.llm`).
 
 ``replay`` and ``failures`` need more than the context: they have ``load_material(StageMaterial)``
-(:mod:`engineer.material`), which the stage loop calls before each proposal.
+(:mod:`engineer.material`), which the stage loop calls before each proposal; the open-loop controls have
+``load_position(RunPosition)`` (:mod:`engineer.position`): which decision of the run it is, and a reader of other runs'
+records.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
 from engineer.bandit import BanditEngineer
 from engineer.failure_cuts import FailuresEngineer
+from engineer.first_only import FirstOnlyEngineer
 from engineer.gap import GapEngineer
 from engineer.learnability import LearnabilityEngineer
 from engineer.llm import LLMEngineer
@@ -57,6 +65,7 @@ from engineer.mutate import MutateEngineer
 from engineer.options import DeclaredOptions, integer, number, option_names
 from engineer.progress import ProgressEngineer
 from engineer.replay import ReplayEngineer
+from engineer.replay_decisions import ReplayDecisionsEngineer
 from engineer.rule import RuleEngineer, hole_ratio_cap, rounded_shares
 from engineer.target import TargetEngineer
 from engineer.window import WindowEngineer
@@ -166,6 +175,9 @@ class EngineerKind:
     """Example specs, shown in the error for a bad spec."""
     compare: str | None = ""
     """The spec ``train --compare`` runs for it by default: "" for the registry name, None for no default arm."""
+    control: bool = False
+    """An open-loop control (it decides by the stage, not the evidence): no default arm (``compare`` None), never
+    one of the lookahead's candidates, and run only by a run's stage loop (``load_position``)."""
 
     @property
     def takes_target(self) -> bool:
@@ -189,15 +201,19 @@ ENGINEERS: dict[str, EngineerKind] = {
     "failures": EngineerKind(FailuresEngineer),
     # a measurement, not a default arm: it trains every candidate (train --compare --arm lookahead=engineer.spec=lookahead)
     "lookahead": EngineerKind(LookaheadEngineer, compare=None),
+    # open-loop controls of an engineer's reading (docs/results/controls/README.md; arms in curriculum.commands.CONTROL_ARMS)
+    "replay-decisions": EngineerKind(ReplayDecisionsEngineer, compare=None, control=True),
+    "first-only": EngineerKind(FirstOnlyEngineer, compare=None, control=True),
     "llm": EngineerKind(LLMEngineer, "BACKEND_SPEC", "llm:hf:PATH, llm:vllm:PATH, llm:openai:MODEL", "llm:self"),
 }
 
 
 def candidate_engineers() -> list[str]:
     """The registered engineers whose proposals the ``lookahead`` engineer tries: every one that writes configs
-    only (not ``llm``, not those that hand instances over, not ``lookahead``), in registry order."""
-    return [name for name, kind in ENGINEERS.items()
-            if not kind.takes_target and name != "lookahead" and not hasattr(kind.build, "load_material")]
+    from the evidence only (not ``llm``, not those that hand instances over, not ``lookahead``, not the open-loop
+    controls), in registry order."""
+    return [name for name, kind in ENGINEERS.items() if not kind.takes_target and name != "lookahead"
+            and not kind.control and not hasattr(kind.build, "load_material")]
 
 
 def proposals(context: EngineerContext, config: StageConfig, seed: int) -> list[tuple[str, StageConfig]]:

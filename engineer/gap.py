@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from engineer.bands import makespan_levels
 from engineer.context import EngineerContext
@@ -117,10 +117,9 @@ def wait_rates(by_size_wait: Mapping[tuple[int, str], GroupStats], side: int, mi
 
 
 @dataclass
-class GapEngineer(DeclaredOptions):
-    """See the module docstring. Options: ``make_engineer("gap", ratio=0.5, lesson_holes=0.0, lesson_wait=1.0,
-    hole_step=0.0, advance=0.15, remedy="lesson", weigh="keep", reach=0.05, floor=0.1, lengths="keep",
-    solved=0.8, min_length_episodes=5)``."""
+class GapOptions(DeclaredOptions):
+    """The gap engineer's options, declared once: :class:`GapEngineer` and the engineers that delegate to it
+    (:mod:`engineer.first_only`) take exactly these."""
 
     ratio: float = number(0.5, 0.0, 1.0)
     """A size has a gap when its rate on instances that need a wait is below this share of its other rate."""
@@ -152,6 +151,18 @@ class GapEngineer(DeclaredOptions):
     """With ``lengths="frontier"``: fewer validation episodes of a size and makespan than this: no evidence."""
     metric: str = choice("valid_rate", RULE_METRICS)
     """The evidence's rate it reads per size: ``valid_rate`` or ``optimal_rate``."""
+
+    def gap_options(self) -> dict:
+        """These options by name, as :func:`~engineer.engineers.make_engineer` takes them for ``gap``."""
+        return {field.name: getattr(self, field.name) for field in fields(GapOptions)}
+
+
+@dataclass
+class GapEngineer(GapOptions):
+    """See the module docstring. Options (:class:`GapOptions`): ``make_engineer("gap", ratio=0.5, lesson_holes=0.0,
+    lesson_wait=1.0, hole_step=0.0, advance=0.15, remedy="lesson", weigh="keep", reach=0.05, floor=0.1,
+    lengths="keep", solved=0.8, min_length_episodes=5)``."""
+
     name: str = "gap"
     start: dict = state(dict)
     lesson: float | None = state()
@@ -340,4 +351,4 @@ class GapEngineer(DeclaredOptions):
         return replace(config, sizes=sizes)
 
 
-__all__ = ["GapEngineer", "length_band", "wait_rates"]
+__all__ = ["GapEngineer", "GapOptions", "length_band", "wait_rates"]

@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         return per_stage(curriculum, latest)
     from transformers import AutoTokenizer
     from transformers.trainer_utils import get_last_checkpoint
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     # one trainer from the start model; a resumed run's weights come from TRL's checkpoint
     tokenizer = AutoTokenizer.from_pretrained(str(start))
@@ -128,16 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     reward = StageReward(dict(tr.rewards), tr.generations, tr.scale_rewards)
-    grpo = GRPOConfig(
-        output_dir=str(config.run_dir / "trl"), max_steps=config.stages * stage_steps, learning_rate=tr.learning_rate,
-        per_device_train_batch_size=tr.prompts_per_step * tr.generations, num_generations=tr.generations,
-        max_completion_length=tr.max_completion_length, temperature=tr.temperature, beta=tr.beta,
-        loss_type=tr.loss_type, scale_rewards=tr.scale_rewards, logging_steps=1, save_steps=stage_steps,
-        save_total_limit=2, report_to=args.report_to, seed=config.seed, bf16=args.bf16, use_cpu=not _cuda(),
-        dataloader_num_workers=0, disable_tqdm=not args.progress, shuffle_dataset=False)
     with quiet_trl():
+        grpo = grpo_config(config, stage_steps, args)
         trainer = GRPOTrainer(model=str(start), reward_funcs=[reward], args=grpo, processing_class=tokenizer,
                               train_dataset=curriculum_dataset(curriculum))
+    if not args.progress:
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)  # the per-step dicts; the boundary lines are the log
     attach(trainer, curriculum, stage_steps, reward=reward)
     with quiet_trl():
         trainer.train(resume_from_checkpoint=get_last_checkpoint(grpo.output_dir) if Path(grpo.output_dir).is_dir()
@@ -147,6 +145,20 @@ def main(argv: list[str] | None = None) -> int:
     if curriculum.is_main_process:
         tokenizer.save_pretrained(str(final))
     return finish(curriculum, final)
+
+
+def grpo_config(config, stage_steps: int, args):
+    """The one trainer's GRPOConfig from the run config's ``training`` section."""
+    from trl import GRPOConfig
+
+    tr = config.training
+    return GRPOConfig(
+        output_dir=str(config.run_dir / "trl"), max_steps=config.stages * stage_steps, learning_rate=tr.learning_rate,
+        per_device_train_batch_size=tr.prompts_per_step * tr.generations, num_generations=tr.generations,
+        max_completion_length=tr.max_completion_length, temperature=tr.temperature, beta=tr.beta,
+        loss_type=tr.loss_type, scale_rewards=tr.scale_rewards, logging_steps=1, save_steps=stage_steps,
+        save_total_limit=2, report_to=args.report_to, seed=config.seed, bf16=args.bf16, use_cpu=not _cuda(),
+        dataloader_num_workers=0, disable_tqdm=not args.progress, shuffle_dataset=False)
 
 
 def finish(curriculum, model) -> int:
