@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from curriculum.config import PRESET_SUMMARIES, PRESETS, parse_overrides
 from engineer.engineers import compare_specs
 from simulator.cli import add_command
+from simulator.text import printable
 
 if TYPE_CHECKING:
     from curriculum.reports.report import SeedComparison
@@ -255,8 +256,8 @@ def _parse_arms(specs: list[str] | None) -> dict[str, dict]:
             continue
         name, sep, rest = spec.partition("=")
         if not sep or not name or not rest:
-            raise ConfigError("--arm", spec, "NAME=KEY=VALUE[;KEY=VALUE...], e.g. "
-                              f"nofail=engineer.context=[behavior], or the name of a default arm or control arm ({', '.join(defaults)})")
+            raise ConfigError("--arm", spec, "NAME=KEY=VALUE[;KEY=VALUE...], e.g. nofail=engineer.context=[behavior], "
+                              f"or the name of a default arm or control arm ({', '.join(defaults)})")
         _check_arm_name(name, spec, arms, defaults)
         pairs = [part for part in rest.split(";") if part]
         keys = [pair.partition("=")[0] for pair in pairs]
@@ -302,7 +303,27 @@ def _compare(args: argparse.Namespace) -> int:
         print(compare_table(runs))
         print()
     print(render_seed_comparison(result))
+    trainers = arm_trainers(runs)
+    if len(set(trainers.values())) > 1:
+        print(printable(f"note: the arms train their stages with different trainers ("
+                        f"{', '.join(f'{arm} {trainer}' for arm, trainer in trainers.items())}): a difference between "
+                        f"them is the trainer's as much as the engineer's"))
     return 0
+
+
+def arm_trainers(runs) -> dict[str, str]:
+    """Each arm's stage trainer (``training.trainer`` of its runs' configs; several are joined with ``/``)."""
+    from curriculum.reports.report import run_arm
+
+    found: dict[str, list[str]] = {}
+    for run in runs:
+        training = run.run_config.get("training")
+        trainer = training.get("trainer") if isinstance(training, dict) else None
+        names = found.setdefault(run_arm(run), [])
+        label = trainer if isinstance(trainer, str) else "unknown"
+        if label not in names:
+            names.append(label)
+    return {arm: "/".join(names) for arm, names in found.items()}
 
 
 def register(commands: argparse._SubParsersAction) -> None:

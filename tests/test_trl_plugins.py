@@ -512,3 +512,15 @@ def test_callback__a_damaged_checkpoint_state_is_refused_before_the_run_folder_c
     with pytest.raises(ConfigError, match=str(state_path) if "stage_steps" not in damage else "stage_steps"):
         callback.on_train_begin(Args(), State(), None)
     assert _folder_bytes(copy) == before
+
+
+def test_compare__names_the_arms_trainers_when_they_differ():
+    from types import SimpleNamespace
+
+    from curriculum.commands import arm_trainers
+
+    def run(arm: str, trainer):
+        return SimpleNamespace(run_config={"arm": arm, "engineer": {"spec": "gap"}, "training": {"trainer": trainer}})
+
+    runs = [run("gap-band", "rft"), run("gap-band+trl-grpo", "grpo"), run("gap-band", "rft"), run("fixed", None)]
+    assert arm_trainers(runs) == {"gap-band": "rft", "gap-band+trl-grpo": "grpo", "fixed": "unknown"}

@@ -90,7 +90,8 @@ def share_warm_start(source: Path, target: Path) -> None:
             # Copied under a temporary name and renamed: a kill mid-copy must not leave a model folder with its
             # config but no weights (or a warm start marked done without its checkpoint) for the resume to trust.
             with atomic_folder(dst) as building:
-                shutil.copytree(src, building, dirs_exist_ok=True, ignore=shutil.ignore_patterns("trainer", "decision.json"))
+                shutil.copytree(src, building, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("trainer", "decision.json"))
 
 
 __all__ = ["handed_bytes", "share_stage", "share_warm_start"]
