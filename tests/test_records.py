@@ -83,3 +83,22 @@ def test_load_run__a_corrupt_stage_record_names_its_file(tmp_path):
     assert caught.value.field.endswith("stage.json") and "stage record" in str(caught.value)
     (tmp_path / "stage-01" / "stage.json").write_text(json.dumps(_record(stage=1)))
     assert load_run(tmp_path).stages[0].scores.valid_rate == 0.3
+
+
+@pytest.mark.parametrize("text", ['{"a": NaN}', '{"a": Infinity}', '{"a": 1e999}', '{"a": ' + "1" * 41 + "}",
+                                  '{"a": 1, "a": 2}', '{"a": ' + "[" * 70 + "]" * 70 + "}"])
+def test_read_record__holds_a_run_record_to_the_documents_number_depth_and_key_rules(tmp_path, text):
+    from curriculum.loop.records import read_record
+
+    path = tmp_path / "stage.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="stage.json"):
+        read_record(path, "stage record")
+
+
+def test_write_json__a_record_with_nan_is_refused_when_written_not_when_read_back(tmp_path):
+    from curriculum.loop.folder import write_json
+
+    with pytest.raises(ValueError):
+        write_json(tmp_path / "stage.json", {"reward_mean": float("nan")})
+    assert not (tmp_path / "stage.json").exists()

@@ -71,7 +71,7 @@ def read_shared_from(folder: Path) -> str | None:
 
 
 def write_json(path: Path, data) -> None:
-    atomic_write(path, json.dumps(data, indent=2, sort_keys=True, default=str))
+    atomic_write(path, json.dumps(data, indent=2, sort_keys=True, default=str, allow_nan=False))
 
 
 def _git_commit() -> str | None:

@@ -9,7 +9,6 @@ report or ``compare``). Records written before a field existed read back with th
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Mapping, Sequence
@@ -26,6 +25,7 @@ from simulator.documents import checked_int as _checked_int
 from simulator.documents import checked_real as _checked_real
 from simulator.documents import read_mapping, side_key
 from simulator.errors import ConfigError
+from simulator.files import load_json
 from simulator.generator import SizeReport
 
 MAX_STAGE = 1000  # a run has at most 1,000 stages (RunConfig.stages)
@@ -59,10 +59,14 @@ def read_record(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict:
     if not raw.strip():
         raise ConfigError(str(path), "empty", allowed)
     try:
-        data = json.loads(raw.decode("utf-8-sig"))  # a byte-order mark dropped, as simulator.files does
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-        reason = " ".join(str(exc).split())[:200] if not isinstance(exc, RecursionError) else "nested too deeply"
-        raise ConfigError(str(path), "truncated or not JSON", allowed, reason) from None
+        text = raw.decode("utf-8-sig")  # a byte-order mark dropped, as simulator.files does
+    except UnicodeDecodeError as exc:
+        raise ConfigError(str(path), "not UTF-8 text", allowed, " ".join(str(exc).split())[:200]) from None
+    try:  # the documents' rules: no duplicate keys, finite numbers of at most 40 digits, nesting at most 64 deep
+        data = load_json(text, str(path), f"the {what}")
+    except ConfigError as error:
+        raise ConfigError(str(path), "truncated, not JSON or out of the record rules", allowed,
+                          " ".join(str(error).split())[:300]) from None
     if not isinstance(data, dict):
         raise ConfigError(str(path), f"a JSON {type(data).__name__}", allowed)
     missing = [key for key in keys if key not in data]
