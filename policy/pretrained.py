@@ -193,3 +193,32 @@ def init_pretrained(name: str, out_dir: str | Path, force: bool = False, gguf: s
         if licence:  # Apache-2.0 asks that a copy of the licence travel with the work
             atomic_write(building / "LICENSE", licence)
     return out
+
+
+MODELS_ENV = "MAPF_LAKE_MODELS"
+"""Where ``hf:@NAME`` keeps the folders it makes (default ``~/.cache/mapf-lake/models``)."""
+
+
+def models_dir() -> Path:
+    """The folder of the pretrained models made on first use (:data:`MODELS_ENV`, else the user's cache)."""
+    import os
+
+    configured = os.environ.get(MODELS_ENV, "").strip()
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "mapf-lake" / "models"
+
+
+def resolve_target(target: str) -> str:
+    """A backend target as a model folder: ``@NAME`` names an entry of :data:`PRETRAINED`, whose folder is made in
+    :func:`models_dir` on first use (from the installed wheel, offline) and reused after; anything else is returned
+    as it is. ``@`` cannot begin a hub name or a path a user types for a model, so nothing else changes meaning."""
+    if not target.startswith("@"):
+        return target
+    name = target[1:]
+    if name not in PRETRAINED:
+        raise ConfigError("model", target, f"@NAME with NAME one of {sorted(PRETRAINED)} (a pretrained model made "
+                          f"from its registry wheel), a folder or a hub name")
+    folder = models_dir() / name
+    if not (folder / "config.json").is_file() or not (folder / SOURCE_FILE).is_file():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        init_pretrained(name, folder, force=folder.exists())
+    return str(folder)

