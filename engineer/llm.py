@@ -13,6 +13,20 @@ recorded in ``details["prompt_fit"]``. Real models (Qwen3's byte-level tokenizer
 positions) are never touched by this; it lets the tiny CPU model (a 25-character alphabet, 1024 positions)
 answer at all, instead of every stage falling back on a refused prompt.
 
+Answers held to a schema (``answer_mode``): ``constrained`` asks the backend's ``generate_json`` for one JSON object
+``{"rationale", "config"}`` that :func:`engineer.answer_schema.answer_json_schema` admits (map sides from
+``sides`` and the current config, the rationale at most ``rationale_chars`` long, every declared range), and the
+prompt asks for that object; ``free`` asks for prose and a fenced YAML block (the repair path reads either);
+``auto`` (the default) is ``constrained`` when the backend can (:func:`policy.backend_base.why_no_json_schema`:
+``hf:`` with the grammar library installed and a tokenizer that can write JSON, ``vllm:``, ``openai:``) and
+thinking is off, and ``free`` otherwise, with the reason recorded in ``details["constrained_unavailable"]`` (a
+thinking model, such as the ``qwen3-4b`` preset's engineer, writes its ``<think>`` block first, which a grammar
+holding the answer from its first token would forbid). ``details["answer_mode"]``
+says which answered. An explicit ``constrained`` on a backend that cannot is a recorded fallback naming what is
+missing (for the grammar library, its pip command). Rules across fields stay with the repair path
+(:mod:`engineer.proposal`), which records each repair. An answer that stops at ``max_new_tokens`` without a
+usable document is rejected with a reason that says so (``details["cut_at_max_new_tokens"]``).
+
 Failure handling: loading and generation run in a worker thread bounded by ``timeout_s``. A backend that
 raises, or does not answer in time, gives the fallback decision (previous config kept) with the reason
 recorded; a timed-out worker cannot be killed from Python, so it is left to finish in the background (a daemon
@@ -27,15 +41,21 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from engineer.answer_schema import RATIONALE_CHARS, answer_json_schema, answer_sides, check_sides
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
 from engineer.options import python_object
-from engineer.prompt import build_messages, build_text_prompt
-from engineer.proposal import decide_from_answer
+from engineer.prompt import JsonAnswer, build_messages, build_text_prompt
+from engineer.proposal import MAX_RATIONALE_CHARS, decide_from_answer
+from policy.backend_base import why_no_json_schema
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
+from simulator.fields import check_fields, choice, integer
 
 PROMPT_FORMS = ("auto", "chat", "text")
+ANSWER_MODES = ("auto", "constrained", "free")
+THINKING_IS_ON = ("enable_thinking is on: a grammar holds the answer from its first token, leaving no room to think "
+                  "(answer_mode=constrained forces it)")
 DEFAULT_MAX_NEW_TOKENS = 1024
 DEFAULT_TEMPERATURE = 0.7
 DEFAULT_TIMEOUT_S = 900.0  # a 4B model writing 1024 tokens with thinking on a slow GPU stays well inside
@@ -43,6 +63,10 @@ DEFAULT_TIMEOUT_S = 900.0  # a 4B model writing 1024 tokens with thinking on a s
 
 class BackendTimeout(RuntimeError):
     """The backend did not finish within the engineer's ``timeout_s``."""
+
+
+class ConstrainedUnavailable(RuntimeError):
+    """``answer_mode="constrained"`` on a backend that cannot hold its answer to a schema (the message says why)."""
 
 
 def call_with_timeout(work: Callable[[], Any], timeout_s: float) -> Any:
@@ -87,6 +111,13 @@ class LLMEngineer:
     """``chat`` messages, raw ``text``, or ``auto``: text for a backend whose tokenizer has no chat template."""
     fit_prompt: bool = True
     """Fit the prompt to a small model's tokenizer and window (module docstring); recorded when it acts."""
+    answer_mode: str = choice("auto", ANSWER_MODES)
+    """``constrained``: the answer is held to the answer's JSON Schema; ``free``: prose and a YAML block, repaired;
+    ``auto``: constrained when the backend can, else free (the reason recorded)."""
+    sides: tuple[int, ...] | None = None
+    """Map sides a constrained answer may list, besides the current config's own; None: the benchmark's 3..10."""
+    rationale_chars: int = integer(RATIONALE_CHARS, 20, MAX_RATIONALE_CHARS)
+    """Most characters of a constrained answer's rationale."""
     backend: Any = python_object()
     """A ready backend to use instead of loading ``backend_spec``."""
     name: str = field(init=False)
@@ -99,6 +130,9 @@ class LLMEngineer:
         self.name = f"llm:{self.backend_spec}"
         if self.prompt_form not in PROMPT_FORMS:
             raise ConfigError("llm.prompt_form", self.prompt_form, f"one of {', '.join(PROMPT_FORMS)}")
+        check_fields(self, "llm")  # the declared options (answer_mode, rationale_chars)
+        if self.sides is not None:
+            self.sides = check_sides(self.sides)
         if isinstance(self.timeout_s, bool) or not isinstance(self.timeout_s, (int, float)) or not self.timeout_s > 0:
             raise ConfigError("llm.timeout_s", self.timeout_s, "a number of seconds > 0")
         self._sampling_class = Sampling
@@ -120,15 +154,32 @@ class LLMEngineer:
                 self.backend = make_backend(self.backend_spec)
             return self.backend
 
-    def prompt(self, backend: Any, context: EngineerContext, config: StageConfig) -> str | list[dict]:
-        """The prompt in the form ``backend`` takes (see ``prompt_form``)."""
+    def prompt(self, backend: Any, context: EngineerContext, config: StageConfig,
+               json_answer: JsonAnswer | None = None) -> str | list[dict]:
+        """The prompt in the form ``backend`` takes (see ``prompt_form``), asking for ``json_answer``'s JSON
+        object when given (a constrained answer), else for prose and a YAML block."""
         form = self.prompt_form
         if form == "auto":
             tokenizer = getattr(backend, "tokenizer", None)
             form = "text" if tokenizer is not None and not getattr(tokenizer, "chat_template", None) else "chat"
         if form == "text":
-            return build_text_prompt(context, config, self.show_schema)
-        return build_messages(context, config, self.show_schema)
+            return build_text_prompt(context, config, self.show_schema, json_answer)
+        return build_messages(context, config, self.show_schema, json_answer)
+
+    def mode(self, backend: Any) -> tuple[str, str | None]:
+        """``(mode, why_not_constrained)``: the answer mode for ``backend`` (``constrained`` or ``free``) and, when
+        ``auto`` chose ``free``, why (module docstring). ConstrainedUnavailable for an explicit ``constrained``
+        that ``backend`` cannot serve."""
+        if self.answer_mode == "free":
+            return "free", None
+        if self.answer_mode == "auto" and self.enable_thinking:
+            return "free", THINKING_IS_ON
+        why = why_no_json_schema(backend)
+        if why is None:
+            return "constrained", None
+        if self.answer_mode == "constrained":
+            raise ConstrainedUnavailable(why)
+        return "free", why
 
     def fit(self, backend: Any, prompt: str | list[dict]) -> tuple[str | list[dict], int, dict]:
         """``prompt`` and ``max_new_tokens`` fitted to ``backend``'s tokenizer and window (module docstring), and
@@ -168,11 +219,28 @@ class LLMEngineer:
 
         def work() -> Any:
             backend = self._load()
-            prompt, max_new_tokens, fitted = self.fit(backend, self.prompt(backend, context, config))
+            mode, why_free = self.mode(backend)
+            details["answer_mode"] = mode
+            if why_free is not None:
+                details["constrained_unavailable"] = why_free
+            json_answer = None
+            if mode == "constrained":
+                json_answer = JsonAnswer(answer_sides(config, self.sides), self.rationale_chars)
+                details["answer_sides"] = list(json_answer.sides)
+            prompt, max_new_tokens, fitted = self.fit(backend, self.prompt(backend, context, config, json_answer))
             details["prompt_form"] = "text" if isinstance(prompt, str) else "chat"
+            details["max_new_tokens"] = max_new_tokens
             if fitted:
                 details["prompt_fit"] = fitted
-            return backend.generate([prompt], self.sampling(seed, max_new_tokens))
+            sampling = self.sampling(seed, max_new_tokens)
+            if json_answer is None:
+                return backend.generate([prompt], sampling)
+            schema = answer_json_schema(config, self.sides, self.rationale_chars)
+            generations = backend.generate_json([prompt], sampling, schema)
+            relaxed = getattr(backend, "schema_relaxed", None)
+            if relaxed:
+                details["constrained_relaxed"] = relaxed
+            return generations
 
         try:
             generations = call_with_timeout(work, self.timeout_s)
@@ -180,15 +248,26 @@ class LLMEngineer:
             text = generation.text
         except BackendTimeout as error:
             return self._fallback(config, context, f"the backend timed out: {error}", started, details)
+        except ConstrainedUnavailable as error:
+            details["answer_mode"] = "constrained"
+            return self._fallback(config, context, f"answer_mode constrained is not available: {error}", started,
+                                  details)
         except Exception as error:  # any backend failure (load, prompt too long, HTTP, CUDA) is a recorded fallback
             message = " ".join(str(error).split())[:500]
             return self._fallback(config, context, f"the backend failed: {type(error).__name__}: {message}", started,
                                   details)
-        details.update(
-            prompt_tokens=int(getattr(generation, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(generation, "completion_tokens", 0) or 0),
-        )
-        return decide_from_answer(self.name, text, config, context.text, started, details)
+        completion_tokens = int(getattr(generation, "completion_tokens", 0) or 0)
+        details.update(prompt_tokens=int(getattr(generation, "prompt_tokens", 0) or 0),
+                       completion_tokens=completion_tokens)
+        budget = details.get("max_new_tokens", self.max_new_tokens)
+        cut = completion_tokens >= budget
+        if cut:
+            details["cut_at_max_new_tokens"] = True
+        decision = decide_from_answer(self.name, text, config, context.text, started, details)
+        if cut and not decision.accepted:  # say the likely cause first: the answer ran out of tokens
+            decision.reason = (f"rejected: the answer reached max_new_tokens ({budget}) before it ended (raise "
+                               f"max_new_tokens); {decision.reason.removeprefix('rejected: ')}")
+        return decision
 
     def _fallback(
         self, config: StageConfig, context: EngineerContext, why: str, started: float, details: dict
@@ -199,4 +278,4 @@ class LLMEngineer:
         )
 
 
-__all__ = ["BackendTimeout", "LLMEngineer", "PROMPT_FORMS", "call_with_timeout"]
+__all__ = ["ANSWER_MODES", "BackendTimeout", "ConstrainedUnavailable", "LLMEngineer", "PROMPT_FORMS", "call_with_timeout"]

@@ -3,12 +3,17 @@
 Two forms of one prompt: :func:`build_messages` (a chat: system + user message, for models with a chat template
 and for OpenAI-compatible endpoints) and :func:`build_text_prompt` (the same words as one raw text, for models
 without a chat template). The answer asked for is a short rationale and the whole next config as one YAML or
-JSON document in a fenced block; :mod:`engineer.proposal` reads it, tolerant of what models really write.
+JSON document in a fenced block; :mod:`engineer.proposal` reads it, tolerant of what models really write. When
+the backend holds the answer to :func:`engineer.answer_schema.answer_json_schema` (``json_answer``), the prompt
+asks for that one JSON object instead, naming the sides it may list and the rationale's bound, so the words and
+the grammar agree.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from engineer.context import EngineerContext
 from simulator.config import StageConfig, config_json_schema, format_config_text
@@ -41,13 +46,33 @@ ANSWER_FORMAT = (
 )
 
 
-def system_text(show_schema: bool = True) -> str:
-    """The role, the guidelines, the answer format and (unless ``show_schema`` is False) the JSON Schema."""
+@dataclass(frozen=True)
+class JsonAnswer:
+    """The answer a constrained backend is held to: ``{"rationale", "config"}`` with these sides and bound."""
+
+    sides: Sequence[int]
+    """The map sides the config may list."""
+    rationale_chars: int
+    """Most characters of the rationale."""
+
+    def format_text(self) -> str:
+        return (
+            'Answer with one JSON object and nothing else: {"rationale": "<why, in at most '
+            f'{self.rationale_chars} characters>", "config": <the complete next config>}}. The config\'s map sides '
+            f"may be {', '.join(map(str, self.sides))}, each at most once. The data_ratio values must sum to 1. "
+            "The config must follow this JSON Schema:"
+        )
+
+
+def system_text(show_schema: bool = True, json_answer: JsonAnswer | None = None) -> str:
+    """The role, the guidelines, the answer format (a fenced YAML block, or ``json_answer``'s JSON object) and
+    (unless ``show_schema`` is False) the config's JSON Schema."""
     parts = [ROLE, "\n".join(GUIDELINES)]
+    answer_format = ANSWER_FORMAT if json_answer is None else json_answer.format_text()
     if show_schema:
-        parts.append(ANSWER_FORMAT + "\n" + json.dumps(config_json_schema(), separators=(",", ":")))
+        parts.append(answer_format + "\n" + json.dumps(config_json_schema(), separators=(",", ":")))
     else:
-        parts.append(ANSWER_FORMAT.rsplit(" The document", 1)[0])
+        parts.append(answer_format.rsplit(" The ", 1)[0])
     return "\n\n".join(parts)
 
 
@@ -62,17 +87,19 @@ def user_text(context: EngineerContext, config: StageConfig) -> str:
     )
 
 
-def build_messages(context: EngineerContext, config: StageConfig, show_schema: bool = True) -> list[dict]:
+def build_messages(context: EngineerContext, config: StageConfig, show_schema: bool = True,
+                   json_answer: JsonAnswer | None = None) -> list[dict]:
     """The prompt as chat messages ``[{"role": "system", ...}, {"role": "user", ...}]``."""
     return [
-        {"role": "system", "content": system_text(show_schema)},
+        {"role": "system", "content": system_text(show_schema, json_answer)},
         {"role": "user", "content": user_text(context, config)},
     ]
 
 
-def build_text_prompt(context: EngineerContext, config: StageConfig, show_schema: bool = True) -> str:
+def build_text_prompt(context: EngineerContext, config: StageConfig, show_schema: bool = True,
+                      json_answer: JsonAnswer | None = None) -> str:
     """The prompt as one raw text (for models without a chat template), ending where the answer begins."""
-    return f"{system_text(show_schema)}\n\n{user_text(context, config)}\n\nAnswer:\n"
+    return f"{system_text(show_schema, json_answer)}\n\n{user_text(context, config)}\n\nAnswer:\n"
 
 
-__all__ = ["build_messages", "build_text_prompt", "system_text", "user_text"]
+__all__ = ["JsonAnswer", "build_messages", "build_text_prompt", "system_text", "user_text"]

@@ -16,6 +16,12 @@ Contract of every backend's ``generate(prompts, sampling)``:
   be reached) raises :class:`~simulator.errors.ConfigError` before any generation starts; a failure in the middle
   of the work (an endpoint that keeps failing after its retries) raises :class:`BackendError`.
 * No API key ever appears in an error message, a repr or a log line.
+
+Answers held to a JSON Schema: a backend that can constrain generation to a schema also has
+``generate_json(prompts, sampling, schema)``, with the same contract plus this one: every completion that ends
+before ``max_new_tokens`` is a JSON document the schema admits (the grammar decides each token; no free
+whitespace). It may have ``json_schema_unavailable()``, which says why it cannot right now (a grammar library
+not installed, a tokenizer that cannot write JSON), or None. :func:`why_no_json_schema` asks both.
 """
 
 from __future__ import annotations
@@ -86,6 +92,15 @@ class Backend(Protocol):
     spec: str
 
     def generate(self, prompts: list[Prompt], sampling: Sampling) -> list[Generation]: ...
+
+
+def why_no_json_schema(backend: Any) -> str | None:
+    """None when ``backend`` can hold generation to a JSON Schema now (it has ``generate_json`` and its
+    ``json_schema_unavailable()``, if any, says nothing); else why not, in one line."""
+    if not callable(getattr(backend, "generate_json", None)):
+        return f"{getattr(backend, 'spec', type(backend).__name__)} cannot hold generation to a JSON schema"
+    unavailable = getattr(backend, "json_schema_unavailable", None)
+    return unavailable() if callable(unavailable) else None
 
 
 def check_prompts(prompts: Sequence[Prompt]) -> list[Prompt]:

@@ -3,13 +3,26 @@
 ``PATH_OR_NAME`` is a model folder (e.g. one from :func:`policy.models.init_tiny_model`) or a hub name already in
 the local cache; a hub name not cached is downloaded only when the hub is not switched off
 (``HF_HUB_OFFLINE=1``). The CPU-thread policy (:func:`default_cpu_threads`) is shared with the trainers.
+
+Answers held to a JSON Schema (:meth:`HFBackend.generate_json`) use llguidance (:data:`GRAMMAR_PACKAGE`) through
+:class:`GrammarProcessor`, a transformers ``LogitsProcessor``: the schema is compiled once per schema, without free
+whitespace (with it a 135M model wrote blank lines until its token limit), and each step masks the tokens the
+grammar does not allow before temperature and top-p. Measured against xgrammar on SmolLM2-135M with the real engineer
+prompt (``docs/results/constrained-answers``), both held 3/3 answers to the schema at under 0.6 ms per token (a
+decoding step of the model is ~100 ms on a CPU). llguidance was chosen for what it costs to install: a 3 MB wheel
+with no dependencies, where xgrammar requires triton on Linux x86-64 (~1 GB installed, unused on a CPU). vLLM holds
+its answers with its own structured-output backends (xgrammar by default, llguidance as ``guidance``).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +30,40 @@ from policy.backend_base import Generation, Prompt, Sampling, check_prompts, fir
 from simulator.errors import ConfigError
 
 SMALL_MODEL_PARAMETERS = 100_000_000  # below this a model runs on one CPU thread by default (see default_cpu_threads)
+GRAMMAR_PACKAGE = "llguidance"
+GRAMMAR_INSTALL = "pip install llguidance (or pip install 'mapf-frozenlake[train]', which has it)"
+JSON_CHARACTERS = '{}[]":,.-0123456789abcdefghijklmnopqrstuvwxyz_'
+"""What an answer document needs a tokenizer to write: brackets, quotes, digits, keys, true/false/null."""
+_GRAMMAR_CACHE_SIZE = 8  # compiled schemas kept per backend (an engineer's schema changes with the config's sides)
+
+
+class GrammarProcessor:
+    """A transformers ``LogitsProcessor`` holding one ``generate`` call to an llguidance grammar: one matcher per
+    row, fed the row's last token each step; the tokens its grammar does not allow get ``-inf``. A row whose
+    document is complete allows only its stop token (so the model cannot go on writing past the document)."""
+
+    def __init__(self, tokenizer: Any, grammar: str) -> None:
+        self.tokenizer, self.grammar = tokenizer, grammar
+        self.matchers: list[Any] | None = None
+        self.mask: Any = None
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import llguidance
+        import llguidance.numpy as llnp
+        import torch
+
+        if self.matchers is None:
+            self.matchers = [llguidance.LLMatcher(self.tokenizer, self.grammar) for _ in range(input_ids.shape[0])]
+            self.mask = llnp.allocate_token_bitmask(input_ids.shape[0], scores.shape[1])
+        else:
+            for row, matcher in enumerate(self.matchers):
+                if not matcher.is_stopped() and not matcher.is_error():
+                    matcher.consume_token(int(input_ids[row, -1]))
+        for row, matcher in enumerate(self.matchers):
+            llnp.fill_next_token_bitmask(matcher, self.mask, row)
+        view = scores.detach().float().cpu().numpy()
+        llnp.apply_token_bitmask_inplace(view, self.mask)
+        return torch.from_numpy(view).to(device=scores.device, dtype=scores.dtype)
 
 
 def default_cpu_threads(model: Any, cpu_threads: int | None) -> int | None:
@@ -111,6 +158,9 @@ class HFBackend:
         if not self.eos_ids:
             raise ConfigError("backend", self.spec, "a model whose tokenizer or generation config names an eos token")
         self.max_positions = getattr(self.model.config, "max_position_embeddings", None)
+        self._grammar_lock = threading.Lock()
+        self._grammar_compiler: Any = None
+        self._grammars: OrderedDict[str, Any] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"HFBackend(spec={self.spec!r}, device={self.device!r})"
@@ -173,11 +223,71 @@ class HFBackend:
     def generate(self, prompts: list[Prompt], sampling: Sampling) -> list[Generation]:
         return self._generate(prompts, sampling, ignore_eos=False)
 
+    def json_schema_unavailable(self) -> str | None:
+        """Why :meth:`generate_json` cannot run here (the grammar library missing, a tokenizer that cannot write
+        JSON, such as the tiny model's 27-token one), or None."""
+        if importlib.util.find_spec(GRAMMAR_PACKAGE) is None:
+            return f"the grammar library {GRAMMAR_PACKAGE} is not installed: {GRAMMAR_INSTALL}"
+        ids = self.tokenizer(JSON_CHARACTERS, add_special_tokens=False)["input_ids"]
+        lost = set(JSON_CHARACTERS) - set(self.tokenizer.decode(ids))
+        if lost:
+            return f"{self.spec}'s tokenizer cannot write JSON: it has no token for {''.join(sorted(lost))!r}"
+        return None
+
+    def generate_json(self, prompts: list[Prompt], sampling: Sampling, schema: dict[str, Any]) -> list[Generation]:
+        """Like :meth:`generate`, each completion held to the JSON Schema ``schema`` (module docstring): one that
+        ends before ``max_new_tokens`` is a document the schema admits. ConfigError when
+        :meth:`json_schema_unavailable` says why it cannot, or the schema does not compile."""
+        why = self.json_schema_unavailable()
+        if why is not None:
+            raise ConfigError("backend", self.spec, "a backend that can hold generation to a JSON schema", detail=why)
+        return self._generate(prompts, sampling, ignore_eos=False, grammar=self._compiled(schema))
+
+    def _grammar_processor(self, grammar: Any) -> Any:
+        """A fresh transformers ``LogitsProcessor`` that holds one ``generate`` call to ``grammar``."""
+        return GrammarProcessor(self._grammar_tokenizer(), grammar)
+
+    def _grammar_tokenizer(self) -> Any:
+        """llguidance's view of this tokenizer (made once): the model's output size and its stop tokens."""
+        with self._grammar_lock:
+            if self._grammar_compiler is None:
+                import llguidance.hf
+
+                output = self.model.get_output_embeddings()
+                vocab_size = int(output.weight.shape[0]) if output is not None else len(self.tokenizer)
+                self._grammar_compiler = llguidance.hf.from_tokenizer(self.tokenizer, n_vocab=vocab_size,
+                                                                      eos_token=self.eos_ids[0])
+            return self._grammar_compiler
+
+    def _compiled(self, schema: dict[str, Any]) -> Any:
+        """llguidance's grammar of ``schema`` (cached), with no free whitespace; checked against this tokenizer."""
+        import llguidance
+
+        key = json.dumps(schema)  # keys in the schema's order: the grammar writes properties in that order
+        with self._grammar_lock:
+            if key in self._grammars:
+                self._grammars.move_to_end(key)
+                return self._grammars[key]
+        try:
+            grammar = llguidance.LLMatcher.grammar_from_json_schema(key, defaults={"whitespace_flexible": False})
+            problem = llguidance.LLMatcher.validate_grammar(grammar, self._grammar_tokenizer())  # "" when fine
+        except Exception as error:  # llguidance's own error types; the schema is the caller's input
+            raise ConfigError("schema", schema, "a JSON Schema llguidance can compile",
+                              detail=first_line(error)) from None
+        if problem:
+            raise ConfigError("schema", schema, "a JSON Schema llguidance can compile", detail=problem.splitlines()[0][:300])
+        with self._grammar_lock:
+            self._grammars[key] = grammar
+            while len(self._grammars) > _GRAMMAR_CACHE_SIZE:
+                self._grammars.popitem(last=False)
+        return grammar
+
     def generate_fixed_length(self, prompts: list[Prompt], sampling: Sampling) -> list[Generation]:
         """Like :meth:`generate` but never stops early: every completion is ``max_new_tokens`` long (benchmarks)."""
         return self._generate(prompts, sampling, ignore_eos=True)
 
-    def _generate(self, prompts: list[Prompt], sampling: Sampling, ignore_eos: bool) -> list[Generation]:
+    def _generate(self, prompts: list[Prompt], sampling: Sampling, ignore_eos: bool,
+                  grammar: Any = None) -> list[Generation]:
         prompts = check_prompts(prompts)
         texts = [self.render(prompt, sampling) for prompt in prompts]
         encoded = [self.tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
@@ -200,14 +310,14 @@ class HFBackend:
         out: list[Generation] = []
         for chunk, start in enumerate(range(0, len(texts), sampling.batch_size)):
             stop = start + sampling.batch_size
-            out.extend(self._generate_chunk(encoded[start:stop], sampling, chunk, ignore_eos))
+            out.extend(self._generate_chunk(encoded[start:stop], sampling, chunk, ignore_eos, grammar))
         return out
 
     def _generate_chunk(
-        self, encoded: list[list[int]], sampling: Sampling, chunk: int, ignore_eos: bool
+        self, encoded: list[list[int]], sampling: Sampling, chunk: int, ignore_eos: bool, grammar: Any = None
     ) -> list[Generation]:
         import torch
-        from transformers import GenerationConfig
+        from transformers import GenerationConfig, LogitsProcessorList
 
         batch = self.tokenizer.pad({"input_ids": encoded}, padding=True, return_tensors="pt")
         input_ids = batch["input_ids"].to(self.model.device)
@@ -233,6 +343,9 @@ class HFBackend:
         if ignore_eos:
             options["min_new_tokens"] = sampling.max_new_tokens
         generation_config = GenerationConfig(**options)
+        processors = LogitsProcessorList()
+        if grammar is not None:  # one per generate call: its matchers keep the state of this call's rows
+            processors.append(self._grammar_processor(grammar))
         on_cpu = self.model.device.type == "cpu"
         devices = [] if on_cpu else [self.model.device]
         threads_before = torch.get_num_threads()
@@ -242,7 +355,8 @@ class HFBackend:
             with torch.random.fork_rng(devices=devices), torch.inference_mode():
                 torch.manual_seed(_mixed_seed(sampling.seed, chunk))
                 sequences = self.model.generate(
-                    input_ids=input_ids, attention_mask=attention_mask, generation_config=generation_config
+                    input_ids=input_ids, attention_mask=attention_mask, generation_config=generation_config,
+                    logits_processor=processors,
                 )
         finally:
             torch.set_num_threads(threads_before)

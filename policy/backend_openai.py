@@ -4,6 +4,14 @@ front, Gemini's compatibility API, ...), standard library only.
 Base URL from ``MAPF_LAKE_OPENAI_BASE_URL`` (default ``https://api.openai.com/v1``), key from
 ``MAPF_LAKE_OPENAI_API_KEY`` or else ``OPENAI_API_KEY``. No API key ever appears in an error message, a repr or a
 log line.
+
+Answers held to a JSON Schema (:meth:`OpenAIBackend.generate_json`) send ``response_format={"type":
+"json_schema", "json_schema": {"name", "schema", "strict": true}}``: the endpoint's own structured outputs
+(OpenAI's, ``vllm serve``'s guided decoding, Gemini's compatibility API). An endpoint that refuses it (a 400
+naming ``response_format``, as OpenAI does for a schema outside its strict subset: optional keys, bounds on
+object sizes) is asked again with ``strict: false`` (the schema guides the model, the server does not enforce
+it), and if refused again, without ``response_format``; both are learnt like the other refused fields and
+reported by :attr:`OpenAIBackend.schema_relaxed`, which the engineer records.
 """
 
 from __future__ import annotations
@@ -41,11 +49,23 @@ _FIELD_FIXES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "chat_template_kwargs": lambda body: {k: v for k, v in body.items() if k != "chat_template_kwargs"},
     "top_k": lambda body: {k: v for k, v in body.items() if k != "top_k"},
     "seed": lambda body: {k: v for k, v in body.items() if k != "seed"},
+    "response_format": lambda body: _relaxed_format(body),
 }
 _RETRY_STATUSES = frozenset({408, 409, 425, 429})  # plus every 5xx
 # Things shaped like credentials that a server may echo back (OpenAI-style sk-..., Google AIza..., bearer tokens).
 _KEY_CHARACTERS = re.compile(r"[\x21-\x7e]+")  # what an Authorization header can carry unmangled
 _KEY_SHAPES = re.compile(r"(Bearer\s+)\S+|\bsk-[-_A-Za-z0-9]{12,}|\bAIza[-_A-Za-z0-9]{20,}")
+
+
+def _relaxed_format(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with its response format one step looser: a strict json_schema becomes the same schema with
+    ``strict: false``; anything else is dropped (the module docstring)."""
+    answer_format = body.get("response_format")
+    if isinstance(answer_format, dict) and isinstance(answer_format.get("json_schema"), dict):
+        schema = answer_format["json_schema"]
+        if schema.get("strict"):
+            return {**body, "response_format": {**answer_format, "json_schema": {**schema, "strict": False}}}
+    return {k: v for k, v in body.items() if k != "response_format"}
 
 
 def _without_userinfo(url: str) -> str:
@@ -255,7 +275,20 @@ class OpenAIBackend:
 
     # --- generation ------------------------------------------------------------------------------------------
 
-    def _request_body(self, prompt: Prompt, sampling: Sampling, index: int) -> tuple[str, dict[str, Any]]:
+    @property
+    def schema_relaxed(self) -> str | None:
+        """What this endpoint refused of :meth:`generate_json`'s response format, in words; None when nothing."""
+        with self._lock:
+            steps = self._fixes.count("response_format")
+        if steps == 0:
+            return None
+        if steps == 1:
+            return "the endpoint refused a strict json_schema response_format: sent with strict false (the schema " \
+                   "guides the model, the server does not enforce it)"
+        return "the endpoint refused response_format: the answer is free text, read by the repair path"
+
+    def _request_body(self, prompt: Prompt, sampling: Sampling, index: int,
+                      schema: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": sampling.max_new_tokens,
@@ -266,19 +299,25 @@ class OpenAIBackend:
         }
         if sampling.top_k:
             body["top_k"] = sampling.top_k
+        if schema is not None:
+            name = re.sub(r"[^A-Za-z0-9_-]+", "_", str(schema.get("title") or "answer"))[:64]
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": name, "schema": schema, "strict": True}}
         if isinstance(prompt, str):
             return "/completions", {**body, "prompt": prompt}
         body = {**body, "messages": prompt, "chat_template_kwargs": {"enable_thinking": sampling.enable_thinking}}
         return "/chat/completions", body
 
-    def _one(self, prompt: Prompt, sampling: Sampling, index: int) -> Generation:
-        path, body = self._request_body(prompt, sampling, index)
+    def _one(self, prompt: Prompt, sampling: Sampling, index: int,
+             schema: dict[str, Any] | None = None) -> Generation:
+        path, body = self._request_body(prompt, sampling, index, schema)
         with self._lock:
             learnt = list(self._fixes)
         for field in learnt:
             if field in body:
                 body = _FIELD_FIXES[field](body)
         tried: set[str] = set()
+        applied: dict[str, int] = {}
         while True:
             try:
                 answer = self._call("POST", path, body, self.timeout_s, self.max_retries)
@@ -297,10 +336,13 @@ class OpenAIBackend:
                 raise BackendError(
                     self._scrub(f"{self.spec}: HTTP {answer.status} on POST {self.base_url}{path}: {message}")
                 )
-            tried.add(refused)
-            body = _FIELD_FIXES[refused](body)
+            fixed = _FIELD_FIXES[refused](body)
+            if refused not in fixed:  # a fix that removes its field is the last; one that loosens it may be followed
+                tried.add(refused)
+            body = fixed
+            applied[refused] = applied.get(refused, 0) + 1
             with self._lock:
-                if refused not in self._fixes:
+                while self._fixes.count(refused) < applied[refused]:
                     self._fixes.append(refused)
 
     def _parse_generation(self, payload: Any, path: str) -> Generation:
@@ -326,8 +368,17 @@ class OpenAIBackend:
             shown = self._scrub(json.dumps(payload)[:300] if not isinstance(payload, str) else payload[:300])
             raise BackendError(f"{self.spec}: unexpected answer shape from {path}: {shown}") from None
 
-    def generate(self, prompts: list[Prompt], sampling: Sampling) -> list[Generation]:
-        """See the module contract; ``completion_tokens``/``prompt_tokens`` are the server's ``usage`` (0 if none)."""
+    def generate_json(self, prompts: list[Prompt], sampling: Sampling, schema: dict[str, Any]) -> list[Generation]:
+        """Like :meth:`generate`, each request sent with the JSON Schema ``schema`` as its ``response_format``
+        (the module docstring says what happens where the endpoint refuses it)."""
+        if not isinstance(schema, dict):
+            raise ConfigError("schema", schema, "a JSON Schema (a mapping)")
+        return self.generate(prompts, sampling, schema)
+
+    def generate(self, prompts: list[Prompt], sampling: Sampling,
+                 schema: dict[str, Any] | None = None) -> list[Generation]:
+        """See the module contract; ``completion_tokens``/``prompt_tokens`` are the server's ``usage`` (0 if none);
+        ``schema``: :meth:`generate_json`."""
         prompts = check_prompts(prompts)
         if not self._checked:
             self.check()
@@ -335,7 +386,7 @@ class OpenAIBackend:
             return []
         workers = min(self.concurrency, len(prompts))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mapf-lake-openai") as pool:
-            futures = [pool.submit(self._one, prompt, sampling, index) for index, prompt in enumerate(prompts)]
+            futures = [pool.submit(self._one, prompt, sampling, index, schema) for index, prompt in enumerate(prompts)]
             try:
                 return [future.result() for future in futures]
             except BaseException:

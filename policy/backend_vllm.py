@@ -1,5 +1,12 @@
 """``vllm:PATH_OR_NAME``: an offline vLLM engine in this process (GPU machines; ``pip install
-'mapf-frozenlake[vllm]'``), and :func:`release_vllm`, which gives an engine's GPU memory back."""
+'mapf-frozenlake[vllm]'``), and :func:`release_vllm`, which gives an engine's GPU memory back.
+
+Answers held to a JSON Schema (:meth:`VLLMBackend.generate_json`) use vLLM's own structured outputs: each
+request's ``SamplingParams(structured_outputs=StructuredOutputsParams(json=schema, disable_any_whitespace=True))``
+(vLLM 0.12 and later; the ``guided_decoding`` / ``GuidedDecodingParams`` names before it were removed in 0.12).
+vLLM picks the grammar library itself: its default ``auto`` backend is xgrammar, with guidance (llguidance, the
+library ``hf:`` uses) for schemas xgrammar cannot compile.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +43,25 @@ def release_vllm(llm: Any) -> None:
         torch.cuda.empty_cache()
 
 
+def sampling_params(vllm: Any, sampling: Sampling, index: int, schema: dict[str, Any] | None = None) -> Any:
+    """The ``vllm.SamplingParams`` of request ``index`` of a call (seeded ``seed + index``); with ``schema``, held
+    to that JSON Schema by structured outputs without free whitespace (see the module docstring)."""
+    options: dict[str, Any] = {
+        "n": 1,
+        "max_tokens": sampling.max_new_tokens,
+        "temperature": float(sampling.temperature),
+        "top_p": float(sampling.top_p),
+        "seed": (sampling.seed + index) % (2**63),
+    }
+    if sampling.top_k:
+        options["top_k"] = sampling.top_k
+    if schema is not None:
+        from vllm.sampling_params import StructuredOutputsParams
+
+        options["structured_outputs"] = StructuredOutputsParams(json=schema, disable_any_whitespace=True)
+    return vllm.SamplingParams(**options)
+
+
 class VLLMBackend:
     """An offline vLLM ``LLM`` engine in this process (imported only here; GPU machines).
 
@@ -65,19 +91,28 @@ class VLLMBackend:
         llm, self.llm = getattr(self, "llm", None), None
         release_vllm(llm)
 
-    def _params(self, sampling: Sampling, index: int) -> Any:
-        options: dict[str, Any] = {
-            "n": 1,
-            "max_tokens": sampling.max_new_tokens,
-            "temperature": float(sampling.temperature),
-            "top_p": float(sampling.top_p),
-            "seed": (sampling.seed + index) % (2**63),
-        }
-        if sampling.top_k:
-            options["top_k"] = sampling.top_k
-        return self._vllm.SamplingParams(**options)
+    def _params(self, sampling: Sampling, index: int, schema: dict[str, Any] | None = None) -> Any:
+        return sampling_params(self._vllm, sampling, index, schema)
 
-    def generate(self, prompts: list[Prompt], sampling: Sampling) -> list[Generation]:
+    def json_schema_unavailable(self) -> str | None:
+        """Why :meth:`generate_json` cannot run with this vLLM (one without ``StructuredOutputsParams``), or None."""
+        import vllm.sampling_params
+
+        if hasattr(vllm.sampling_params, "StructuredOutputsParams"):
+            return None
+        return f"vLLM {getattr(self._vllm, '__version__', '?')} has no StructuredOutputsParams: {VLLM_INSTALL_HINT}"
+
+    def generate_json(self, prompts: list[Prompt], sampling: Sampling, schema: dict[str, Any]) -> list[Generation]:
+        """Like :meth:`generate`, each request held to the JSON Schema ``schema`` by vLLM's structured outputs
+        (module docstring)."""
+        why = self.json_schema_unavailable()
+        if why is not None:
+            raise ConfigError("backend", self.spec, "a backend that can hold generation to a JSON schema", detail=why)
+        return self.generate(prompts, sampling, schema)
+
+    def generate(self, prompts: list[Prompt], sampling: Sampling,
+                 schema: dict[str, Any] | None = None) -> list[Generation]:
+        """See :mod:`policy.backend_base`; ``schema``: hold each answer to it (:meth:`generate_json`)."""
         prompts = check_prompts(prompts)
         raw = [index for index, prompt in enumerate(prompts) if isinstance(prompt, str)]
         chats = [index for index, prompt in enumerate(prompts) if not isinstance(prompt, str)]
@@ -85,13 +120,13 @@ class VLLMBackend:
         batches = []
         if raw:
             outputs = self.llm.generate(
-                [prompts[i] for i in raw], [self._params(sampling, i) for i in raw], use_tqdm=False
+                [prompts[i] for i in raw], [self._params(sampling, i, schema) for i in raw], use_tqdm=False
             )
             batches.append((raw, outputs))
         if chats:
             outputs = self.llm.chat(
                 [prompts[i] for i in chats],
-                [self._params(sampling, i) for i in chats],
+                [self._params(sampling, i, schema) for i in chats],
                 use_tqdm=False,
                 add_generation_prompt=True,
                 chat_template_kwargs={"enable_thinking": sampling.enable_thinking},
