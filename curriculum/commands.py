@@ -50,9 +50,22 @@ def default_arms() -> dict[str, dict]:
     return {**arms, **COMPARE_EXTRA_ARMS}
 
 
+# A real language model as the engineer of the tiny-policy presets (issue 60): SmolLM2-135M-Instruct, made offline
+# from its registry wheel on first use (hf:@smollm2), its answer held to the answer schema (map sides of the CPU
+# presets, a short rationale; the schema is not shown in the prompt, which keeps it within the model's window),
+# planning stage 1 as gap-band does. Run only when named (--arm smollm2-engineer).
+MODEL_ARMS = {
+    "smollm2-engineer": {"engineer.spec": "llm:hf:@smollm2", "engineer.options.answer_mode": "constrained",
+                         "engineer.options.show_schema": False, "engineer.options.sides": [3, 4, 5, 6],
+                         "engineer.options.rationale_chars": 300, "engineer.options.max_new_tokens": 400,
+                         "engineer.plan_first": True},
+}
+
+
 def named_arms() -> dict[str, dict]:
-    """The arms ``--arm NAME`` picks by a bare name: the default arms, then :data:`CONTROL_ARMS`."""
-    return {**default_arms(), **CONTROL_ARMS}
+    """The arms ``--arm NAME`` picks by a bare name: the default arms, then :data:`CONTROL_ARMS` and
+    :data:`MODEL_ARMS`."""
+    return {**default_arms(), **CONTROL_ARMS, **MODEL_ARMS}
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -357,7 +370,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                        f"one arm per engineer ({', '.join(COMPARE_ENGINEERS)}) and {', '.join(COMPARE_EXTRA_ARMS)} "
                        "(the gap engineer with remedy drop, planning stage 1); a bare default arm's name picks it "
                        f"(--arm fixed --arm gap-band), as does an open-loop control's, run only when named "
-                       f"({', '.join(CONTROL_ARMS)}: docs/results/controls/README.md)")
+                       f"({', '.join(CONTROL_ARMS)}: docs/results/controls/README.md) or a real model's "
+                       f"({', '.join(MODEL_ARMS)})")
     train.add_argument("--primary", metavar="ARM", help="with --compare: the pre-declared comparison (this arm "
                        "against fixed): its p is not Holm-adjusted, and the run ends with a verdict line saying "
                        "plainly whether it beat fixed on the test set")

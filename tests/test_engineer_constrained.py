@@ -408,3 +408,17 @@ def test_engineer_record__constrained_details_survive_the_json_record():
     record = json.loads(json.dumps(decision.to_dict(), allow_nan=False))
     assert record["details"]["answer_mode"] == "constrained"
     assert record["details"]["answer_sides"] == sorted(set(BENCHMARK_SIDES) | set(CONFIG.sizes))
+
+
+def test_smollm2_engineer_arm__is_a_valid_run_config_and_engineer():
+    """The named arm a user runs with ``--arm smollm2-engineer``: its overrides make a run config, and its engineer
+    options make the constrained ``llm`` engineer (the model itself is made only when it first answers)."""
+    from curriculum.commands import MODEL_ARMS, named_arms
+    from curriculum.config import preset
+
+    overrides = named_arms()["smollm2-engineer"]
+    assert overrides == MODEL_ARMS["smollm2-engineer"]
+    config = preset("demo").with_overrides(**overrides)
+    assert config.engineer.spec == "llm:hf:@smollm2" and config.engineer.plan_first
+    engineer = make_engineer(config.engineer.spec, **dict(config.engineer.options))
+    assert engineer.answer_mode == "constrained" and tuple(engineer.sides) == (3, 4, 5, 6)
