@@ -119,25 +119,33 @@ def test_callback__stage_steps_below_one_and_a_missing_checkpoint_state_are_refu
         CurriculumCallback(curriculum, 2).on_train_begin(Args(), State(), None)
 
 
-def test_callback__the_supervised_trainer_switches_stages_too(tmp_path):
-    """SFTTrainer (the supervised trainer of the rejection-sampling stages) on the curriculum's solver-plan rows,
-    with the callback closing a stage every two steps."""
+def _sft_trainer(tmp_path: Path, curriculum: Curriculum, **dataset):
+    """SFTTrainer on the curriculum's solver-plan rows from a fresh tiny model (the curriculum begun from it): four
+    steps of four rows."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from curriculum.plugins.trl_hooks import attach, curriculum_dataset
+    from curriculum.plugins.trl_hooks import curriculum_dataset
     from policy.models import init_tiny_model
+
+    model_dir = init_tiny_model(tmp_path / "init", seed=0)
+    curriculum.begin(str(model_dir))
+    return SFTTrainer(model=AutoModelForCausalLM.from_pretrained(str(model_dir)),
+                      processing_class=AutoTokenizer.from_pretrained(str(model_dir)),
+                      train_dataset=curriculum_dataset(curriculum, kind="sft", **dataset),
+                      args=SFTConfig(output_dir=str(tmp_path / "trl"), max_steps=4, per_device_train_batch_size=4,
+                                     report_to=[], use_cpu=True, disable_tqdm=True, save_strategy="no",
+                                     max_length=160))
+
+
+def test_callback__the_supervised_trainer_switches_stages_too(tmp_path):
+    """SFTTrainer (the supervised trainer of the rejection-sampling stages) on the curriculum's solver-plan rows,
+    with the callback closing a stage every two steps."""
+    from curriculum.plugins.trl_hooks import attach
 
     config = _config(tmp_path, "sft", **{"warm_start.enabled": False, "engineer.spec": "rule"})
     curriculum = Curriculum(config, log=lambda line: None).open()
-    model_dir = init_tiny_model(tmp_path / "init", seed=0)
-    curriculum.begin(str(model_dir))
-    trainer = SFTTrainer(model=AutoModelForCausalLM.from_pretrained(str(model_dir)),
-                         processing_class=AutoTokenizer.from_pretrained(str(model_dir)),
-                         train_dataset=curriculum_dataset(curriculum, kind="sft", chunk=8),
-                         args=SFTConfig(output_dir=str(tmp_path / "trl"), max_steps=4, per_device_train_batch_size=4,
-                                        report_to=[], use_cpu=True, disable_tqdm=True, save_strategy="no",
-                                        max_length=160))
+    trainer = _sft_trainer(tmp_path, curriculum, chunk=8)
     callback = attach(trainer, curriculum, 2)
     trainer.train()
     assert [record.stage for record in callback.records] == [1, 2] and curriculum.finished
@@ -394,11 +402,7 @@ def test_attach__grpo_rows_of_a_new_stage_reach_the_first_step_after_its_boundar
 def test_attach__sft_rows_of_a_new_stage_reach_the_trainer_one_batch_after_its_boundary(tmp_path):
     """``SFTTrainer`` tokenizes rows inside its loader, so rows are drawn as the loader pulls them, one at a time:
     the loader's one batch of look-ahead is the whole lag (0 stale rows from the second step after a boundary)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import SFTConfig, SFTTrainer
-
-    from curriculum.plugins.trl_hooks import attach, curriculum_dataset
-    from policy.models import init_tiny_model
+    from curriculum.plugins.trl_hooks import attach
 
     drawn: list[int] = []  # the stage each row was drawn from, in the order the loader pulled them
 
@@ -409,14 +413,7 @@ def test_attach__sft_rows_of_a_new_stage_reach_the_trainer_one_batch_after_its_b
 
     config = _config(tmp_path, "sft-rows", **{"warm_start.enabled": False, "engineer.spec": "rule"})
     curriculum = Counted(config, log=lambda line: None).open()
-    model_dir = init_tiny_model(tmp_path / "init", seed=0)
-    curriculum.begin(str(model_dir))
-    trainer = SFTTrainer(model=AutoModelForCausalLM.from_pretrained(str(model_dir)),
-                         processing_class=AutoTokenizer.from_pretrained(str(model_dir)),
-                         train_dataset=curriculum_dataset(curriculum, kind="sft"),
-                         args=SFTConfig(output_dir=str(tmp_path / "trl"), max_steps=4, per_device_train_batch_size=4,
-                                        report_to=[], use_cpu=True, disable_tqdm=True, save_strategy="no",
-                                        max_length=160))
+    trainer = _sft_trainer(tmp_path, curriculum)
     attach(trainer, curriculum, 2)
     before = len(drawn)  # SFTTrainer peeks at the dataset's first rows while it is built
     trainer.train()
