@@ -521,3 +521,13 @@ def test_compare__names_the_arms_trainers_when_they_differ():
 
     runs = [run("gap-band", "rft"), run("gap-band+trl-grpo", "grpo"), run("gap-band", "rft"), run("fixed", None)]
     assert arm_trainers(runs) == {"gap-band": "rft", "gap-band+trl-grpo": "grpo", "fixed": "unknown"}
+
+
+def test_curriculum__the_test_set_is_refused_before_the_last_boundary(tmp_path):
+    curriculum = Curriculum(_config(tmp_path, "early"), log=lambda line: None).open()
+    with pytest.raises(ConfigError, match="begin"):
+        curriculum.evaluate("any model")
+    curriculum._begun = True  # begin() validates a model; the refusal needs none
+    with pytest.raises(ConfigError, match="evaluate after the last stage's boundary"):
+        curriculum.evaluate("any model")
+    assert not (curriculum.dir / "final").exists()

@@ -510,8 +510,15 @@ class Curriculum:
 
     # --- the test set -----------------------------------------------------------------------------------------
     def evaluate(self, model: Model) -> dict:
-        """The final score of ``model`` on the test set (``final/``; read back when done). Nothing else reads it."""
+        """The final score of ``model`` on the test set (``final/``; read back when done). Nothing else reads it, and
+        only after the last stage's boundary: before it (or before :meth:`begin`) the call is refused, so no test
+        figure can be written early and then returned as the run's final one."""
         from curriculum.loop.validation import evaluate_test_set
+
+        self._require_begun()
+        if not self.finished:
+            raise ConfigError("stage", self.stage, f"evaluate after the last stage's boundary (stage "
+                              f"{self.config.stages} of {self.dir}): the test set is read once, by the final score")
 
         table_path = self.dir / "final" / "table.json"
         if not self.is_main_process:
