@@ -61,6 +61,10 @@ def _engineer(args: argparse.Namespace) -> int:
 
     if args.exemplars < 0:
         raise ConfigError("--exemplars", args.exemplars, "an integer >= 0 (failed examples per category)")
+    from simulator.cli import check_new_target
+
+    check_new_target(args.out, "--out", args.force)  # before any work: an output is never replaced without a word
+    check_new_target(args.record, "--record", args.force)
     engineer = make_engineer(args.engineer, **_option_pairs(args.option))  # bad specs fail before any reading
     backend_spec = getattr(engineer, "backend_spec", None)
     if backend_spec:  # a missing API key is the user's to fix: exit 2, not a fallback
@@ -151,6 +155,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="where to write the next config (.yaml, .yml or .json)")
     parser.add_argument("--history", help="JSON file with the run's previous stages (a list of objects)")
     parser.add_argument("--record", help="also write the decision's full record as JSON here")
+    parser.add_argument("--force", action="store_true", help="replace an existing --out or --record file")
     parser.add_argument("--split", help="read only replay files of this split (e.g. validation)")
     parser.add_argument("--exemplars", type=int, default=3, help="failed episodes shown in the context (default 3)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the engineer's sampling (default 0)")

@@ -37,6 +37,7 @@ def _headless() -> None:
 
 def _watch(args: argparse.Namespace) -> int:
     from render.source import ReplaySource
+    from simulator.cli import check_new_target
     from simulator.errors import ConfigError
     from simulator.text import counted
 
@@ -45,6 +46,7 @@ def _watch(args: argparse.Namespace) -> int:
         out = getattr(args, flag)
         if out and Path(out).suffix.lower() != suffix:  # --gif x.png wrote a GIF named .png
             raise ConfigError(f"--{flag}", out, f"a file name ending in {suffix} (the format --{flag} writes)")
+        check_new_target(out, f"--{flag}", args.force)
     if exports:
         _headless()
     source = ReplaySource(args.path)
@@ -193,6 +195,7 @@ def register(commands: Subcommands) -> None:
     watch.add_argument("--resolution", type=_resolution, default=None,
                        help="window or image size WIDTHxHEIGHT (default 1200x760; GIF and MP4 960x600, rounded "
                             "down to even sizes for the MP4; the SVG is vector and ignores it)")
+    watch.add_argument("--force", action="store_true", help="replace an existing --png, --gif, --svg or --mp4 file")
     watch.add_argument("--terminal", action="store_true", help="show the replays in the terminal (Textual)")
     watch.add_argument("--paused", action="store_true", help="start paused")
 

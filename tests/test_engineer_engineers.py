@@ -1234,7 +1234,11 @@ def test_cli_engineer__fixed_with_explicit_config_and_llm_fallback(replay_folder
     result = _run("--replays", str(folder), "--config", str(current), "--engineer", "fixed", "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert load_config(out) == config and "(no change)" in result.stdout
-    missing = _run("--replays", str(folder), "--engineer", f"llm:hf:{tmp_path / 'none'}", "--out", str(out))
+    written = out.read_bytes()
+    again = _run("--replays", str(folder), "--config", str(current), "--engineer", "fixed", "--out", str(out))
+    assert again.returncode == 2 and "--force" in again.stderr and out.read_bytes() == written  # never replaced
+    missing = _run("--replays", str(folder), "--engineer", f"llm:hf:{tmp_path / 'none'}", "--out", str(out),
+                   "--force")
     assert missing.returncode == 0, missing.stderr  # a backend that cannot load is a recorded fallback
     assert "rejected" in missing.stdout and load_config(out) == config
 

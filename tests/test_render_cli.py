@@ -28,6 +28,11 @@ def test_cli_watch__png(cases, tmp_path):
     result = run("watch", str(cases), "--episode", edge, "--png", str(out), "--resolution", "640x400")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"step {len(CASES['edge'][0])}" in result.stdout
+    written = out.read_bytes()
+    again = run("watch", str(cases), "--episode", "0", "--png", str(out), check=False)
+    assert again.returncode == 2 and "--force" in again.stderr and out.read_bytes() == written  # never replaced
+    run("watch", str(cases), "--episode", "0", "--png", str(out), "--force")
+    assert out.read_bytes() != written
 
 
 def test_cli_watch__gif(cases, tmp_path):
