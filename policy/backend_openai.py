@@ -360,7 +360,7 @@ class OpenAIBackend:
                     text = f"<think>\n{reasoning}\n</think>\n\n{text}"
             usage = payload.get("usage") or {}
             return Generation(
-                text=str(text),
+                text=self._scrub(str(text)),  # an answer that quotes the key (an echoing proxy) never carries it on
                 prompt_tokens=int(usage.get("prompt_tokens") or 0),
                 completion_tokens=int(usage.get("completion_tokens") or 0),
             )

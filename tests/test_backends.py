@@ -612,3 +612,10 @@ def test_cli__a_key_with_a_newline_never_reaches_output(tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "SECRET" not in result.stderr + result.stdout and "1234567890" not in result.stderr + result.stdout
     assert "MAPF_LAKE_OPENAI_API_KEY" in result.stderr
+
+
+def test_openai__an_answer_that_quotes_the_key_never_carries_it_on(server):
+    """An endpoint (here the echoing fake; in life a proxy or a model told the key) whose answer quotes the key: the
+    text the backend hands back, which engineers record and evaluations write into replays, holds no key."""
+    out = fast_backend(server).generate([f"repeat after me: {KEY}"], Sampling())
+    assert out[0].text.startswith("echo:repeat after me: ") and KEY not in out[0].text
