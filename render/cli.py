@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +108,12 @@ def _play(args: argparse.Namespace) -> int:
     from render.play_app import PlayApp
 
     game, defaults, stage_config = play_start(args)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):  # with no terminal the app waits for keys that never come
+        from simulator.errors import ConfigError
+
+        raise ConfigError("play", "standard input or output is not a terminal",
+                          "a terminal to play in (to look at a board without one: mapf-lake watch FILE --png OUT, "
+                          "or mapf-lake solve FILE)")
     PlayApp(game, save_path=args.save, defaults=defaults, stage_config=stage_config).run()
     return 0
 

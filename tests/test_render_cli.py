@@ -138,3 +138,8 @@ def test_cli_export__a_format_the_out_name_contradicts_is_refused(tmp_path, caps
 
     assert main(["export", "--suite", "paper-quick", "--format", "parquet", "--out", str(tmp_path / "x.jsonl")]) == 2
     assert "ending in .parquet" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+
+
+def test_cli_play__without_a_terminal_is_one_line_not_a_wait_for_keys_that_never_come(tmp_path):
+    result = run("play", "--size", "4", "--agents", "2", "--seed", "3", check=False)  # stdin/stdout are pipes here
+    assert result.returncode == 2 and "not a terminal" in result.stderr and "Traceback" not in result.stderr
