@@ -259,7 +259,7 @@ class LLMEngineer:
         completion_tokens = int(getattr(generation, "completion_tokens", 0) or 0)
         details.update(prompt_tokens=int(getattr(generation, "prompt_tokens", 0) or 0),
                        completion_tokens=completion_tokens)
-        budget = details.get("max_new_tokens", self.max_new_tokens)
+        budget = details["max_new_tokens"]  # set by work() before it generated
         cut = completion_tokens >= budget
         if cut:
             details["cut_at_max_new_tokens"] = True

@@ -113,6 +113,9 @@ def _wheel_licence(entry: PretrainedGGUF) -> str | None:
 
 
 def file_sha256(path: Path) -> str:
+    """The sha256 of the regular file ``path`` (a FIFO or a folder is refused before it is opened)."""
+    if not path.is_file():
+        raise ConfigError("gguf", str(path), "a regular file (the model file of the wheel)")
     with path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 

@@ -250,7 +250,7 @@ SMALL = StageConfig.from_dict({"agents": 2, "samples": 400, "sizes": {
     4: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.3}}})
 
 
-MAX_NEW_TOKENS = 200  # measured: this prompt's answers take 109-166 tokens (greedy: 166; seeds 0-2 sampled: 109-162)
+MAX_NEW_TOKENS = 300  # measured: this prompt's answers take 109-166 tokens (greedy: 166; seeds 0-2 sampled: 109-162)
 
 
 def test_hf_smollm2__a_constrained_answer_parses_and_validates_as_a_stage_config(smollm2):

