@@ -104,6 +104,11 @@ def load_hint(kind: str, out: str | Path) -> str:
 
 
 def _model_init(args: argparse.Namespace) -> int:
+    target = Path(args.out)
+    if args.kind not in PRETRAINED and not args.force and (
+            target.is_symlink() or (target.exists() and (not target.is_dir() or any(target.iterdir())))):
+        raise ConfigError("--out", args.out, "a new or empty folder (it holds files, or is a file: pick another name, "
+                          "or pass --force to write into it)")
     out = MODEL_INITS[args.kind].build(args)
     print(f"wrote {args.kind} to {out}; {load_hint(args.kind, out)}", file=sys.stderr)
     return 0
@@ -127,5 +132,6 @@ def register_model_commands(commands: Subcommands) -> None:
     init.add_argument("--tokenizer", default=None, help="a qwen3-tokenizer folder (tiny-qwen3, qwen3-4b-random)")
     init.add_argument("--seed", type=int, default=0, help="weight seed (default 0)")
     init.add_argument("--force", action="store_true",
-                      help=f"replace a non-empty --out ({', '.join(PRETRAINED)}; the others write into it)")
+                      help=f"use a non-empty --out ({', '.join(PRETRAINED)}: replaced once the new folder is "
+                           f"complete; the others: written into)")
     init.set_defaults(handler=_model_init)

@@ -273,3 +273,17 @@ def test_model_init__the_hint_names_command_lines_that_parse(kind):
         build_parser().parse_args(argv[1:])  # SystemExit on an unknown flag
     assert ("--tokenizer /tmp/m" in hint) == (kind == "qwen3-tokenizer")
     assert ("--policy hf:/tmp/m" in hint) == (kind == "tiny")
+
+
+def test_model_cli__init_refuses_a_non_empty_out_without_force(tmp_path):
+    from simulator.errors import ConfigError
+
+    """model init wrote over a config.json in a non-empty folder without a word."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"keep": "me"}')
+    with pytest.raises(ConfigError, match="--force"):
+        _cli("model", "init", "tiny", "--out", str(folder))
+    assert (folder / "config.json").read_text() == '{"keep": "me"}'
+    assert _cli("model", "init", "tiny", "--out", str(folder), "--force") == 0
+    assert (folder / "model.safetensors").exists()
