@@ -86,7 +86,8 @@ class WarmStart:
     """Tokens of prompt + answer kept."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "config", _stage_config("warm_start.config", self.config) if self.config else None)
+        object.__setattr__(self, "config", _stage_config("warm_start.config", self.config)
+                           if self.config is not None else None)  # false, 0, "" are refused, not read as null
 
     def validate(self) -> None:
         check_fields(self, "warm_start")
@@ -322,6 +323,10 @@ class RunConfig:
                               "characters, at most 200 characters")
         if not isinstance(self.arm, str) or len(self.arm) > 100 or any(c in self.arm for c in "/\\\n"):
             raise ConfigError("arm", self.arm, "a label of at most 100 characters without '/', '\\' or newlines")
+        if (not isinstance(self.output_dir, str) or not self.output_dir.strip() or len(self.output_dir) > 4096
+                or any(c in self.output_dir for c in "\0\n\r")):
+            raise ConfigError("output_dir", self.output_dir, "a folder path: text of 1..4096 characters without "
+                              "line breaks or NUL")
         from policy.models import EMBEDDED_SHAPES
 
         if not isinstance(self.model, str) or not (self.model in EMBEDDED_SHAPES or ":" in self.model):

@@ -724,3 +724,15 @@ def test_parse_config_text__yaml_1_1_octal_and_base_60_numbers_are_refused_not_m
     assert parse_config_text(text.replace(key, "10"), "yaml").used_sizes() == (10,)
     assert parse_config_text("agents: 2\nsamples: 0x0A\nsizes: {4: {data_ratio: 1, hole_ratio: 0, wait_ratio: 0}}",
                              "yaml").samples == 10  # hex is explicit, and stays
+
+
+@pytest.mark.parametrize("key, value", [("output_dir", 3), ("output_dir", [1]), ("output_dir", True), ("output_dir", ""),
+                                        ("output_dir", "runs\nx"), ("warm_start.config", False),
+                                        ("warm_start.config", 0), ("warm_start.config", "")])
+def test_run_config__output_dir_and_warm_start_config_are_checked_like_every_other_key(key, value):
+    """``--set output_dir=3`` passed --print-config and died in pathlib when the run started; ``warm_start.config=false``
+    was read as null."""
+    from curriculum.config import preset
+
+    with pytest.raises(ConfigError, match=key.split(".")[0]):
+        preset("tiny").with_overrides(**{key: value})

@@ -531,3 +531,13 @@ def test_curriculum__the_test_set_is_refused_before_the_last_boundary(tmp_path):
     with pytest.raises(ConfigError, match="evaluate after the last stage's boundary"):
         curriculum.evaluate("any model")
     assert not (curriculum.dir / "final").exists()
+
+
+@pytest.mark.parametrize("instance", ["not json", "[" * 100 + "]" * 100, '{"size": ' + "9" * 5000 + "}", "[1, 2]",
+                                      "x" * 300_000, '{"a": NaN}', 7])
+def test_tool_env__a_hostile_instance_column_is_one_config_error(tmp_path, instance):
+    from curriculum.plugins.trl_hooks import environment_factory
+
+    env = environment_factory(None)()
+    with pytest.raises(ConfigError):
+        env.reset(instance=instance, optimal_makespan=3)

@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 STATE_FILE = "curriculum_state.json"
 """Beside each TRL checkpoint (``checkpoint-N/``): the curriculum's :meth:`~Curriculum.state_dict`."""
 ROW_KINDS = ("grpo", "sft", "tools")
+MAX_INSTANCE_CHARS = 200_000
+"""The longest instance column the tool environment reads (a 64x64 board with many agents is well under it)."""
 
 
 class _Stream:
@@ -410,7 +412,13 @@ class MapfToolEnv:
             item = self.curriculum.sample(1)[0]
             board, optimal_makespan = item.instance, item.optimal_makespan
         else:
-            board = Instance.from_dict(json.loads(instance))
+            from simulator.files import load_json
+
+            if not isinstance(instance, str) or len(instance) > MAX_INSTANCE_CHARS:
+                raise ConfigError("instance", type(instance).__name__ if not isinstance(instance, str) else
+                                  f"{len(instance)} characters", f"an instance as JSON text of at most "
+                                  f"{MAX_INSTANCE_CHARS:,} characters (the row's instance column)")
+            board = Instance.from_dict(load_json(instance, "the row's instance", "an instance", object_only=True))
         self.game = TextGame(board, "natural", optimal_makespan=optimal_makespan)
         self.game.reset()
         state = self.game.env.state
