@@ -541,3 +541,39 @@ def test_tool_env__a_hostile_instance_column_is_one_config_error(tmp_path, insta
     env = environment_factory(None)()
     with pytest.raises(ConfigError):
         env.reset(instance=instance, optimal_makespan=3)
+
+
+def test_attach__the_tool_mode_s_episodes_after_a_boundary_come_from_the_new_stage(tmp_path):
+    """GRPOTrainer with ``environment_factory`` on a miniature random Qwen3 (the real tokenizer): the rows each
+    episode's ``reset`` receives are drawn when the trainer takes the batch, so the step after the boundary plays the
+    new stage's boards (counted through the reward, which TRL calls with the same rows)."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from curriculum.loop.rehearsal import rehearsal_model
+    from curriculum.plugins.trl_hooks import attach, curriculum_dataset, environment_factory
+
+    model = rehearsal_model(tmp_path)
+    config = _config(tmp_path, "tool-rows", prompt_style="natural", **{"warm_start.enabled": False,
+                                                                      "engineer.spec": "fixed",
+                                                                      "validation.samples": 4,
+                                                                      "validation.max_new_tokens": 8})
+    curriculum = Curriculum(config, log=lambda line: None).open()
+    curriculum.begin(str(model))
+    steps: list[tuple[int, int, int]] = []
+
+    def counting(completions=(), instance=(), environments=None, **columns):
+        keys = _stage_keys(curriculum)
+        steps.append((curriculum.stage, len(instance), sum(_row_key(text) in keys for text in instance)))
+        return [0.0] * len(completions)
+
+    counting.__name__ = "counting"
+    trainer = GRPOTrainer(model=str(model), reward_funcs=[counting],
+                          train_dataset=curriculum_dataset(curriculum, kind="tools"),
+                          environment_factory=environment_factory(curriculum),
+                          args=GRPOConfig(output_dir=str(tmp_path / "trl"), max_steps=2, per_device_train_batch_size=2,
+                                          num_generations=2, max_completion_length=8, report_to=[], use_cpu=True,
+                                          disable_tqdm=True, save_strategy="no", logging_steps=1))
+    attach(trainer, curriculum, 1)
+    trainer.train()
+    assert [stage for stage, _, _ in steps] == [1, 2]
+    assert all(rows == 2 and fresh == rows for _, rows, fresh in steps), steps
