@@ -269,3 +269,42 @@ def test_verl_example__composes_with_verls_own_config():
     assert "hf_model" in config.actor_rollout_ref.actor.checkpoint.save_contents
     assert config.data.train_files == CURRICULUM_FILES and config.data.dataloader_num_workers == 0
     assert config.custom_reward_function.name == "compute_score"
+
+
+def _folder_bytes(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_verl_dataset__a_damaged_loader_state_is_refused_before_the_run_folder_changes(setup):
+    """verl's saved loader state (``data.pt``) is input: counts of 10**30, -5, 1.5 or NaN, a flag "no", a tally
+    with 0 groups, a key missing, or a row served after the run whose prompt or label was edited are each one
+    ConfigError naming the key, and the run folder keeps its bytes. A row as the dataset served it is accepted."""
+    root, _, tokenizer = setup
+    config = data_config(root, "damaged")
+    dataset = MapfCurriculumDataset(CURRICULUM_FILES, tokenizer=tokenizer, config=config, log=quiet)
+    served = [dataset._row(item) for item in dataset.curriculum.sample(2)]  # rows as the dataset serves them
+    state = json.loads(json.dumps(dataset.state_dict()))
+    run_folder = Path(config["curriculum"]["run_folder"])
+    edited = json.loads(json.dumps(served[0]))
+    edited["prompt"][0]["content"] += " (and ignore the board)"
+    relabelled = json.loads(json.dumps(served[0]))
+    truth = json.loads(relabelled["reward_model"]["ground_truth"])
+    truth["labels"]["optimal_makespan"] = 1
+    relabelled["reward_model"]["ground_truth"] = json.dumps(truth, separators=(",", ":"))
+    damages = [("steps", 10**30), ("steps", -5), ("served", 1.5), ("reward_sum", float("nan")),
+               ("unobserved", "no"), ("generations", 1), ("global_step", True),
+               ("reward", {"2x3": {"groups": 0, "reward": 0.0, "valid": 0.0, "zero_variance": 0,
+                                   "abs_advantage": 0.0}}),
+               ("after_run", [edited]), ("after_run", [relabelled]), ("after_run", "rows"), ("curriculum", "x")]
+    before = _folder_bytes(run_folder)
+    for key, value in damages:
+        resumed = MapfCurriculumDataset(CURRICULUM_FILES, tokenizer=tokenizer, config=config, log=quiet)
+        with pytest.raises(ConfigError, match="verl curriculum state"):
+            resumed.load_state_dict({**state, key: value})
+        assert _folder_bytes(run_folder) == before, key
+    missing = {name: value for name, value in state.items() if name != "served"}
+    with pytest.raises(ConfigError, match="served"):
+        MapfCurriculumDataset(CURRICULUM_FILES, tokenizer=tokenizer, config=config, log=quiet).load_state_dict(missing)
+    resumed = MapfCurriculumDataset(CURRICULUM_FILES, tokenizer=tokenizer, config=config, log=quiet)
+    resumed.load_state_dict({**state, "after_run": served})  # the dataset's own rows pass their certification
+    assert resumed.state_dict()["after_run"] == served

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
 
 CURRICULUM_FILES = "mapf-lake:curriculum"
 """``data.train_files`` value that makes :class:`MapfCurriculumDataset` serve the curriculum's current stage."""
+MAX_COUNT = 10**12  # bound of a count in a saved loader state (steps, rows served, groups)
 STATE_FORMAT = "mapf-lake-verl-curriculum"
 STATE_VERSION = 1
 MAX_STAGE_STEPS = 10**6
@@ -453,20 +454,118 @@ class MapfCurriculumDataset(Dataset):
                 state.get("version") != STATE_VERSION:
             raise ConfigError("verl curriculum state", state, f"a {STATE_FORMAT!r} v{STATE_VERSION} document "
                               "(MapfCurriculumDataset.state_dict)")
-        cur.load_state_dict(dict(state["curriculum"]))
+        checked = self._checked_state(state)  # every key, before anything changes
+        try:
+            cur.load_state_dict(dict(checked["curriculum"]))
+        except ConfigError as error:
+            raise ConfigError(f"verl curriculum state: {error.field}", error.value, error.allowed) from None
         self._reset_stage()
         self._buffer = []
-        self._global_step, self._steps, self._served = state["global_step"], state["steps"], state["served"]
-        self._steps_without_outcomes = state["steps_without_outcomes"]
-        self._generations, self._groups_skipped = state["generations"], state["groups_skipped"]
-        self._reward_sum, self._reward_count = state["reward_sum"], state["reward_count"]
-        self._after_run = list(state["after_run"])
-        if state["reward"] is not None and self._generations is not None:
-            self._signal(self._generations).load_state(state["reward"])
+        self._global_step, self._steps, self._served = checked["global_step"], checked["steps"], checked["served"]
+        self._steps_without_outcomes = checked["steps_without_outcomes"]
+        self._generations, self._groups_skipped = checked["generations"], checked["groups_skipped"]
+        self._reward_sum, self._reward_count = checked["reward_sum"], checked["reward_count"]
+        self._after_run = checked["after_run"]
+        if checked["reward"] is not None and self._generations is not None:
+            self._signal(self._generations).load_state(checked["reward"])
         self._unobserved, self._last_batch = False, None
-        if state["unobserved"]:
+        if checked["unobserved"]:
             self._steps_without_outcomes += 1
             self._count_step()
+
+    def _checked_state(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """``state``'s values checked against what :meth:`state_dict` writes: every key present, counts integers in
+        their range, the reward sum finite, flags true booleans, the reward tallies whole, and the rows served after
+        the run (``after_run``) rebuilt from their certified instances (an edited prompt or label is refused).
+        ConfigError naming ``verl curriculum state.KEY``, the value and what is allowed."""
+        import math
+
+        from policy.rewards import StageReward
+
+        where = "verl curriculum state"
+        keys = ("curriculum", "global_step", "steps", "served", "unobserved", "steps_without_outcomes", "reward",
+                "generations", "reward_sum", "reward_count", "groups_skipped", "after_run")
+        missing = [key for key in keys if key not in state]
+        if missing:
+            raise ConfigError(f"{where}.{missing[0]}", "missing", "every key MapfCurriculumDataset.state_dict writes")
+        if not isinstance(state["curriculum"], Mapping):
+            raise ConfigError(f"{where}.curriculum", state["curriculum"], "a mapping (Curriculum.state_dict)")
+        checked: dict[str, Any] = {"curriculum": state["curriculum"]}
+        for key, high in (("global_step", MAX_COUNT), ("steps", self.stage_steps), ("served", MAX_COUNT),
+                          ("steps_without_outcomes", MAX_COUNT), ("groups_skipped", MAX_COUNT),
+                          ("reward_count", MAX_COUNT)):
+            value = state[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+                raise ConfigError(f"{where}.{key}", value, f"an integer in 0..{high:,}")
+            checked[key] = value
+        if not isinstance(state["unobserved"], bool):
+            raise ConfigError(f"{where}.unobserved", state["unobserved"], "true or false")
+        checked["unobserved"] = state["unobserved"]
+        generations = state["generations"]
+        if generations is not None and (isinstance(generations, bool) or not isinstance(generations, int)
+                                        or not 2 <= generations <= 1024):
+            raise ConfigError(f"{where}.generations", generations, "null or an integer in 2..1024")
+        checked["generations"] = generations
+        reward_sum = state["reward_sum"]
+        if isinstance(reward_sum, bool) or not isinstance(reward_sum, (int, float)) or not math.isfinite(reward_sum) \
+                or abs(reward_sum) > 1e12:
+            raise ConfigError(f"{where}.reward_sum", reward_sum, "a finite number of at most 1e12")
+        checked["reward_sum"] = float(reward_sum)
+        reward = state["reward"]
+        if reward is not None:
+            try:  # checked on a throwaway tally: the run's own changes only once every key passed
+                StageReward({"valid": 1.0}, generations or 2).load_state(reward)
+            except ConfigError as error:
+                raise ConfigError(f"{where}.{error.field}", error.value, error.allowed) from None
+        checked["reward"] = reward
+        checked["after_run"] = self._certified_rows(state["after_run"], f"{where}.after_run")
+        return checked
+
+    def _certified_rows(self, rows: Any, where: str) -> list[dict]:
+        """Rows served after the run, as a checkpoint handed them back: each rebuilt from its instance, certified
+        by the solver, apart from the run's test and evidence sets; a row that differs from its rebuilt self (an
+        edited prompt, label or id) is refused."""
+        import json
+
+        from simulator.files import load_json
+        from simulator.generator import label_instance
+        from simulator.types import Instance
+
+        if not isinstance(rows, list) or len(rows) > self.batch_size:
+            raise ConfigError(where, type(rows).__name__ if not isinstance(rows, list) else f"{len(rows)} rows",
+                              f"a list of at most {self.batch_size} rows (the batch size)")
+        cur = self._require_curriculum()
+        protected = cur.sets.test | cur.sets.evidence_keys
+        out = []
+        for number, row in enumerate(rows):
+            at = f"{where}[{number}]"
+            try:
+                truth = row["reward_model"]["ground_truth"]
+                if not isinstance(truth, str):
+                    raise TypeError(f"ground_truth is a {type(truth).__name__}")
+                record = load_json(truth, at, "a record", object_only=True)
+                instance = Instance.from_dict(record["instance"])
+                index = int(str(record["id"]).rsplit("/", 1)[-1])
+                source, size = str(record["source"]), int(record["labels"]["size"])
+            except (KeyError, TypeError, ValueError) as error:  # ConfigError is a ValueError
+                raise ConfigError(at, "a row without a readable instance", "a row MapfCurriculumDataset served",
+                                  " ".join(str(error).split())[:200]) from None
+            if not 0 <= index <= MAX_COUNT:
+                raise ConfigError(at, index, f"a row index in 0..{MAX_COUNT:,}")
+            if instance.content_key() in protected:
+                raise ConfigError(at, "a test or evidence instance", "a training instance of this run")
+            labelled, status, reason = label_instance(instance, size=size, index=index)
+            if labelled is None:
+                raise ConfigError(at, f"an instance the solver finds {status}", "a certified instance", reason)
+            from policy.export import layout_row
+            from policy.score import make_record
+
+            rebuilt = layout_row(make_record(labelled, cur.style, source), "verl", 0, "train")
+            if json.dumps(rebuilt, sort_keys=True) != json.dumps(row, sort_keys=True):
+                raise ConfigError(at, "a row that differs from its certified rebuild (prompt, labels or id edited)",
+                                  "the row as MapfCurriculumDataset served it")
+            out.append(rebuilt)
+        return out
 
 
 class _PlainCurriculumSampler(Sampler[int]):
