@@ -198,6 +198,21 @@ def test_verl_sampler__update_records_the_signal_and_closes_stages_on_the_newest
     assert all(name.startswith("curriculum:stages/stage-02/") for name in after)
     sampler.update(step_batch(dataset, tokenizer))
     assert json.loads(json.dumps(dataset.state_dict()))["global_step"] == 5
+    fresh = MapfCurriculumDataset(CURRICULUM_FILES, tokenizer=tokenizer, config=config, log=quiet)
+    with pytest.raises(ConfigError, match="every stage of this folder is finished"):  # was IndexError
+        fresh[0]
+
+
+@pytest.mark.parametrize("folder", [".", "./", "..", "sub/.."])
+def test_verl_dataset__a_run_folder_that_is_the_working_folder_or_above_is_refused(setup, tmp_path, monkeypatch,
+                                                                                  folder):
+    root, _, tokenizer = setup
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(ConfigError, match="run_folder"):
+        MapfCurriculumDataset(CURRICULUM_FILES, tokenizer=tokenizer, config=data_config(root, "x", run_folder=folder),
+                              log=quiet)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["sub"]  # nothing written where the user stands
 
 
 def test_verl_dataset__resume_counts_the_step_saved_before_its_outcomes(setup):

@@ -255,8 +255,9 @@ class MapfCurriculumDataset(Dataset):
         run_config = load_run_config(self.options.run_config)
         if self.options.run_folder is not None:
             folder = Path(self.options.run_folder)
-            if folder.resolve().name in ("", ".", ".."):
-                raise ConfigError("data.curriculum.run_folder", self.options.run_folder, "a folder with a name")
+            if folder.name in ("", ".", "..") or folder.resolve() in (Path.cwd(), *Path.cwd().parents):
+                raise ConfigError("data.curriculum.run_folder", self.options.run_folder, "a folder with a name of "
+                                  "its own, not the working folder or one above it (the run writes its records there)")
             run_config = run_config.with_overrides(output_dir=str(folder.resolve().parent),
                                                    name=folder.resolve().name)
         self.log = log or log_to_stderr
@@ -286,6 +287,10 @@ class MapfCurriculumDataset(Dataset):
         if self.curriculum is None:
             return _verl_item(self._rows[index], index)
         if not self._buffer:
+            if self.curriculum.finished and not self._after_run:
+                raise ConfigError("verl curriculum", str(self.curriculum.dir), "a run with a stage left to train: "
+                                  "every stage of this folder is finished and no loader state was restored (resume "
+                                  "verl from its checkpoint, trainer.resume_mode: auto, or name a new run_folder)")
             self._buffer = copy.deepcopy(self._after_run) if self.curriculum.finished else \
                 [self._row(item) for item in self.curriculum.sample(self.batch_size)]
         row = self._buffer.pop(0)
