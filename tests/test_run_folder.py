@@ -256,3 +256,17 @@ def test_run_folder__the_manifest_records_the_facts_that_choose_the_cpu_kernels(
 
     assert run_kernels(run) == {"torch_cpu_capability": machine["torch_cpu_capability"],
                                 "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "COMPATIBLE"}
+
+
+def test_resume__a_stage_record_that_says_it_is_another_stage_is_refused_naming_the_file(tmp_path):
+    """``"stage": 7`` inside ``stage-01/stage.json`` was accepted as stage 1."""
+    from curriculum.loop.folder import RunFolder
+    from tests.test_records import _record
+
+    config = preset("tiny").with_overrides(name="renumbered", output_dir=str(tmp_path))
+    folder = RunFolder(config, lambda line: None)
+    (tmp_path / "renumbered" / "stage-01").mkdir(parents=True)
+    path = tmp_path / "renumbered" / "stage-01" / "stage.json"
+    path.write_text(json.dumps(_record(stage=7)))
+    with pytest.raises(ConfigError, match="stage-01/stage.json: stage = 7 is not allowed: 1"):
+        folder.completed_stages()

@@ -357,7 +357,7 @@ class Curriculum:
         recorded = folder / "stage.json"
         if not self.is_main_process or recorded.exists():
             path = wait_for_file(recorded)
-            record = StageRecord.from_dict(read_record(path, "stage record"), str(path))
+            record = self.folder.read_stage(path, stage)
             if self.is_main_process:
                 self.log(f"stage {stage}: already recorded in {path}; its decision is read back")
             return self._advance(replace(record, model=str(folder / "model")))

@@ -273,9 +273,17 @@ class RunFolder:
             if not path.exists():
                 self._refuse_a_gap_after(stage)
                 break
-            record = StageRecord.from_dict(read_record(path, "stage record"), str(path))
+            record = self.read_stage(path, stage)
             records.append(replace(record, model=str(self.stage_dir(stage) / "model")))
         return records
+
+    def read_stage(self, path: Path, stage: int) -> StageRecord:
+        """The stage record ``path`` of stage ``stage``: one that says it is another stage (a record copied into
+        the wrong folder) is refused naming the file."""
+        record = StageRecord.from_dict(read_record(path, "stage record"), str(path))
+        if record.stage != stage:
+            raise ConfigError(f"{path}: stage", record.stage, f"{stage}, the stage of the folder it is in")
+        return record
 
     def _refuse_a_gap_after(self, unfinished: int) -> None:
         later = sorted(int(match.group(1)) for match in (re.fullmatch(r"stage-(\d+)", path.name)
