@@ -214,8 +214,7 @@ def _check_arm_name(name: str, spec: str, taken: dict, defaults: dict) -> None:
         raise ConfigError("--arm", spec, f"a name of at most {MAX_ARM_NAME} characters (got {len(name)})")
     if "/" in name or "\\" in name or name in taken:
         raise ConfigError("--arm", spec, "NAME=KEY=VALUE[;KEY=VALUE...] with a new plain name (no '/' or '\\'), "
-                          "e.g. nofail=engineer.context=[behavior], or a named arm "
-                          f"({', '.join(defaults)})")
+                          f"or a named arm ({', '.join(defaults)})")
 
 
 def _size_from_file(field: str, file_config, checked) -> bool:
