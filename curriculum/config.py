@@ -86,8 +86,10 @@ class WarmStart:
     """Tokens of prompt + answer kept."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "config", _stage_config("warm_start.config", self.config)
-                           if self.config is not None else None)  # false, 0, "" are refused, not read as null
+        # None or {} (the document's empty mapping, which ``--set warm_start.config.KEY=...`` fills): no config of its
+        # own; false, 0, "" are refused, not read as null
+        empty = self.config is None or (isinstance(self.config, dict) and not self.config)
+        object.__setattr__(self, "config", None if empty else _stage_config("warm_start.config", self.config))
 
     def validate(self) -> None:
         check_fields(self, "warm_start")
