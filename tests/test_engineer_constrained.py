@@ -25,6 +25,7 @@ from simulator.config import SizeSpec, StageConfig, config_json_schema
 from simulator.errors import ConfigError
 from simulator.fields import ALLOWED, Allowed
 from test_engineer_engineers import GOOD_ANSWER, ScriptedBackend, summary_with
+from tests.documents import DELETE, set_at
 
 CONFIG = StageConfig.from_dict({"agents": 2, "samples": 400, "seed": 3, "sizes": {
     side: {"data_ratio": 0.25, "hole_ratio": 0.2, "wait_ratio": 0.3} for side in (3, 4, 5, 6)}})
@@ -77,18 +78,10 @@ def test_answer_schema__changing_a_declared_bound_changes_it(monkeypatch):
 def _with(path: str, value, document=None):
     """``GOOD`` (or ``document``) with the value at the dotted ``path`` set (``...=DELETE`` removes it)."""
     out = copy.deepcopy(document or GOOD)
-    *parents, last = path.split(".")
-    node = out
-    for key in parents:
-        node = node[key]
-    if value is DELETE:
-        del node[last]
-    else:
-        node[last] = value
+    set_at(out, path.split("."), value)
     return out
 
 
-DELETE = object()
 
 
 @pytest.mark.parametrize(("answer", "problem"), [
