@@ -1,0 +1,106 @@
+"""SmolLM2's engineer answers on recorded boundaries: free text against answers held to the schema.
+
+    python docs/results/constrained-answers/boundaries.py RUN [RUN ...] --model hf:@smollm2 --samples 3 \
+        --json boundaries.json
+
+For every decision a run folder recorded (``warm_start/decision.json``, the plan before stage 1, and
+``stage-NN/decision.json``), the engineer's prompt is rebuilt from the record's own context text and the config it
+edited, and the model answers it ``--samples`` times (seeds 0..) in each mode (``free``: prose and a YAML block,
+repaired; ``constrained``: held to the answer schema). Per answer: whether a config document was read from it
+(``parsed``), whether it needed no repair beyond reading it (``no_repair``), whether it changed anything
+(``changed``), whether the generator can fill the resulting config (``fillable``: the generator makes its instances,
+at most 200), and the seconds. Prints the shares per mode and writes every answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+READING_NOTES = ("took the config from the answer", "read the config from")  # how it was read, not a repair
+
+
+def decision_files(run: Path) -> list[Path]:
+    found = [path for path in (run / "warm_start" / "decision.json", run / "untrained" / "decision.json")
+             if path.exists()]
+    return found + sorted(run.glob("stage-*/decision.json"))
+
+
+def fillable(config) -> bool:
+    from simulator.errors import ConfigError
+    from simulator.generator import generate
+
+    try:
+        generate(replace(config, samples=min(config.samples, 200)))
+    except ConfigError:
+        return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    from engineer import make_engineer
+    from simulator.config import StageConfig
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--model", default="hf:@smollm2")
+    parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--modes", default="constrained,free")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+
+    from policy.backends import make_backend
+
+    backend = make_backend(args.model)
+    options = {"show_schema": False, "sides": [3, 4, 5, 6], "rationale_chars": 300, "max_new_tokens": 400,
+               "timeout_s": 900}
+    rows = []
+    for run in args.runs:
+        for path in decision_files(run):
+            record = json.loads(path.read_text())
+            if not record.get("context_text"):
+                continue
+            context = SimpleNamespace(text=record["context_text"])
+            config = StageConfig.from_dict(record["previous"])
+            for mode in args.modes.split(","):
+                engineer = make_engineer(f"llm:{args.model}", backend=backend, answer_mode=mode, **options)
+                for seed in range(args.samples):
+                    started = time.perf_counter()
+                    decision = engineer.propose(context, config, seed=seed)
+                    seconds = time.perf_counter() - started
+                    repairs = [note for note in decision.repairs if not note.startswith(READING_NOTES)]
+                    rows.append({"run": run.name, "decision": path.parent.name, "mode": mode, "seed": seed,
+                                 "parsed": decision.proposal is not None, "accepted": decision.accepted,
+                                 "no_repair": decision.proposal is not None and not repairs,
+                                 "changed": bool(decision.diff),
+                                 "fillable": decision.accepted and fillable(decision.config),
+                                 "seconds": round(seconds, 1), "reason": decision.reason, "repairs": repairs,
+                                 "diff": decision.diff, "completion_tokens": decision.details.get("completion_tokens")})
+                    print(json.dumps(rows[-1])[:300], file=sys.stderr, flush=True)
+    print(f"{'mode':<12} {'answers':>7} {'parsed':>7} {'no repair':>9} {'changed':>8} {'fillable':>8} {'s/answer':>8}")
+    for mode in args.modes.split(","):
+        mine = [row for row in rows if row["mode"] == mode]
+        if not mine:
+            continue
+        share = {key: sum(row[key] for row in mine) / len(mine) for key in ("parsed", "no_repair", "changed",
+                                                                             "fillable")}
+        seconds = sum(row["seconds"] for row in mine) / len(mine)
+        print(f"{mode:<12} {len(mine):>7} {share['parsed']:>7.0%} {share['no_repair']:>9.0%} {share['changed']:>8.0%} "
+              f"{share['fillable']:>8.0%} {seconds:>8.1f}")
+    if args.json:
+        handle, temp = tempfile.mkstemp(dir=args.json.parent, prefix=f".{args.json.name}.")
+        with os.fdopen(handle, "w") as out:
+            json.dump(rows, out, indent=1)
+        os.replace(temp, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
