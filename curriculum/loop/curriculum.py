@@ -301,9 +301,10 @@ class Curriculum:
         on); a run begun on a finished folder has no stage to serve and says so."""
         if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_DRAW:
             raise ConfigError("n", n, f"an integer in 0..{MAX_DRAW:,}")
-        if start is not None and (not isinstance(start, int) or isinstance(start, bool)
-                                  or not 0 <= start <= MAX_POSITION):
-            raise ConfigError("start", start, f"an integer in 0..{MAX_POSITION:,} (a position in the stage's stream)")
+        if start is not None:
+            from simulator.documents import checked_int
+
+            checked_int(start, "start", 0, MAX_POSITION)
         if self.finished and self._inputs is None:
             self._require_begun()
             raise ConfigError("stage", self.stage, f"at most {self.config.stages} (stages): every stage of "

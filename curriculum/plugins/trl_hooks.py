@@ -217,10 +217,11 @@ class CurriculumCallback(TrainerCallback):
         if recorded_steps != self.stage_steps:
             raise ConfigError("stage_steps", self.stage_steps, f"{recorded_steps!r}, as {saved} was trained with (a "
                               f"run's stages keep their length; start a new run for another)")
-        began, earliest = document.get("stage_began", 0), max(0, state.global_step - self.stage_steps)
-        if isinstance(began, bool) or not isinstance(began, int) or not earliest <= began <= state.global_step:
-            raise ConfigError(f"{saved}: stage_began", began, f"an integer in {earliest}..{state.global_step} (the "
-                              f"step the checkpoint's stage began at, within one stage of step {state.global_step})")
+        from simulator.documents import checked_int
+
+        # the step the checkpoint's stage began at: within one stage of the checkpoint's step
+        began = checked_int(document.get("stage_began", 0), f"{saved}: stage_began",
+                            max(0, state.global_step - self.stage_steps), state.global_step)
         reward_state = document.get("reward")
         if reward_state is not None and not isinstance(reward_state, dict):
             raise ConfigError(f"{saved}: reward", type(reward_state).__name__, "a mapping (StageReward.state) or null")

@@ -483,9 +483,8 @@ class MapfCurriculumDataset(Dataset):
         their range, the reward sum finite, flags true booleans, the reward tallies whole, and the rows served after
         the run (``after_run``) rebuilt from their certified instances (an edited prompt or label is refused).
         ConfigError naming ``verl curriculum state.KEY``, the value and what is allowed."""
-        import math
-
         from policy.rewards import StageReward
+        from simulator.documents import checked_int, checked_real
 
         where = "verl curriculum state"
         keys = ("curriculum", "global_step", "steps", "served", "unobserved", "steps_without_outcomes", "reward",
@@ -499,23 +498,14 @@ class MapfCurriculumDataset(Dataset):
         for key, high in (("global_step", MAX_COUNT), ("steps", self.stage_steps), ("served", MAX_COUNT),
                           ("steps_without_outcomes", MAX_COUNT), ("groups_skipped", MAX_COUNT),
                           ("reward_count", MAX_COUNT)):
-            value = state[key]
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
-                raise ConfigError(f"{where}.{key}", value, f"an integer in 0..{high:,}")
-            checked[key] = value
+            checked[key] = checked_int(state[key], f"{where}.{key}", 0, high)
         if not isinstance(state["unobserved"], bool):
             raise ConfigError(f"{where}.unobserved", state["unobserved"], "true or false")
         checked["unobserved"] = state["unobserved"]
         generations = state["generations"]
-        if generations is not None and (isinstance(generations, bool) or not isinstance(generations, int)
-                                        or not 2 <= generations <= 1024):
-            raise ConfigError(f"{where}.generations", generations, "null or an integer in 2..1024")
-        checked["generations"] = generations
-        reward_sum = state["reward_sum"]
-        if isinstance(reward_sum, bool) or not isinstance(reward_sum, (int, float)) or not math.isfinite(reward_sum) \
-                or abs(reward_sum) > 1e12:
-            raise ConfigError(f"{where}.reward_sum", reward_sum, "a finite number of at most 1e12")
-        checked["reward_sum"] = float(reward_sum)
+        checked["generations"] = None if generations is None else checked_int(generations, f"{where}.generations",
+                                                                              2, 1024)
+        checked["reward_sum"] = checked_real(state["reward_sum"], f"{where}.reward_sum", -1e12, 1e12)
         reward = state["reward"]
         if reward is not None:
             try:  # checked on a throwaway tally: the run's own changes only once every key passed

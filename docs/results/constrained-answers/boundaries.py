@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
+
+from simulator.atomic import atomic_write
 
 READING_NOTES = ("took the config from the answer", "read the config from")  # how it was read, not a repair
 
@@ -95,10 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{mode:<12} {len(mine):>7} {share['parsed']:>7.0%} {share['no_repair']:>9.0%} {share['changed']:>8.0%} "
               f"{share['fillable']:>8.0%} {seconds:>8.1f}")
     if args.json:
-        handle, temp = tempfile.mkstemp(dir=args.json.parent, prefix=f".{args.json.name}.")
-        with os.fdopen(handle, "w") as out:
-            json.dump(rows, out, indent=1)
-        os.replace(temp, args.json)
+        atomic_write(args.json, json.dumps(rows, indent=1))
     return 0
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import yaml
+
+from simulator.atomic import atomic_write
 
 
 def stage_rows(run: Path) -> list[dict]:
@@ -57,10 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['run']:<22} {row['stage']:>5} {','.join(map(str, row['config_sides'])):<14} {row['groups']:>6} "
               f"{outside!s:>7} {row['train_seconds']:>8} {row['train_steps']!s:>5} {row['evidence_valid_rate']:>8.1%}")
     if args.json:
-        handle, temp = tempfile.mkstemp(dir=args.json.parent, prefix=f".{args.json.name}.")
-        with os.fdopen(handle, "w") as out:
-            json.dump(rows, out, indent=1)
-        os.replace(temp, args.json)
+        atomic_write(args.json, json.dumps(rows, indent=1))
     return 0
 
 
