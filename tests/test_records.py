@@ -96,9 +96,9 @@ def test_read_record__holds_a_run_record_to_the_documents_number_depth_and_key_r
         read_record(path, "stage record")
 
 
-def test_write_json__a_record_with_nan_is_refused_when_written_not_when_read_back(tmp_path):
-    from curriculum.loop.folder import write_json
+def test_write_record__a_record_with_nan_is_refused_when_written_not_when_read_back(tmp_path):
+    from curriculum.loop.records import write_record
 
-    with pytest.raises(ValueError):
-        write_json(tmp_path / "stage.json", {"reward_mean": float("nan")})
+    with pytest.raises(ConfigError, match="stage.json.*NaN"):
+        write_record(tmp_path / "stage.json", {"reward_mean": float("nan")}, "stage record")
     assert not (tmp_path / "stage.json").exists()

@@ -39,9 +39,9 @@ from typing import Any, Callable, Sequence
 from curriculum.config import RunConfig
 from curriculum.loop.distributed import wait_for_file
 from curriculum.loop.folder import (HANDED_FILE, Log, RunFolder, read_decision, read_shared_from, read_summary,
-                                    recorded_decision, stage_folder, write_json)
-from curriculum.loop.records import (OUTCOMES_FILE, StageRecord, StageTimings, TrainingReport,
-                                     read_record)
+                                    recorded_decision, stage_folder)
+from curriculum.loop.records import (OUTCOMES_FILE, StageRecord, StageTimings, TrainingReport, read_record,
+                                     write_record)
 from curriculum.loop.sets import RunSets, certify_handed, training_seed
 from curriculum.loop.validation import EvaluationModels, LoadedModel, Model, answer_churn, model_name, validate
 from engineer import HistoryEntry, StageEvidence
@@ -393,7 +393,7 @@ class Curriculum:
             model=model if isinstance(model, str) else model_name(model), scores=scores,
             decision=decision.summary(), train=train_info, generation=evidence.generation or {}, churn=churn,
             timings=StageTimings(**clock.laps), shared_from=read_shared_from(folder))
-        write_json(recorded, record.to_dict())
+        write_record(recorded, record.to_dict(), "stage record", StageRecord.from_dict)
         return self._advance(record)
 
     def _advance(self, record: StageRecord) -> StageRecord:
@@ -459,7 +459,7 @@ class Curriculum:
             decision = make_decision(spec, config, None, reason)
         if stage < cfg.stages:
             decision = self._fillable(stage + 1, decision, config)
-        write_json(decision_path, decision.to_dict())
+        write_record(decision_path, decision.to_dict(), "engineer's decision", EngineerDecision.from_dict, ("config",))
         return decision
 
     def _fillable(self, stage: int, decision: EngineerDecision, config: StageConfig) -> EngineerDecision:

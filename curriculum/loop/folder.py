@@ -38,7 +38,7 @@ from typing import Callable
 
 from curriculum.config import RunConfig, load_run_config, save_run_config
 from curriculum.loop.distributed import is_main_process, wait_for_file
-from curriculum.loop.records import StageRecord, read_record
+from curriculum.loop.records import StageRecord, read_record, write_record
 from engineer import StageEvidence
 from engineer.decision import EngineerDecision
 from simulator.atomic import atomic_write
@@ -68,10 +68,6 @@ def read_shared_from(folder: Path) -> str | None:
     ConfigError naming the file."""
     path = folder / SHARED_FROM_FILE
     return read_text_bounded(path, MAX_CONFIG_BYTES, "a stage's shared-from note") if path.exists() else None
-
-
-def write_json(path: Path, data) -> None:
-    atomic_write(path, json.dumps(data, indent=2, sort_keys=True, default=str, allow_nan=False))
 
 
 def _git_commit() -> str | None:
@@ -318,9 +314,10 @@ class RunFolder:
             self.completed_stages()  # a gap in the stages is refused now, before anything is trained
             return
         save_run_config(self.config, self.dir / "run.yaml")
-        write_json(manifest, {"protocol": RUN_PROTOCOL, "run_config": self.config.to_dict(), "versions": _versions(),
-                              "machine": _machine(), "seed": self.config.seed,
-                              "git_commit": _git_commit(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        write_record(manifest, {"protocol": RUN_PROTOCOL, "run_config": self.config.to_dict(), "versions": _versions(),
+                                "machine": _machine(), "seed": self.config.seed, "git_commit": _git_commit(),
+                                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+                     "run manifest", keys=("run_config",))
 
     def check(self) -> None:
         """Refuse now, reading only, what :meth:`start` would refuse of an existing folder (another protocol,
@@ -389,7 +386,7 @@ class RunFolder:
         data.setdefault("extended", []).append({"from_stages": recorded_stages, "to_stages": self.config.stages,
                                                 "git_commit": _git_commit(), "versions": _versions(),
                                                 "machine": _machine(), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-        write_json(manifest, data)
+        write_record(manifest, data, "run manifest", keys=("run_config",))
         self.log(f"{self.config.name}: extended from {recorded_stages} to {counted(self.config.stages, 'stage')}"
                  + (f" (the {recorded_stages}-stage final evaluation kept in {kept.name}/)" if kept.exists() else ""))
 
@@ -405,4 +402,4 @@ class RunFolder:
 
 
 __all__ = ["CANDIDATES_DIR", "HANDED_FILE", "RUN_PROTOCOL", "SHARED_FROM_FILE", "RunFolder", "read_decision", "read_shared_from", "read_summary",
-           "recorded_decision", "stage_folder", "write_json"]
+           "recorded_decision", "stage_folder"]

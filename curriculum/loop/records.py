@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from engineer.context import HistoryEntry
 from engineer.evidence import StageScores, read_size_report
 from engineer.decision import DecisionSummary
 from policy.signal import SignalFigures, TrainingSignal
+from simulator.atomic import atomic_write
 from simulator.config import StageConfig
 from simulator.documents import checked_int as _checked_int
 from simulator.documents import checked_real as _checked_real
@@ -63,6 +64,13 @@ def read_record(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict:
         text = raw.decode("utf-8-sig")  # a byte-order mark dropped, as simulator.files does
     except UnicodeDecodeError as exc:
         raise ConfigError(str(path), "not UTF-8 text", allowed, " ".join(str(exc).split())[:200]) from None
+    return parse_record(text, path, what, keys)
+
+
+def parse_record(text: str, path: Path | str, what: str, keys: tuple[str, ...] = ()) -> dict:
+    """The JSON object ``text`` (the run record ``path``) as :func:`read_record` takes it: a JSON object with
+    ``keys`` present, by the documents' rules; anything else is a ConfigError naming the file."""
+    allowed = f"the {what} mapf-lake train writes, a JSON object (restore it, or start a new run)"
     try:
         json.loads(text)  # the shape first: a truncated or garbled file is named as such
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
@@ -77,6 +85,27 @@ def read_record(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict:
     if missing:
         raise ConfigError(str(path), "incomplete", allowed, f"no {missing[0]!r}")
     return data
+
+
+def write_record(path: Path, document: Any, what: str, read: Callable[[dict, str], Any] | None = None,
+                 keys: tuple[str, ...] = ()) -> None:
+    """Write the run record ``document`` to ``path`` (atomically) only if the project's own reader takes it back:
+    its text goes through :func:`parse_record` and ``read`` (the record type's ``from_dict(data, where)``) first,
+    so nothing the project writes is refused when a resume or ``report`` reads it. A record the reader refuses
+    (a bug, or a damaged state handed in by a trainer) raises ConfigError naming the file and the field, and the
+    file is left as it was."""
+    try:
+        text = json.dumps(document, indent=2, sort_keys=True, default=str, allow_nan=False)
+    except ValueError as exc:  # NaN or an infinity: strict JSON has no such number
+        raise ConfigError(f"{path}: {what}", "a NaN or infinite number", "finite numbers (nothing was written)",
+                          " ".join(str(exc).split())[:200]) from None
+    if len(text.encode()) > MAX_RECORD_BYTES:
+        raise ConfigError(f"{path}: {what}", f"over {MAX_RECORD_BYTES} bytes", "a record its reader takes back "
+                          "(nothing was written)")
+    data = parse_record(text, path, what, keys)
+    if read is not None:
+        read(data, str(path))
+    atomic_write(path, text)
 
 
 def _at(where: str, key: str) -> str:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from curriculum.config import RunConfig
-from curriculum.loop.folder import read_summary, write_json
-from curriculum.loop.records import AnswerChurn, read_record
+from curriculum.loop.folder import read_summary
+from curriculum.loop.records import AnswerChurn, read_record, write_record
 from engineer import StageEvidence, summarize_episodes
 from engineer.evidence import SampledPass
 from policy.evaluation import SampledCell, SampledPass1
@@ -173,7 +173,7 @@ def validate(models: EvaluationModels, model: Model, folder: Path, stage: int, i
     summary = replace(summary, seconds={
         "generation": recorded.answer_seconds + time.perf_counter() - judged,
         "judging_and_records": recorded.record_seconds + judged - started})
-    write_json(summary_path, summary.to_dict())
+    write_record(summary_path, summary.to_dict(), "validation summary", StageEvidence.from_dict)
     return summary
 
 
@@ -199,7 +199,7 @@ def evaluate_test_set(models: EvaluationModels, model: Model, folder: Path, log)
         models.release()
     if config.validation.sampled_k:
         _test_sampled_pass1(models, model, folder, log)
-    write_json(table_path, table.to_dict())  # last: a final evaluation is complete when its table exists
+    write_record(table_path, table.to_dict(), "final table")  # last: a final evaluation is complete when its table exists
     log(table.render())
     return table.to_dict()
 
@@ -232,7 +232,7 @@ def _test_sampled_pass1(models: EvaluationModels, model: Model, folder: Path, lo
         cells={(cell.agents, cell.size): SampledCell(float(valid[cell_of == key].mean()),
                                                      float(optimal[cell_of == key].mean()), int((cell_of == key).sum()))
                for cell, _ in cells for key in [f"{cell.agents}x{cell.size}"]})
-    write_json(path, result.to_dict())
+    write_record(path, result.to_dict(), "test-set sampled pass@1", SampledPass1.from_dict)
     return result
 
 

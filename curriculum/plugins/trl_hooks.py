@@ -40,7 +40,6 @@ curriculum, not the Trainer, knows where its stream stands.
 
 from __future__ import annotations
 
-import json
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from transformers import TrainerCallback
 
 from curriculum.loop.curriculum import Curriculum
-from curriculum.loop.records import TrainingReport, read_record
+from curriculum.loop.records import TrainingReport, read_record, write_record
 from curriculum.loop.validation import LoadedModel
 from simulator.errors import ConfigError, in_file
 
@@ -258,12 +257,10 @@ class CurriculumCallback(TrainerCallback):
             state.log_history.append({**self._close(state, model, processing_class), "step": state.global_step})
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if folder.is_dir() and self.curriculum.is_main_process:
-            from simulator.atomic import atomic_write
-
             document = {"curriculum": self.curriculum.state_dict(), "stage_began": self._stage_began,
                         "stage_steps": self.stage_steps,
                         "reward": self.reward.state() if self.reward is not None else None}
-            atomic_write(folder / STATE_FILE, json.dumps(document, sort_keys=True))
+            write_record(folder / STATE_FILE, document, "curriculum state beside the TRL checkpoint", keys=("curriculum",))
 
     def on_train_end(self, args, state, control, model=None, processing_class=None, **kwargs):
         if self._due:

@@ -14,10 +14,11 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from curriculum.loop.distributed import is_main_process
-from curriculum.loop.records import MAX_RECORD_BYTES, OUTCOMES_FILE, RoundFigures, TrainingReport, mean_figure, read_record
+from curriculum.loop.records import (MAX_RECORD_BYTES, OUTCOMES_FILE, RoundFigures, TrainingReport, mean_figure,
+                                     read_record, write_record)
 from policy.backend_hf import set_cpu_threads as _cpu_threads
 from policy.prompts import PromptStyle, save_checkpoint_style
 from policy.rewards import StageReward, group_key, reward_columns
@@ -101,12 +102,18 @@ def _read_round_mark(path: Path) -> tuple[RoundFigures, dict[str, Any]]:
     """A finished rejection-sampling round's ``checkpoint_done.json`` (``{round, signal_state, outcomes}``),
     checked: its figures (:class:`RoundFigures`) and the whole mark, ``outcomes`` as
     ``engineer.material.read_outcomes`` reads them. A bad one is a ConfigError naming the file and key."""
+    mark = _read_mark(path, "a round's checkpoint mark")
+    return _round_figures(mark, str(path)), mark
+
+
+def _round_figures(mark: dict[str, Any], where: str) -> RoundFigures:
+    """The figures of a round's checkpoint mark, its ``outcomes`` checked as ``engineer.material.read_outcomes``
+    reads them (ConfigError naming ``where`` and the key)."""
     from engineer.material import read_outcomes
 
-    mark = _read_mark(path, "a round's checkpoint mark")
-    figures = RoundFigures.from_dict(mark.get("round"), f"{path}: round")
-    read_outcomes({"outcomes": mark.get("outcomes") or {}}, str(path))
-    return figures, mark
+    figures = RoundFigures.from_dict(mark.get("round"), f"{where}: round")
+    read_outcomes({"outcomes": mark.get("outcomes") or {}}, where)
+    return figures
 
 
 def _read_report(path: Path) -> TrainingReport:
@@ -115,10 +122,10 @@ def _read_report(path: Path) -> TrainingReport:
                                     str(path / "checkpoint_done.json"))
 
 
-def _mark_checkpoint(path: Path, info: dict) -> None:
-    from simulator.atomic import atomic_write
-
-    atomic_write(path / "checkpoint_done.json", json.dumps(info, indent=2))
+def _mark_checkpoint(path: Path, info: dict, read: Callable[[dict, str], Any] = TrainingReport.from_dict) -> None:
+    """Mark the checkpoint ``path`` finished: ``checkpoint_done.json`` holds ``info``, written only if ``read`` (the
+    reader a resume uses) takes it back (:func:`curriculum.loop.records.write_record`)."""
+    write_record(path / "checkpoint_done.json", info, "checkpoint mark", read)
 
 
 def _latest_trainer_checkpoint(folder: Path) -> str | None:
@@ -739,7 +746,7 @@ def rft_stage(training, model_dir: str, items: Sequence[LabelledInstance], style
             shutil.copytree(current, done, dirs_exist_ok=True, ignore=shutil.ignore_patterns("checkpoint_done.json"))
             round_figures = replace(round_figures, sft_steps=0, last_loss=None)
         _mark_checkpoint(done, {"round": round_figures.to_dict(), "signal_state": signal.state(),
-                                "outcomes": outcomes})
+                                "outcomes": outcomes}, _round_figures)
         figures.append(round_figures)
         current = str(done)
     seconds = time.perf_counter() - start
