@@ -99,6 +99,38 @@ def test_curriculum__a_state_from_an_earlier_checkpoint_rolls_back_and_reads_the
             curriculum.load_state_dict(bad)
 
 
+def test_run_id__a_state_or_stage_record_of_another_run_with_the_same_name_is_refused_by_its_id(example_run, tmp_path):
+    import shutil
+
+    from curriculum.loop.folder import RunFolder
+
+    run_dir, _ = example_run
+    own = json.loads((run_dir / "manifest.json").read_text())["run_id"]
+    record = json.loads((run_dir / "stage-01" / "stage.json").read_text())
+    state = json.loads(sorted((run_dir / "trl").glob("checkpoint-*/curriculum_state.json"))[-1].read_text())
+    assert len(own) == 16 and record["run_id"] == own and state["curriculum"]["run_id"] == own
+    config = _config(run_dir.parent, "example", **{"engineer.spec": "rule", "arm": "rule+trl-grpo"})
+    curriculum = Curriculum(config, log=lambda line: None).open()
+    curriculum.begin(str(run_dir / "warm_start" / "model"))
+    other = "0123456789abcdef"
+    with pytest.raises(ConfigError, match=f"run_id = '{other}'.*{own}"):
+        curriculum.load_state_dict({**state["curriculum"], "stage": 2, "run_id": other})
+    assert curriculum.stage == 3  # refused before anything changed
+    with pytest.raises(ConfigError, match="run_id.*hex digits"):
+        curriculum.load_state_dict({**state["curriculum"], "run_id": "not an id"})
+    # another run's stage record in this run's folder (same name and config, another run)
+    folder = tmp_path / "example"
+    (folder / "stage-01").mkdir(parents=True)
+    shutil.copy(run_dir / "manifest.json", folder / "manifest.json")
+    (folder / "stage-01" / "stage.json").write_text(json.dumps({**record, "run_id": other}))
+    runs = RunFolder(config, log=lambda line: None, folder=folder)
+    with pytest.raises(ConfigError, match=f"stage.json: run_id = '{other}'.*{own}"):
+        runs.read_stage(folder / "stage-01" / "stage.json", 1)
+    (folder / "stage-01" / "stage.json").write_text(json.dumps({key: value for key, value in record.items()
+                                                                if key != "run_id"}))
+    assert runs.read_stage(folder / "stage-01" / "stage.json", 1).stage == 1  # written before run ids: read
+
+
 def test_callback__stage_steps_below_one_and_a_missing_checkpoint_state_are_refused(tmp_path):
     from curriculum.plugins.trl_hooks import CurriculumCallback, curriculum_dataset
 

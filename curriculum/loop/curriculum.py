@@ -38,8 +38,8 @@ from typing import Any, Callable, Sequence
 
 from curriculum.config import RunConfig
 from curriculum.loop.distributed import wait_for_file
-from curriculum.loop.folder import (HANDED_FILE, Log, RunFolder, read_decision, read_shared_from, read_summary,
-                                    recorded_decision, stage_folder)
+from curriculum.loop.folder import (HANDED_FILE, Log, RunFolder, read_decision, read_run_id, read_shared_from,
+                                    read_summary, recorded_decision, stage_folder)
 from curriculum.loop.records import (OUTCOMES_FILE, StageRecord, StageTimings, TrainingReport, read_record,
                                      write_record)
 from curriculum.loop.sets import RunSets, certify_handed, training_seed
@@ -392,7 +392,7 @@ class Curriculum:
             stage=stage, config=config, next_config=decision.config,
             model=model if isinstance(model, str) else model_name(model), scores=scores,
             decision=decision.summary(), train=train_info, generation=evidence.generation or {}, churn=churn,
-            timings=StageTimings(**clock.laps), shared_from=read_shared_from(folder))
+            timings=StageTimings(**clock.laps), shared_from=read_shared_from(folder), run_id=self.folder.run_id)
         write_record(recorded, record.to_dict(), "stage record", StageRecord.from_dict)
         return self._advance(record)
 
@@ -528,9 +528,9 @@ class Curriculum:
 
     # --- state ------------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """What a trainer's checkpoint keeps of the curriculum: the run, the stage being trained and how many
-        instances were drawn from it. Everything else is in the run folder's records."""
-        return {"run": self.config.name, "stage": self.stage, "drawn": self._drawn}
+        """What a trainer's checkpoint keeps of the curriculum: the run (its name and id), the stage being trained
+        and how many instances were drawn from it. Everything else is in the run folder's records."""
+        return {"run": self.config.name, "run_id": self.folder.run_id, "stage": self.stage, "drawn": self._drawn}
 
     def load_state_dict(self, state: Any) -> None:
         """Continue from a trainer's checkpoint: the stage it was training and the draws it had made. A stage the
@@ -541,6 +541,10 @@ class Curriculum:
             raise ConfigError("curriculum state", state, "a mapping with run, stage and drawn (Curriculum.state_dict)")
         if state["run"] != self.config.name:
             raise ConfigError("curriculum state: run", state["run"], f"this run's name, {self.config.name!r}")
+        recorded, own = read_run_id(state, "curriculum state"), self.folder.run_id
+        if recorded and own and recorded != own:
+            raise ConfigError("curriculum state: run_id", recorded, f"{own}, the id of the run in {self.dir} "
+                              "(manifest.json): a checkpoint of another run with the same name")
         stage, drawn = state["stage"], state["drawn"]
         if not isinstance(stage, int) or isinstance(stage, bool) or not 1 <= stage <= min(self.stage,
                                                                                           self.config.stages + 1):

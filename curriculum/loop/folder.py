@@ -70,6 +70,31 @@ def read_shared_from(folder: Path) -> str | None:
     return read_text_bounded(path, MAX_CONFIG_BYTES, "a stage's shared-from note") if path.exists() else None
 
 
+RUN_ID_CHARS = 16
+
+
+def new_run_id(config: RunConfig, created: str) -> str:
+    """A new run's id: a digest of its run config, the time it was made and a random part (two runs of one config
+    made in the same second still differ), :data:`RUN_ID_CHARS` hex digits."""
+    import hashlib
+    import secrets
+
+    text = json.dumps(config.to_dict(), sort_keys=True, default=str) + created + secrets.token_hex(8)
+    return hashlib.sha256(text.encode()).hexdigest()[:RUN_ID_CHARS]
+
+
+def read_run_id(document: dict, where: str) -> str:
+    """A record's ``run_id`` ("" when it has none: written before run ids); anything but hex digits of the
+    length :func:`new_run_id` writes is a ConfigError naming ``where``."""
+    value = document.get("run_id")
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) != RUN_ID_CHARS or value.strip("0123456789abcdef"):
+        raise ConfigError(f"{where}: run_id", short_repr(value), f"{RUN_ID_CHARS} hex digits (the id mapf-lake "
+                          "train gave the run)")
+    return value
+
+
 def _git_commit() -> str | None:
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
@@ -232,6 +257,7 @@ class RunFolder:
         self.config = config
         self.dir = config.run_dir if folder is None else folder  # given: a recorded run read where it is now
         self.log = log
+        self._run_id: str | None = None
 
     @property
     def is_main_process(self) -> bool:
@@ -276,9 +302,14 @@ class RunFolder:
     def read_stage(self, path: Path, stage: int) -> StageRecord:
         """The stage record ``path`` of stage ``stage``: one that says it is another stage (a record copied into
         the wrong folder) is refused naming the file."""
-        record = StageRecord.from_dict(read_record(path, "stage record"), str(path))
+        document = read_record(path, "stage record")
+        record = StageRecord.from_dict(document, str(path))
         if record.stage != stage:
             raise ConfigError(f"{path}: stage", record.stage, f"{stage}, the stage of the folder it is in")
+        recorded, own = read_run_id(document, str(path)), self.run_id
+        if recorded and own and recorded != own:
+            raise ConfigError(f"{path}: run_id", recorded, f"{own}, the id of the run in {self.dir} (manifest.json): "
+                              "a stage record of another run (restore this run's own, or start a new run)")
         return record
 
     def _refuse_a_gap_after(self, unfinished: int) -> None:
@@ -314,10 +345,21 @@ class RunFolder:
             self.completed_stages()  # a gap in the stages is refused now, before anything is trained
             return
         save_run_config(self.config, self.dir / "run.yaml")
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         write_record(manifest, {"protocol": RUN_PROTOCOL, "run_config": self.config.to_dict(), "versions": _versions(),
                                 "machine": _machine(), "seed": self.config.seed, "git_commit": _git_commit(),
-                                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+                                "created": created, "run_id": new_run_id(self.config, created)},
                      "run manifest", keys=("run_config",))
+
+    @property
+    def run_id(self) -> str | None:
+        """The run's id (``manifest.json``'s ``run_id``): what its stage records and trainer checkpoint states carry,
+        so one of another run is refused by name. None: no manifest yet, or a folder made before run ids."""
+        if self._run_id is None:
+            manifest = self.dir / "manifest.json"
+            if manifest.exists():
+                self._run_id = read_run_id(read_record(manifest, "run manifest", ("run_config",)), str(manifest))
+        return self._run_id or None
 
     def check(self) -> None:
         """Refuse now, reading only, what :meth:`start` would refuse of an existing folder (another protocol,
@@ -401,5 +443,5 @@ class RunFolder:
         atomic_write(self.dir / "metrics.jsonl", "\n".join(lines) + "\n")
 
 
-__all__ = ["CANDIDATES_DIR", "HANDED_FILE", "RUN_PROTOCOL", "SHARED_FROM_FILE", "RunFolder", "read_decision", "read_shared_from", "read_summary",
-           "recorded_decision", "stage_folder"]
+__all__ = ["CANDIDATES_DIR", "HANDED_FILE", "RUN_ID_CHARS", "RUN_PROTOCOL", "SHARED_FROM_FILE", "RunFolder", "new_run_id",
+           "read_decision", "read_run_id", "read_shared_from", "read_summary", "recorded_decision", "stage_folder"]

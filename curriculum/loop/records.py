@@ -368,6 +368,9 @@ class StageRecord:
     shared_from: str | None = None
     """The run folder whose stage 1 this stage copied (``train --compare`` trains stage 1 once per seed): its
     training and validation happened there, so this record's timings hold only the copy's own work."""
+    run_id: str | None = None
+    """The id of the run that wrote the record (its ``manifest.json``'s); None in records written before run ids.
+    The run folder refuses a record of another run (``RunFolder.read_stage``)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = {"stage": self.stage, "config": self.config.to_dict(), "next_config": self.next_config.to_dict(),
@@ -377,6 +380,8 @@ class StageRecord:
                "train": self.train.to_dict(), "scores": self.scores.to_dict(), "decision": self.decision.to_dict()}
         if self.shared_from is not None:
             out["shared_from"] = self.shared_from
+        if self.run_id is not None:
+            out["run_id"] = self.run_id
         return out
 
     @classmethod
@@ -412,7 +417,8 @@ class StageRecord:
             train=train, generation=read_mapping(_mapping(data, "generation", where), _at(where, "generation"),
                                                  read_size_report, side_key),
             churn=AnswerChurn.from_dict(_mapping(data, "churn", where), _at(where, "churn")),
-            timings=timings, shared_from=_optional_str(data, "shared_from", where))
+            timings=timings, shared_from=_optional_str(data, "shared_from", where),
+            run_id=_optional_str(data, "run_id", where))
 
     def history_entry(self) -> HistoryEntry:
         """The stage as an engineer's history lists it: number, config and validation scores."""
