@@ -16,6 +16,7 @@ from curriculum.benches.cli import register as register_benches
 from policy.backend_base import BackendError
 from replays.errors import ReplayError
 from simulator.errors import ConfigError
+from simulator.secrets import redacted_where_held
 
 # Errors that mean "bad input" (or an endpoint that keeps failing): one line on stderr naming what is wrong,
 # exit status 2, no traceback.
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = args.handler(args)
     except USER_ERRORS as exc:
-        print(f"mapf-lake: error: {exc}", file=sys.stderr)
+        print(f"mapf-lake: error: {redacted_where_held(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a path that cannot be read or written (a file where a folder should be, ...)
         where = f"{exc.filename}: " if exc.filename else ""

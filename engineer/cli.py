@@ -56,6 +56,7 @@ def _engineer(args: argparse.Namespace) -> int:
     from engineer.engineers import make_engineer
     from engineer.evidence import collect_evidence
     from simulator.atomic import atomic_write
+    from simulator.secrets import redacted_where_held
     from simulator.config import StageConfig, load_config, save_config
     from simulator.errors import ConfigError
 
@@ -92,7 +93,7 @@ def _engineer(args: argparse.Namespace) -> int:
     decision = engineer.propose(context, config, seed=args.seed)
     save_config(decision.config, args.out)
     if args.record:
-        atomic_write(args.record, json.dumps(decision.to_dict(), indent=2) + "\n")
+        atomic_write(args.record, redacted_where_held(json.dumps(decision.to_dict(), indent=2)) + "\n")
     print(decision.render(show_context=args.show_context), end="")
     print(f"wrote {args.out}" + (f" and {args.record}" if args.record else ""), file=sys.stderr)
     return 0

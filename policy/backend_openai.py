@@ -32,12 +32,12 @@ from typing import Any, Callable
 
 from policy.backend_base import BackendError, Generation, Prompt, Sampling, check_prompts
 from simulator.errors import ConfigError
+from simulator.secrets import HIDDEN, SHORT_SECRET, hold, redact
 
 ENV_BASE_URL = "MAPF_LAKE_OPENAI_BASE_URL"
 ENV_API_KEY = "MAPF_LAKE_OPENAI_API_KEY"
 ENV_API_KEY_FALLBACK = "OPENAI_API_KEY"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-HIDDEN = "<hidden>"
 
 # A 400/422 answer that names one of these request fields means the endpoint does not take it. The fix is applied
 # to that request and to every later one of this backend: OpenAI's reasoning models want max_completion_tokens;
@@ -52,9 +52,7 @@ _FIELD_FIXES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "response_format": lambda body: _relaxed_format(body),
 }
 _RETRY_STATUSES = frozenset({408, 409, 425, 429})  # plus every 5xx
-# Things shaped like credentials that a server may echo back (OpenAI-style sk-..., Google AIza..., bearer tokens).
 _KEY_CHARACTERS = re.compile(r"[\x21-\x7e]+")  # what an Authorization header can carry unmangled
-_KEY_SHAPES = re.compile(r"(Bearer\s+)\S+|\bsk-[-_A-Za-z0-9]{12,}|\bAIza[-_A-Za-z0-9]{20,}")
 
 
 def _relaxed_format(body: dict[str, Any]) -> dict[str, Any]:
@@ -137,6 +135,7 @@ class OpenAIBackend:
     ) -> None:
         self.spec = f"openai:{model}"
         self._api_key = api_key
+        hold(api_key)  # every text the project prints or stores from now on is redacted of it
         self.model = model
         check_base_url(base_url, self._scrub)
         if not api_key:
@@ -183,11 +182,9 @@ class OpenAIBackend:
 
     def _scrub(self, text: str) -> str:
         key = self._api_key
-        if key and len(key) >= 8:
-            text = text.replace(key, HIDDEN)
-        elif key:  # a short placeholder ("x", "EMPTY"): whole tokens only, or "k" would hide every k of a message
+        if key and len(key) < SHORT_SECRET:  # a placeholder ("x", "EMPTY"): whole tokens only, here only
             text = re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", HIDDEN, text)
-        return _KEY_SHAPES.sub(lambda match: (match.group(1) or "") + HIDDEN, text)
+        return redact(text)  # the key itself is held (simulator.secrets) from __init__ on: every sink hides it
 
     # --- HTTP ------------------------------------------------------------------------------------------------
 

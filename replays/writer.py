@@ -12,6 +12,7 @@ import struct
 import sys
 from array import array
 from types import TracebackType
+from dataclasses import replace
 from typing import Iterable
 
 import msgpack
@@ -21,6 +22,7 @@ from replays.errors import RecordError, ReplayError
 from replays.registry import writer_codec
 from replays.types import Episode, ReplayHeader
 from simulator.atomic import AtomicWriter
+from simulator.secrets import holding, redact
 
 
 class ReplayWriter:
@@ -74,6 +76,9 @@ class ReplayWriter:
         if self._out is None:
             raise ReplayError(self.path, len(self._offsets), "the writer is closed")
         index = len(self._offsets)
+        if holding():  # a model's text that quotes a key the process holds is stored without it
+            episode = replace(episode, **{name: redact(text) for name in ("prompt", "completion", "parse_error")
+                                          if isinstance(text := getattr(episode, name), str)})
         if index >= MAX_EPISODES:
             raise ReplayError(self.path, index, f"a file holds at most {MAX_EPISODES} episodes")
         try:

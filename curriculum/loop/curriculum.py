@@ -63,7 +63,10 @@ MAX_POSITION = 10**12
 
 
 def log_to_stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    """A run's log line on standard error, redacted of any secret the process holds (:mod:`simulator.secrets`)."""
+    from simulator.secrets import redacted_where_held
+
+    print(redacted_where_held(message), file=sys.stderr, flush=True)
 
 
 def stage_seed(run_seed: int, stage: int) -> int:

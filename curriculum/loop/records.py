@@ -29,6 +29,7 @@ from simulator.documents import read_mapping, side_key
 from simulator.errors import ConfigError
 from simulator.files import load_json
 from simulator.generator import SizeReport
+from simulator.secrets import redacted_where_held
 
 MAX_STAGE = 1000  # a run has at most 1,000 stages (RunConfig.stages)
 MAX_FIGURE = 1e12  # bound of a trainer's figure or a phase's seconds: finite and printable as a float
@@ -95,7 +96,7 @@ def write_record(path: Path, document: Any, what: str, read: Callable[[dict, str
     (a bug, or a damaged state handed in by a trainer) raises ConfigError naming the file and the field, and the
     file is left as it was."""
     try:
-        text = json.dumps(document, indent=2, sort_keys=True, default=str, allow_nan=False)
+        text = redacted_where_held(json.dumps(document, indent=2, sort_keys=True, default=str, allow_nan=False))
     except ValueError as exc:  # NaN or an infinity: strict JSON has no such number
         raise ConfigError(f"{path}: {what}", "a NaN or infinite number", "finite numbers (nothing was written)",
                           " ".join(str(exc).split())[:200]) from None
