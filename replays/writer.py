@@ -25,6 +25,10 @@ from simulator.atomic import AtomicWriter
 from simulator.secrets import holding, redact
 
 
+def _redacted(text: str | None) -> str | None:
+    return redact(text) if text is not None else None
+
+
 class ReplayWriter:
     """Append episodes to a new replay file; the file is complete and visible only after :meth:`close`.
 
@@ -77,8 +81,8 @@ class ReplayWriter:
             raise ReplayError(self.path, len(self._offsets), "the writer is closed")
         index = len(self._offsets)
         if holding():  # a model's text that quotes a key the process holds is stored without it
-            episode = replace(episode, **{name: redact(text) for name in ("prompt", "completion", "parse_error")
-                                          if isinstance(text := getattr(episode, name), str)})
+            episode = replace(episode, prompt=_redacted(episode.prompt), completion=_redacted(episode.completion),
+                              parse_error=_redacted(episode.parse_error))
         if index >= MAX_EPISODES:
             raise ReplayError(self.path, index, f"a file holds at most {MAX_EPISODES} episodes")
         try:
