@@ -177,3 +177,26 @@ def test_ceiling_second_evidence__spearman_matches_the_closed_form_without_ties(
     check()
     assert second.ranks([0.3, 0.1, 0.3, 0.2]) == [3.5, 1.0, 3.5, 2.0]  # ties share their mean rank
     assert second.spearman([1, 1, 1], [1, 2, 3]) is None and second.spearman([1, 2], [2, 1]) is None
+
+
+def test_paired_table__declared_family_is_holm_adjusted_and_reproduces_protocol_2(tmp_path):
+    import json
+
+    table = _module(ROOT / "docs" / "results" / "paired_table.py")
+    source = ROOT / "docs" / "results" / "protocol" / "primary-s101-106.json"
+    out = tmp_path / "table.json"
+    assert table.main([str(source), "--family", "band", "fixed", "--family", "drop", "fixed",
+                       "--also", "band", "drop", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["test"]["comparisons"]
+    band, drop, between = rows["band - fixed"], rows["drop - fixed"], rows["band - drop"]
+    assert round(100 * band["difference"]["mean"], 2) == 3.08 and band["seeds"] == [101, 102, 103, 104, 105, 106]
+    # Holm over the two: the smaller p doubled, the larger kept (and never below the smaller's adjusted value)
+    low, high = sorted([band, drop], key=lambda row: row["p"])
+    assert low["p_holm"] == min(1.0, 2 * low["p"]) and high["p_holm"] == max(high["p"], low["p_holm"])
+    assert between.get("outside_family") and "p_holm" not in between
+    try:
+        table.main([str(source), "--family", "nobody", "fixed"])
+    except SystemExit as stop:
+        assert "nobody" in str(stop)
+    else:
+        raise AssertionError("an arm without runs was compared")
