@@ -131,6 +131,40 @@ def test_fuzz__run_configs_and_set_values_load_or_raise_config_error(document, p
             pass
 
 
+def _set_keys() -> list[str]:
+    from curriculum.config import settings_rows
+
+    return [row.name for row in settings_rows()]
+
+
+# YAML a user may type after KEY=: numbers of every size and kind, the special words, empty and nested values
+SET_VALUES = (hostile_text | st.integers(-10**45, 10**45).map(str) | st.floats().map(repr)
+              | st.sampled_from(["true", "false", "null", "~", "[]", "{}", "[1, 2]", "{a: 1}", "''", "-1", "0", "1",
+                                 "1e309", ".nan", "-.inf", "3.5", "0x10", "[[[]]]", "{3: {data_ratio: 1}}",
+                                 "runs/x", "..", "/", "tiny", "hf:@smollm2", "llm:self"]))
+
+
+@settings(FUZZ, max_examples=250)
+@given(key=st.sampled_from(_set_keys()), value=SET_VALUES)
+def test_fuzz__every_set_key_takes_a_value_or_refuses_it_with_one_config_error(key, value):
+    """Every key ``train --settings`` lists, given hostile YAML: refused with one ConfigError line, or accepted as a
+    value the run config keeps (its document reads back to the same config) and the band check can judge."""
+    from curriculum.config import RunConfig, parse_overrides, preset
+    from curriculum.loop.sets import check_bands
+
+    with bounded():
+        try:
+            config = preset("tiny").with_overrides(**parse_overrides([f"{key}={value}"]))
+        except ConfigError as error:
+            assert "\n" not in str(error).strip(), str(error)
+            return
+        assert RunConfig.from_dict(config.to_dict()).to_dict() == config.to_dict()
+        try:
+            check_bands(config)
+        except ConfigError:
+            pass
+
+
 @FUZZ
 @given(text=hostile_text, document=_documents())
 def test_fuzz__instance_text_and_json_load_or_raise_config_error(text, document):
