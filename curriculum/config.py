@@ -161,12 +161,12 @@ class Training:
     greedy_member: bool = flag(False)
     """``grpo`` only: each group's first completion is the greedy decode of its prompt instead of a sample, so the
     advantages compare the samples with the answer the policy gives and move that answer itself (self-critical
-    training's greedy baseline inside GRPO's group; ``curriculum.training.trainers.greedy_member_trainer``). Transformers
+    training's greedy baseline inside GRPO's group; ``curriculum.training.grpo.greedy_member_trainer``). Transformers
     generation only."""
     failure_credit: bool = flag(False)
     """``grpo`` only: a failed answer's negative advantage lands on the moves that failed (the judge's failing step:
     the agent that fell or left the grid, or every move of a conflict), not on its other tokens; everything else is
-    as in GRPO (``curriculum.training.trainers.failure_credit_trainer``)."""
+    as in GRPO (``curriculum.training.grpo.failure_credit_trainer``)."""
     weight_average: float = number(0.0, 0.0, 0.9999)
     """``grpo`` only: decay of an exponential moving average of the trained weights over the stage's steps; the
     stage keeps the average instead of its last weights (0: the last weights). 0.98 averages over ~50 steps."""

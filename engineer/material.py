@@ -39,7 +39,7 @@ class StageMaterial:
 
 
 def read_outcomes(document: Any, where: str = "outcomes") -> dict[bytes, tuple[int, int]]:
-    """``{"outcomes": {hex content key: [valid, samples]}}`` (``curriculum.training.trainers.OUTCOMES_FILE``) as
+    """``{"outcomes": {hex content key: [valid, samples]}}`` (``curriculum.loop.records.OUTCOMES_FILE``) as
     ``{key: (valid, samples)}``; a malformed entry raises ConfigError naming it."""
     table = read_key(document, "outcomes", where, "mapping")
     out = {}

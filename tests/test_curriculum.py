@@ -435,7 +435,7 @@ def test_run__plan_first_lets_the_engineer_choose_stage_1_from_the_warm_start(tm
 
 
 def test_grpo_stage__lora_trains_merges_and_saves_a_loadable_checkpoint(tmp_path, finished_run):
-    from curriculum.training.trainers import grpo_stage
+    from curriculum.training.grpo import grpo_stage
     from policy.backend_base import Sampling
     from policy.backends import make_backend
     from policy.prompts import get_style
@@ -457,7 +457,7 @@ def test_progress_line__prints_each_tenth_with_time_left_and_latest_figure():
     import io
     from types import SimpleNamespace
 
-    from curriculum.training.trainers import _Progress
+    from curriculum.training.common import _Progress
 
     out = io.StringIO()
     progress = _Progress.make("GRPO stage-01", 20, stream=out)
@@ -484,7 +484,7 @@ def test_bench_grpo__times_real_steps_of_a_fresh_tiny_model():
 
 
 def test_grpo_stage__without_save_leaves_no_checkpoint(tmp_path, finished_run):
-    from curriculum.training.trainers import grpo_stage
+    from curriculum.training.grpo import grpo_stage
     from policy.prompts import get_style
 
     items = _instances(3, seed=4)
@@ -519,7 +519,7 @@ def test_bench_lift__grpo_and_sft_peer_validated_on_the_same_held_out_instances(
 
 
 def test_best_valid_plans__count_the_instances_that_need_a_wait_apart():
-    from curriculum.training.trainers import _best_valid_plans
+    from curriculum.training.rft import _best_valid_plans
     from simulator.types import JointPlan
 
     items = _instances(4, seed=5)
@@ -538,7 +538,7 @@ def test_best_valid_plans__count_the_instances_that_need_a_wait_apart():
 
 
 def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, finished_run):
-    from curriculum.training.trainers import _best_valid_plans, rft_stage
+    from curriculum.training.rft import _best_valid_plans, rft_stage
     from policy.prompts import get_style
     from engineer.evidence import TrainingSignal
     from policy.rewards import StageReward
@@ -583,7 +583,7 @@ def test_rft_stage__keeps_only_valid_own_plans_and_resumes_by_round(tmp_path, fi
     assert [by_size[3].valid_rate for by_size in rounds] == \
         pytest.approx([r["sampled_valid_rate"] for r in info["rounds"]])
     # each sampled instance's own samples (what the replay engineer scores it by): 6 prompts x 4 samples in all
-    from curriculum.training.trainers import OUTCOMES_FILE
+    from curriculum.loop.records import OUTCOMES_FILE
     from engineer.material import read_outcomes
 
     outcomes = read_outcomes(json.loads((tmp_path / "a" / OUTCOMES_FILE).read_text()))
@@ -724,7 +724,7 @@ def test_weight_average__is_the_exponential_average_of_the_steps_and_survives_a_
 
     import torch
 
-    from curriculum.training.trainers import AVERAGE_FILE, weight_average_callback
+    from curriculum.training.callbacks import AVERAGE_FILE, weight_average_callback
 
     model = torch.nn.Linear(3, 2)
     frozen = torch.nn.Parameter(torch.ones(2), requires_grad=False)
@@ -754,7 +754,8 @@ def test_grpo_stage__with_weight_average_saves_the_averaged_weights(tmp_path, fi
     import torch
     from safetensors.torch import load_file
 
-    from curriculum.training.trainers import AVERAGE_FILE, grpo_stage
+    from curriculum.training.callbacks import AVERAGE_FILE
+    from curriculum.training.grpo import grpo_stage
     from policy.prompts import get_style
 
     items = _instances(3, seed=4)
@@ -775,7 +776,7 @@ def test_grpo_stage__with_weight_average_saves_the_averaged_weights(tmp_path, fi
 
 
 def test_sft_dataset__compact_xy_targets_trace_the_solver_plan_in_the_tiny_model_s_alphabet():
-    from curriculum.training.trainers import sft_dataset
+    from curriculum.training.common import sft_dataset
     from policy.models import compact_text_problems
     from policy.parsing import parse_plan
     from policy.prompts import get_style, xy_answer_for
@@ -796,7 +797,8 @@ def test_greedy_member__each_group_starts_with_the_greedy_answer_and_a_stage_tra
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
 
-    from curriculum.training.trainers import _common_arguments, grpo_dataset, greedy_member_trainer, grpo_stage
+    from curriculum.training.common import _common_arguments, grpo_dataset
+    from curriculum.training.grpo import greedy_member_trainer, grpo_stage
     from policy.prompts import get_style
     from policy.rewards import StageReward
 
@@ -838,7 +840,7 @@ def test_greedy_member__each_group_starts_with_the_greedy_answer_and_a_stage_tra
     ([], [(0, 1)], []),
 ])
 def test_blamed_tokens__table(lengths, spans, expected):
-    from curriculum.training.trainers import blamed_tokens
+    from curriculum.training.grpo import blamed_tokens
 
     assert blamed_tokens(lengths, spans) == expected
 
@@ -849,7 +851,7 @@ def test_failure_credit__negative_advantage_lands_on_the_failing_move_only(finis
     import torch
     from transformers import AutoTokenizer
 
-    from curriculum.training.trainers import failure_credit_trainer
+    from curriculum.training.grpo import failure_credit_trainer
     from policy.rewards import reward_columns
     from simulator.types import Instance
 
@@ -881,7 +883,7 @@ def test_failure_credit__negative_advantage_lands_on_the_failing_move_only(finis
 
 
 def test_failure_credit__a_stage_trains_with_it(tmp_path, finished_run):
-    from curriculum.training.trainers import grpo_stage
+    from curriculum.training.grpo import grpo_stage
     from policy.prompts import get_style
 
     items = _instances(4, seed=5, wait_ratio=0.0)

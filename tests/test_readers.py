@@ -448,7 +448,8 @@ GOOD_TALLY = {"groups": 4, "reward": 1.5, "valid": 2.0, "zero_variance": 1, "abs
     (json.dumps({"2x6": {**GOOD_TALLY, "abs_advantage": -1.0}}), r"2x6\.abs_advantage"),
 ])
 def test_grpo_resume__a_corrupt_stage_signal_is_refused_naming_the_file(tmp_path, text, message):
-    from curriculum.training.trainers import SIGNAL_FILE, _load_signal, _read_mark
+    from curriculum.training.callbacks import SIGNAL_FILE
+    from curriculum.training.common import _load_signal, _read_mark
     from policy.rewards import StageReward
 
     path = tmp_path / SIGNAL_FILE
@@ -471,7 +472,7 @@ def test_grpo_resume__a_corrupt_stage_signal_is_refused_naming_the_file(tmp_path
     ({"round": {}, "outcomes": {"ab": [3, 2]}}, "0 <= valid <= samples"),
 ])
 def test_rft_resume__a_corrupt_round_mark_is_refused_naming_the_file(tmp_path, mark, message):
-    from curriculum.training.trainers import _read_round_mark
+    from curriculum.training.common import _read_round_mark
 
     path = tmp_path / "checkpoint_done.json"
     path.write_text(json.dumps(mark))
@@ -485,7 +486,7 @@ def test_rft_resume__a_corrupt_round_mark_is_refused_naming_the_file(tmp_path, m
 
 def test_stage_files__the_shared_from_note_and_marks_refuse_a_fifo_before_opening_it(tmp_path):
     from curriculum.loop.folder import SHARED_FROM_FILE, read_shared_from
-    from curriculum.training.trainers import _read_mark, _read_round_mark
+    from curriculum.training.common import _read_mark, _read_round_mark
 
     assert read_shared_from(tmp_path) is None
     (tmp_path / SHARED_FROM_FILE).write_text("runs/arm-a")

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from curriculum.loop.records import RoundFigures, StageRecord, TrainingReport, read_record, write_record
-from curriculum.training.trainers import _round_figures
+from curriculum.training.common import _round_figures
 from engineer import StageEvidence
 from engineer.decision import EngineerDecision, make_decision
 from policy.evaluation import SampledCell, SampledPass1

@@ -1,4 +1,4 @@
-"""Speed and memory of GRPO steps: what one optimizer step of ``curriculum.training.trainers.grpo_stage`` costs.
+"""Speed and memory of GRPO steps: what one optimizer step of ``curriculum.training.grpo.grpo_stage`` costs.
 
 ``mapf-lake bench grpo`` runs a few real GRPO steps (TRL ``GRPOTrainer``, reward = the plan judge) on certified
 instances and prints seconds per step (the first step, which builds and warms everything, is reported apart)
@@ -50,7 +50,8 @@ def bench_grpo(model: str | None = None, *, style: str = "compact-nb", steps: in
     import torch
 
     from curriculum.config import Training
-    from curriculum.training.trainers import grpo_stage, quiet_libraries
+    from curriculum.training.common import quiet_libraries
+    from curriculum.training.grpo import grpo_stage
     from policy.prompts import get_style
     from simulator.config import StageConfig
     from simulator.generator import generate

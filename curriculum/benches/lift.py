@@ -6,7 +6,7 @@ instances of the preset's training distribution (``initial_config``; ``tiny``: 2
 * ``rl``: one stage of the preset's trainer (``curriculum.training.trainers.train_stage``: GRPO, or rejection-sampling
   fine-tuning) with the preset's knobs, ``--steps`` steps (default: the preset's stage length), reward = the
   plan judge; without ``--model`` the preset's own warm start is trained first and is the checkpoint;
-* ``sft``: supervised fine-tuning (``curriculum.training.trainers.warm_start``) on the same instances' optimal plans,
+* ``sft``: supervised fine-tuning (``curriculum.training.sft.warm_start``) on the same instances' optimal plans,
   the same number of steps with batches of 64, peak learning rate ``--sft-learning-rate`` (cosine to 0);
 
 and validates the checkpoint and both results greedily on the same held-out instances (the preset's
@@ -62,7 +62,9 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
 
     from curriculum.config import preset
     from curriculum.loop.run import Run
-    from curriculum.training.trainers import quiet_libraries, train_stage, warm_start
+    from curriculum.training.common import quiet_libraries
+    from curriculum.training.sft import warm_start
+    from curriculum.training.trainers import train_stage
     from policy.prompts import checkpoint_style, get_style
     from simulator.generator import generate
 

@@ -55,7 +55,7 @@ def rehearsal_model(folder: Path) -> Path:
     """The miniature random Qwen3 of a rehearsal under ``folder`` (built once; a half-built one is rebuilt)."""
     import shutil
 
-    from curriculum.training.trainers import quiet_libraries
+    from curriculum.training.common import quiet_libraries
     from policy.models import init_qwen3_tokenizer, init_tiny_qwen3
     from simulator.atomic import atomic_folder
 

@@ -81,7 +81,7 @@ class Run:
         """Run (or resume) every stage and score the last checkpoint on the test set; returns the test table.
         ``score=False`` stops after the last stage's boundary, the test set unread (returns ``{}``; a later
         ``execute()`` reads the finished stages back and scores)."""
-        from curriculum.training.trainers import quiet_libraries
+        from curriculum.training.common import quiet_libraries
 
         quiet_libraries()  # the run prints its own status lines, not the libraries' bars and info logs
         curriculum = self.curriculum.open()
@@ -102,7 +102,7 @@ class Run:
         return table
 
     def _warm_start(self, model: str) -> str:
-        from curriculum.training.trainers import warm_start
+        from curriculum.training.sft import warm_start
 
         curriculum, ws = self.curriculum, self.config.warm_start
         folder = self.dir / "warm_start"

@@ -31,7 +31,7 @@ RULES = [
     (r"curriculum/benches/gpu\.py|engineer/lookahead\.py", r"details\.get", "record"),  # a decision's free-form details
     (r"curriculum/benches/tokens\.py", r"options\.get", "record"),  # an engineer's options mapping
     (r"curriculum/loop/curriculum\.py", r"clock\.laps\.get", "record"),
-    (r"curriculum/training/trainers\.py", r"info\.figures\.get", "record"),  # a trainer's other figures
+    (r"curriculum/training/rft\.py", r"info\.figures\.get", "record"),  # a trainer's other figures
     (r"policy/openenv_env\.py", r"result\.info\.get", "record"),  # a step's info dict (the gym convention)
     # keyed collections
     (r".*", r"_cache|_CACHE|_fonts|_texts|_boards|cache\.|_scenes|_wrapped|_saved_as|_by_prompt|_WEIGHTS|"
@@ -44,7 +44,7 @@ RULES = [
             r"failures\.get\(name|material\.outcomes\.get", "lookup"),
     # another library's objects
     (r"curriculum/plugins/(verl_sampler|trl_hooks)\.py", r".", "foreign"),
-    (r"curriculum/training/trainers\.py", r"logs\.get", "foreign"),
+    (r"curriculum/training/common\.py", r"logs\.get", "foreign"),
     (r"policy/(verifiers_env|multiturn|openrlhf_reward|backend_base|rewards|prompts)\.py", r"kwargs|content|role|weights|"
      r"eos_token_id", "foreign"),
     (r"curriculum/benches/gpu\.py", r"config\.get\(key\)", "foreign"),  # a transformers model config
@@ -52,7 +52,7 @@ RULES = [
     (r"simulator/(documents|config|pogema)\.py|engineer/(proposal|decision|gap|options|replay|evidence)\.py|"
      r"curriculum/loop/(records|folder|curriculum)\.py|curriculum/reports/report\.py|curriculum/config\.py|"
      r"policy/(score|evaluation|backend_openai|reasoning_gym_task|openenv_env|prompts)\.py|render/(source|svg)\.py|"
-     r"curriculum/training/trainers\.py|replays/types\.py|engineer/context\.py|curriculum/commands\.py|"
+     r"curriculum/training/(common|rft)\.py|replays/types\.py|engineer/context\.py|curriculum/commands\.py|"
      r"curriculum/benches/(gen|sim|render|lift)\.py|simulator/config\.py|policy/cli\.py", r".", "document"),
 ]
 

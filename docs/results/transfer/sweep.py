@@ -83,7 +83,7 @@ def run_arm(name: str, share: float, overrides: dict, work: Path, seed: int, ste
             suite: str | None = None) -> dict:
     from curriculum.config import preset
     from curriculum.loop.validation import EvaluationModels
-    from curriculum.training.trainers import warm_start
+    from curriculum.training.sft import warm_start
     from policy.evaluation import evaluate
     from policy.models import init_tiny_model
     from policy.prompts import get_style, save_checkpoint_style
