@@ -29,11 +29,11 @@ from policy.backend_openai import (
     ENV_API_KEY,
     ENV_API_KEY_FALLBACK,
     ENV_BASE_URL,
-    HIDDEN,
     OpenAIBackend,
 )
 from policy.backend_vllm import VLLM_INSTALL_HINT, VLLMBackend, release_vllm
 from simulator.errors import ConfigError
+from simulator.secrets import HIDDEN
 
 __all__ = [
     "BACKENDS",

@@ -131,6 +131,41 @@ def test_run_id__a_state_or_stage_record_of_another_run_with_the_same_name_is_re
     assert runs.read_stage(folder / "stage-01" / "stage.json", 1).stage == 1  # written before run ids: read
 
 
+def test_fuzz_curriculum__a_hostile_checkpoint_state_is_refused_whole_or_taken_and_nothing_else_moves(example_run):
+    """``Curriculum.load_state_dict`` fed hypothesis-made states (each key of what ``state_dict`` writes replaced by
+    a hostile value, keys dropped or added): one ConfigError and the curriculum as it was, or a state it takes
+    whose stage is one this folder reached; the run folder's files never change."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+
+    run_dir, _ = example_run
+    config = _config(run_dir.parent, "example", **{"engineer.spec": "rule", "arm": "rule+trl-grpo"})
+    curriculum = Curriculum(config, log=lambda line: None).open()
+    curriculum.begin(str(run_dir / "warm_start" / "model"))
+    good = curriculum.state_dict()
+    before = _folder_bytes(run_dir)
+    hostile = (st.none() | st.booleans() | st.integers(-10**45, 10**45) | st.floats() | st.text(max_size=20)
+               | st.sampled_from(["example", good["run_id"], "0" * 16, "2", "3.0", [], {}, [1]]))
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(changes=st.dictionaries(st.sampled_from(["run", "run_id", "stage", "drawn", "extra"]), hostile, max_size=3),
+           dropped=st.sets(st.sampled_from(["run", "run_id", "stage", "drawn"]), max_size=1))
+    def check(changes, dropped):
+        state = {key: value for key, value in {**good, **changes}.items() if key not in dropped}
+        seen = (curriculum.stage, curriculum.current, curriculum.state_dict()["drawn"])
+        try:
+            curriculum.load_state_dict(state)
+        except ConfigError as error:
+            assert "\n" not in str(error)
+            assert (curriculum.stage, curriculum.current, curriculum.state_dict()["drawn"]) == seen
+            return
+        assert 1 <= curriculum.stage <= config.stages + 1
+
+    check()
+    assert _folder_bytes(run_dir) == before
+
+
 def test_callback__stage_steps_below_one_and_a_missing_checkpoint_state_are_refused(tmp_path):
     from curriculum.plugins.trl_hooks import CurriculumCallback, curriculum_dataset
 
