@@ -53,9 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="hf:@smollm2")
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--modes", default="constrained,free")
+    parser.add_argument("--decisions", default="", help="comma-separated decision folders to answer (e.g. "
+                        "stage-01,stage-02: the boundaries after a stage); default: every recorded decision")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
+    from curriculum.reports.stats import mean_interval
     from policy.backends import make_backend
 
     backend = make_backend(args.model)
@@ -63,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
                "timeout_s": 900}
     rows = []
     for run in args.runs:
+        wanted = set(filter(None, args.decisions.split(",")))
         for path in decision_files(run):
+            if wanted and path.parent.name not in wanted:
+                continue
             record = json.loads(path.read_text())
             if not record.get("context_text"):
                 continue
@@ -91,9 +97,13 @@ def main(argv: list[str] | None = None) -> int:
             continue
         share = {key: sum(row[key] for row in mine) / len(mine) for key in ("parsed", "no_repair", "changed",
                                                                              "fillable")}
-        seconds = sum(row["seconds"] for row in mine) / len(mine)
+        # seconds per answer: each prompt's mean over its samples, then the mean and 95% interval over prompts
+        prompts: dict[tuple[str, str], list[float]] = {}
+        for row in mine:
+            prompts.setdefault((row["run"], row["decision"]), []).append(row["seconds"])
+        seconds = mean_interval([sum(values) / len(values) for values in prompts.values()])
         print(f"{mode:<12} {len(mine):>7} {share['parsed']:>7.0%} {share['no_repair']:>9.0%} {share['changed']:>8.0%} "
-              f"{share['fillable']:>8.0%} {seconds:>8.1f}")
+              f"{share['fillable']:>8.0%} {seconds.format(scale=1.0, digits=1)} ({len(prompts)} prompts)")
     if args.json:
         atomic_write(args.json, json.dumps(rows, indent=1))
     return 0
