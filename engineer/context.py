@@ -33,7 +33,6 @@ in each builder's docstring), and the typed evidence that rule-based engineers r
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -203,23 +202,17 @@ def parse_sections(sections: str | Iterable[str] | None) -> tuple[str, ...]:
 
 
 # --- small renderers -----------------------------------------------------------------------------------------
-def describe_config(config: Mapping[str, Any]) -> str:
-    """A config document in one line: ``agents 2, samples 2000, slip 0.0; sizes 4 (data 0.5, holes 0.2, wait 0.3), ..``.
-
-    Anything that is not a well-formed document is shown as (cut) JSON instead.
-    """
-    try:
-        sizes = ", ".join(
-            f"{side} (data {figure(spec['data_ratio'], 3)}, holes {figure(spec['hole_ratio'], 3)}, "
-            f"wait {figure(spec['wait_ratio'], 3)})"
-            for side, spec in config["sizes"].items()
-        )
-        agents = config["agents"]
-        agents_text = f"{agents[0]}-{agents[1]}" if isinstance(agents, list) else str(agents)
-        return f"agents {agents_text}, samples {config['samples']}, slip {config.get('slip', 0.0)}; sizes {sizes}"
-    except (KeyError, TypeError, IndexError, AttributeError):
-        shown = json.dumps(config, default=repr)
-        return shown if len(shown) <= 400 else shown[:397] + "..."
+def describe_config(config: StageConfig) -> str:
+    """A stage config in one line: ``agents 2, samples 2000, slip 0.0; sizes 4 (data 0.5, holes 0.2, wait 0.3), ..``
+    (read from the validated config's fields, not from its document: nothing is missing to guess at)."""
+    sizes = ", ".join(
+        f"{side} (data {figure(spec.data_ratio, 3)}, holes {figure(spec.hole_ratio, 3)}, "
+        f"wait {figure(spec.wait_ratio, 3)})"
+        for side, spec in config.sizes.items()
+    )
+    agents = config.agents
+    agents_text = f"{agents[0]}-{agents[1]}" if isinstance(agents, tuple) else str(agents)
+    return f"agents {agents_text}, samples {config.samples}, slip {config.slip}; sizes {sizes}"
 
 
 def _group(group: GroupStats | FailureSummary) -> dict:
@@ -457,7 +450,7 @@ def _env_stats_text(evidence: StageEvidence, config: StageConfig, history: list[
                     options: ContextOptions) -> list[str]:
     lines = [
         "## env_stats: the current config, what the generator made of it, the evaluated instances",
-        "current config: " + describe_config(config.to_dict()),
+        "current config: " + describe_config(config),
     ]
     generation = evidence.generation or {}
     if generation:
@@ -532,7 +525,7 @@ def _history_text(evidence: StageEvidence, config: StageConfig, history: list[Hi
                            for value in [_score(getattr(entry, key))] if value is not None)
         lines.append(f"stage {entry.stage}: {scores or 'no scores'}")
         if entry.config is not None:
-            lines.append("  config: " + describe_config(entry.config.to_dict()))
+            lines.append("  config: " + describe_config(entry.config))
     return lines
 
 
