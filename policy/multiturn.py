@@ -61,6 +61,7 @@ from policy.rewards import DEFAULT_WEIGHTS, reward_columns
 from simulator import constants as C
 from simulator.config import MAX_SEED
 from simulator.env import MapfEnv, check_slip, default_horizon
+from simulator.documents import is_integer
 from simulator.errors import ConfigError
 from simulator.rules import first_failure
 from simulator.types import EnvState, Instance
@@ -142,9 +143,7 @@ def check_optimal_makespan(value: Any, name: str = "optimal_makespan") -> int | 
     game is made: a bad value used to raise only at an episode's last step, when ``optimal`` was scored."""
     if value is None:
         return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not (
-        0 <= value <= C.MAX_PLAN_LENGTH
-    ):
+    if not is_integer(value) or not 0 <= value <= C.MAX_PLAN_LENGTH:
         raise ConfigError(name, value, f"None or an integer in 0..{C.MAX_PLAN_LENGTH}")
     return int(value)
 
@@ -295,7 +294,7 @@ class MultiTurnRollout:
         self.max_turns = max_turns
         self.turn_tokens = turn_tokens
         self.slip = check_slip(slip)
-        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
+        if not is_integer(seed) or not 0 <= seed <= MAX_SEED:
             raise ConfigError("seed", seed, f"an integer 0 <= seed <= {MAX_SEED}")
         self.seed = int(seed)
         self.calls = 0

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simulator import constants as C
+from simulator.documents import is_integer
 from simulator.errors import ConfigError
 from simulator.files import decode_text, load_json
 
@@ -95,7 +96,7 @@ def check_record(record: Any, where: str = "record") -> Mapping[str, Any]:
 
 
 def _check_int(value: Any, name: str, low: int, high: int) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+    if not is_integer(value) or not low <= value <= high:
         raise ConfigError(name, value, f"an integer in {low}..{high}")
 
 

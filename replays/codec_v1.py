@@ -29,6 +29,7 @@ from replays.container import (
 from replays.errors import RecordError
 from replays.types import Episode, InstanceLabels, LazyEpisode, Outcome, ReplayHeader
 from simulator import constants as C
+from simulator.documents import is_real
 from simulator.errors import ConfigError
 from simulator.jit import Int8Array, Int32Array, UInt8Array, njit
 from simulator.types import Instance, JointPlan
@@ -70,7 +71,7 @@ def _bool(value: Any, name: str) -> bool:
 def _float(value: Any, name: str) -> float:
     if type(value) is float:
         return value
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if not is_real(value):
         raise RecordError(f"{name} = {_short(value)}: a number")
     return float(value)
 

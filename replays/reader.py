@@ -33,6 +33,7 @@ from replays.container import (
 from replays.errors import RecordError, ReplayError
 from replays.registry import codec_for
 from replays.types import Episode, ReplayHeader
+from simulator.documents import is_integer
 from simulator.errors import ConfigError
 from simulator.files import file_kind, open_regular
 
@@ -183,7 +184,7 @@ class ReplayReader:
     def __getitem__(self, index: int | slice) -> Episode | list[Episode]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self._count))]
-        if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+        if not is_integer(index):
             raise TypeError(f"episode index must be an int or a slice, not {type(index).__name__}")
         position = int(index) + self._count if index < 0 else int(index)
         if not 0 <= position < self._count:

@@ -14,19 +14,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import Field, fields
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeGuard, TypeVar
 
 import numpy as np
 
 from simulator.errors import ConfigError
 
 
-def is_integer(value: Any) -> bool:
+def is_integer(value: Any) -> TypeGuard[int | np.integer[Any]]:
     """An int (NumPy's too), not a bool: ``agents: true`` is a mistake, never a count."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def is_real(value: Any) -> bool:
+def is_real(value: Any) -> TypeGuard[int | float | np.integer[Any] | np.floating[Any]]:
     """An int or a float (NumPy's too), not a bool."""
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 

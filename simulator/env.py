@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator import constants as C
+from simulator.documents import is_integer, is_real
 from simulator.errors import ConfigError
 from simulator.judge import pack_instances
 from simulator.rules import initial_status
@@ -33,7 +34,7 @@ class StepResult(NamedTuple):
 def check_slip(slip: object, name: str = "slip") -> float:
     """``slip`` as a float if it is a probability in [0, 1]; else ConfigError naming ``name``. (Compared before the
     conversion: ``float(10**400)`` raises OverflowError.)"""
-    if isinstance(slip, bool) or not isinstance(slip, (int, float, np.integer, np.floating)) or not 0.0 <= slip <= 1.0:
+    if not is_real(slip) or not 0.0 <= slip <= 1.0:
         raise ConfigError(name, slip, "a probability in [0, 1]")
     return float(slip)
 
@@ -100,7 +101,7 @@ class MapfEnv:
         self._last: tuple[EnvState, npt.NDArray[np.int8]] | None = None
         self._window: HumanWindow | None = None
         horizon = default_horizon(instance) if horizon is None else horizon
-        if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 1 <= horizon <= C.MAX_PLAN_LENGTH:
+        if not is_integer(horizon) or not 1 <= horizon <= C.MAX_PLAN_LENGTH:
             raise ConfigError("horizon", horizon, f"an integer in 1..{C.MAX_PLAN_LENGTH}")
         check_slip(slip)
         self.instance = instance
@@ -151,7 +152,7 @@ class MapfEnv:
 
     def reset(self, seed: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         """Put every agent on its start; returns ``(observation, info)``."""
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        if seed is not None and (not is_integer(seed) or seed < 0):
             raise ConfigError("seed", seed, "a non-negative integer or None")
         self._rng = np.random.default_rng(seed)
         status = initial_status(self.instance)

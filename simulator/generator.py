@@ -43,6 +43,7 @@ import numpy as np
 from simulator import constants as C
 from simulator import grid_kernels
 from simulator.config import SizeSpec, StageConfig
+from simulator.documents import is_integer
 from simulator.errors import ConfigError
 from simulator.needs_wait import needs_wait_search
 from simulator.prioritized import makespan_upper_bound
@@ -62,7 +63,7 @@ _LABEL_RANGES = {"size": C.MAX_SIDE, "seed": 2**63 - 1, "index": 2**63 - 1, "opt
 
 
 def _record_int(value: Any, name: str, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= high:
+    if not is_integer(value) or not 0 <= value <= high:
         raise ConfigError(f"instance record.{name}", value, f"an integer 0..{high} (not a string, float or boolean)")
     return int(value)
 
@@ -386,8 +387,9 @@ def generate(
     if not isinstance(config, StageConfig):
         raise ConfigError("config", type(config).__name__, "a simulator.config.StageConfig")
     seed = config.seed if seed is None else seed
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63:
+    if not is_integer(seed) or not 0 <= seed < 2**63:
         raise ConfigError("seed", seed, "an integer in 0..2**63-1")
+    seed = int(seed)  # a NumPy integer seeds the same streams (SeedSequence reads its value)
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or not 1 <= max_attempts <= 1_000_000:
         raise ConfigError("max_attempts", max_attempts, "an integer in 1..1_000_000")
     stage = GeneratedStage([])

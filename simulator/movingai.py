@@ -72,6 +72,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from simulator import constants as C
+from simulator.documents import is_integer
 from simulator.errors import ConfigError
 from simulator.files import MAX_MAP_BYTES, MAX_SCEN_BYTES, bounded_int, read_text_bounded
 from simulator.generator import DEFAULT_SOLVER_NODES, LabelledInstance, bare_distances, label_instance
@@ -298,7 +299,7 @@ def read_scen(path: str | os.PathLike[str]) -> list[ScenarioLine]:
 
 # ---------------------------------------------------------------------------------------------- to instances
 def _check_agents(agents: object) -> int:
-    if isinstance(agents, bool) or not isinstance(agents, (int, np.integer)) or not 1 <= agents <= C.MAX_AGENTS:
+    if not is_integer(agents) or not 1 <= agents <= C.MAX_AGENTS:
         raise ConfigError("agents", agents, f"an integer 1..{C.MAX_AGENTS}: scenario lines per instance")
     return int(agents)
 

@@ -21,11 +21,10 @@ import math
 import time
 from collections import deque
 
-import numpy as np
-
 from simulator import constants as C
 from simulator import needs_wait_kernels as K
 from simulator.grid_kernels import deadline_of, interruptible
+from simulator.documents import is_integer, is_real
 from simulator.errors import ConfigError
 from simulator.solver import solve
 from simulator.types import Instance
@@ -55,11 +54,10 @@ class NeedsWaitLimit(RuntimeError):
 
 def _check_budget(max_states: object, max_steps: object, time_limit: object) -> None:
     for name, value, top in (("max_states", max_states, MAX_STATES_LIMIT), ("max_steps", max_steps, MAX_STEPS_LIMIT)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= top:
+        if not is_integer(value) or not 1 <= value <= top:
             raise ConfigError(f"needs_wait.{name}", value, f"an integer with 1 <= {name} <= {top}")
     if time_limit is not None and (
-        isinstance(time_limit, bool)
-        or not isinstance(time_limit, (int, float, np.integer, np.floating))
+        not is_real(time_limit)
         or not (math.isfinite(time_limit) and time_limit > 0)
     ):
         raise ConfigError("needs_wait.time_limit", time_limit, "None or a finite number of seconds > 0")

@@ -20,6 +20,7 @@ import numpy as np
 
 from simulator import constants as C
 from simulator.astar_kernels import SOLVED
+from simulator.documents import is_integer
 from simulator.errors import ConfigError
 from simulator.grid_kernels import deadline_of, interruptible
 from simulator.prioritized_kernels import prioritized_kernel
@@ -35,7 +36,7 @@ DEFAULT_MAX_NODES = 20_000
 def _run(instance: Instance, max_nodes: int) -> tuple[int, int, np.ndarray, np.ndarray]:
     if not isinstance(instance, Instance):
         raise ConfigError("instance", type(instance).__name__, "a simulator.types.Instance")
-    if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) or not 1 <= max_nodes <= 10**9:
+    if not is_integer(max_nodes) or not 1 <= max_nodes <= 10**9:
         raise ConfigError("max_nodes", max_nodes, "an integer with 1 <= max_nodes <= 1_000_000_000")
     status, makespan, _, actions, lengths = interruptible(
         prioritized_kernel, instance.grid, instance.starts, instance.goals, np.int64(max_nodes), deadline_of(None)

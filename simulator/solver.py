@@ -42,6 +42,7 @@ import numpy.typing as npt
 from simulator import astar_kernels
 from simulator import constants as C
 from simulator import independence_kernels as K
+from simulator.documents import is_integer, is_real
 from simulator.errors import ConfigError
 from simulator.grid_kernels import INF, bare_neighbor_table, deadline_of, distances_from, interruptible
 from simulator.types import Instance, JointPlan
@@ -89,14 +90,10 @@ def _cell(point: Sequence[int] | npt.NDArray[Any]) -> tuple[int, int]:
 
 
 def _check_limits(max_nodes: object, time_limit: object) -> None:
-    if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) or not (
-        1 <= max_nodes <= MAX_NODES_LIMIT
-    ):
+    if not is_integer(max_nodes) or not 1 <= max_nodes <= MAX_NODES_LIMIT:
         raise ConfigError("solve.max_nodes", max_nodes, f"an integer with 1 <= max_nodes <= {MAX_NODES_LIMIT}")
     if time_limit is not None:
-        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.integer, np.floating)) or not (
-            math.isfinite(time_limit) and time_limit > 0
-        ):
+        if not is_real(time_limit) or not (math.isfinite(time_limit) and time_limit > 0):
             raise ConfigError("solve.time_limit", time_limit, "None or a finite number of seconds > 0")
 
 

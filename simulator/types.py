@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator import constants as C
+from simulator.documents import is_integer
 from simulator.errors import ConfigError
 
 
@@ -28,7 +29,7 @@ def _exact_ints(value: Any, name: str) -> None:
         for j, item in (enumerate(row) if isinstance(row, list) else ((None, row),)):
             if isinstance(item, list):
                 continue
-            if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, np.integer)):
+            if not is_integer(item):
                 where = f"instance.{name}[{i}]" + ("" if j is None else f"[{j}]")
                 raise ConfigError(where, item, "an integer (not true, false or a decimal such as 1.0)")
 
@@ -240,7 +241,7 @@ class JointPlan:
         for k, seq in enumerate(sequences):
             row = np.asarray(seq)
             if seq and (row.ndim != 1 or row.dtype.kind not in "iu"):  # bools, floats, strings, nesting ([[]] too)
-                t = next((t for t, code in enumerate(seq) if isinstance(code, bool) or not isinstance(code, (int, np.integer))), 0)
+                t = next((t for t, code in enumerate(seq) if not is_integer(code)), 0)
                 raise ConfigError(f"plan.actions[{k}][{t}]", list(seq)[t] if len(seq) else seq, f"an action code 0..{C.N_ACTIONS - 1}")
             actions[k, : row.size] = row
         return cls(actions=actions, lengths=np.array([len(seq) for seq in sequences], dtype=np.int64))
