@@ -192,6 +192,31 @@ class TrainingReport:
         return cls(steps=steps, **named, figures=figures,
                     signal=TrainingSignal.from_dict(signal, _at(where, "signal")) if signal else None)
 
+    @classmethod
+    def from_log(cls, log_history: Sequence[Mapping[str, Any]], *, steps: int, since_step: int = 0,
+                 signal: TrainingSignal | None = None, seconds: float | None = None,
+                 step_seconds: float | None = None, figures: Mapping[str, Any] | None = None) -> "TrainingReport":
+        """A TRL trainer's report from its ``log_history``: the entries logged after step ``since_step`` (a stage's
+        boundary step's own included), the mean reward, share of groups without signal and completion length
+        over the entries that log them (``mapf-lake train``'s GRPO stages and the TRL plug-in read it alike)."""
+        entries = log_entries(log_history, since_step)
+        return cls(steps=steps, seconds=seconds, step_seconds=step_seconds,
+                   reward_mean=logged_mean(entries, "reward"),
+                   zero_variance_share=logged_mean(entries, "frac_reward_zero_std"),
+                   completion_tokens_mean=logged_mean(entries, "completions/mean_length"),
+                   signal=signal, figures=dict(figures or {}))
+
+
+def log_entries(log_history: Sequence[Mapping[str, Any]], since_step: int = 0) -> list[Mapping[str, Any]]:
+    """A TRL ``log_history``'s entries logged after step ``since_step``."""
+    return [entry for entry in log_history if entry.get("step", 0) > since_step]
+
+
+def logged_mean(entries: Sequence[Mapping[str, Any]], key: str) -> float | None:
+    """The mean of ``key`` over the log entries that hold a number for it (None: none does)."""
+    values = [entry[key] for entry in entries if isinstance(entry.get(key), (int, float))]
+    return sum(values) / len(values) if values else None
+
 
 @dataclass(frozen=True)
 class RoundFigures:
@@ -437,4 +462,4 @@ def _config(document: Any, where: str) -> StageConfig:
 
 
 __all__ = ["MAX_RECORD_BYTES", "OUTCOMES_FILE", "PHASES", "AnswerChurn", "RoundFigures", "StageRecord", "StageTimings", "StageScores",
-           "TrainingReport", "mean_figure", "read_record"]
+           "TrainingReport", "log_entries", "logged_mean", "mean_figure", "parse_record", "read_record", "write_record"]

@@ -292,19 +292,12 @@ class CurriculumCallback(TrainerCallback):
     def _training_report(self, state) -> TrainingReport:
         """The stage's training figures from the trainer's own log (its entries since the stage began, the
         boundary step's own included) and the reward's tallies."""
-        entries = [entry for entry in state.log_history if entry.get("step", 0) > self._stage_began]
-
-        def mean_of(key: str):
-            values = [entry[key] for entry in entries if isinstance(entry.get(key), (int, float))]
-            return sum(values) / len(values) if values else None
-
         signal = None
         if self.reward is not None and self.reward.state():
             signal = self.reward.signal()
-        return TrainingReport(steps=state.global_step - self._stage_began, reward_mean=mean_of("reward"),
-                              zero_variance_share=mean_of("frac_reward_zero_std"),
-                              completion_tokens_mean=mean_of("completions/mean_length"), signal=signal,
-                              figures={"trainer": "trl", "global_step": state.global_step})
+        return TrainingReport.from_log(state.log_history, steps=state.global_step - self._stage_began,
+                                       since_step=self._stage_began, signal=signal,
+                                       figures={"trainer": "trl", "global_step": state.global_step})
 
 
 def _unwrapped(model):

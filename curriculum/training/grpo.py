@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from curriculum.loop.distributed import is_main_process
-from curriculum.loop.records import TrainingReport
+from curriculum.loop.records import TrainingReport, log_entries, logged_mean
 from curriculum.training.callbacks import SIGNAL_FILE, signal_saving_callback, weight_average_callback
 from curriculum.training.common import (_checkpoint_done, _common_arguments, _cuda, _latest_trainer_checkpoint,
                                         _load_signal, _mark_checkpoint, _Progress, _quiet, _read_mark, _read_report,
@@ -251,29 +251,21 @@ def _grpo_report(training, log_history: list[dict], step_times: list[float], tra
                  reward: StageReward, seconds: float) -> TrainingReport:
     """The stage's report from TRL's logged steps (those with a reward), the progress callback's step times and the
     reward's per-size signal."""
-    logs = [entry for entry in log_history if "reward" in entry]
-
-    def mean_of(key: str):
-        values = [entry[key] for entry in logs if key in entry]
-        return sum(values) / len(values) if values else None
-
+    logs = [entry for entry in log_entries(log_history) if "reward" in entry]
     figures = {
         "first_step_seconds": step_times[0] if step_times else None,
         "later_step_seconds": (sum(step_times[1:]) / len(step_times[1:])) if len(step_times) > 1 else None,
         "parameters": sum(p.numel() for p in trained.parameters()),
         "trainable_parameters": trainable,
-        "reward_std": mean_of("reward_std"),
+        "reward_std": logged_mean(logs, "reward_std"),
         "reward_first": logs[0]["reward"] if logs else None,
         "reward_last": logs[-1]["reward"] if logs else None,
     }
     if training.failure_credit:
-        figures["failure_credit_localized"] = mean_of("failure_credit/localized")
-    return TrainingReport(
-        steps=training.steps, seconds=seconds,
-        step_seconds=(sum(step_times) / len(step_times)) if step_times else None,
-        reward_mean=mean_of("reward"), zero_variance_share=mean_of("frac_reward_zero_std"),
-        completion_tokens_mean=mean_of("completions/mean_length"),
-        signal=reward.signal(), figures=figures)
+        figures["failure_credit_localized"] = logged_mean(logs, "failure_credit/localized")
+    return TrainingReport.from_log(log_history, steps=training.steps, seconds=seconds,
+                                   step_seconds=(sum(step_times) / len(step_times)) if step_times else None,
+                                   signal=reward.signal(), figures=figures)
 
 
 def _release(trainer) -> None:
