@@ -216,17 +216,11 @@ class quiet_trl:
 
 def per_stage(curriculum, model) -> int:
     """Each stage trained by the preset's stage trainer (``training.trainer``) from the last checkpoint, on the
-    stage's instances; the checkpoint goes to the curriculum's stage boundary."""
-    from curriculum.loop.curriculum import stage_seed
-    from curriculum.training.trainers import train_stage
+    stage's instances, exactly as ``mapf-lake train`` trains it; the checkpoint goes to the stage boundary."""
+    from curriculum.loop.run import train_next_stage
 
-    config = curriculum.config
     while not curriculum.finished:
-        inputs = curriculum.prepare_stage()
-        folder = curriculum.stage_dir(inputs.stage)
-        report = train_stage(config.training, str(model), inputs.instances, curriculum.style, folder,
-                             seed=stage_seed(config.seed, inputs.stage), cpu_threads=config.cpu_threads)
-        model = curriculum.end_stage(str(folder / "model"), report).model
+        model = train_next_stage(curriculum, str(model), log=curriculum.log)
     return finish(curriculum, model)
 
 

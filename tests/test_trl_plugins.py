@@ -99,6 +99,23 @@ def test_curriculum__a_state_from_an_earlier_checkpoint_rolls_back_and_reads_the
             curriculum.load_state_dict(bad)
 
 
+def test_example_per_stage__trains_each_stage_through_the_loops_own_stage_function(example_run, tmp_path):
+    """``--per-stage`` from the example run's warm start: each stage goes through ``train_next_stage`` (the function
+    ``mapf-lake train``'s loop calls: its status line says so), and the run folder reads back."""
+    from curriculum.reports.report import load_run
+
+    run_dir, _ = example_run
+    sets = [f"--set={key}={value if value is not None else 'null'}" for key, value in REDUCED.items()]
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "trl_grpo_curriculum.py"), "--preset", "tiny",
+                           "--engineer", "rule", "--per-stage", "--model", str(run_dir / "warm_start" / "model"),
+                           "--name", "per-stage", "--output-dir", str(tmp_path), *sets],
+                          capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "stage 1: GRPO on" in done.stderr and "stage 2: GRPO on" in done.stderr
+    run = load_run(tmp_path / "per-stage")
+    assert [record.stage for record in run.stages] == [1, 2]
+
+
 def test_run_id__a_state_or_stage_record_of_another_run_with_the_same_name_is_refused_by_its_id(example_run, tmp_path):
     import shutil
 

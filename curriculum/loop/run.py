@@ -120,27 +120,7 @@ class Run:
 
     def _stage(self, model: str) -> str:
         """Train the curriculum's current stage from ``model`` and close it; returns the stage's checkpoint."""
-        from curriculum.training.trainers import train_stage
-
-        cfg, curriculum = self.config, self.curriculum
-        inputs = curriculum.prepare_stage()
-        stage, folder = inputs.stage, curriculum.stage_dir(inputs.stage)
-        shared = next((sibling for sibling in self.siblings
-                       if share_stage(sibling, cfg, stage, inputs.config, inputs.given_bytes)), None)
-        if shared is not None:
-            self.log(f"{cfg.name}: stage {stage} shared with {shared.name} (the same settings, warm start and "
-                     f"stage configs: the same training)")
-        tr = cfg.training
-        if shared is None:
-            handed = f" ({len(inputs.given)} of them handed over by the engineer)" if inputs.given else ""
-            self.log(f"stage {stage}: {tr.trainer.upper()} on {counted(len(inputs.instances), 'instance')}{handed}, "
-                     f"{counted(tr.steps, 'step')}")
-        curriculum.models.release()  # a colocated trainer engine needs the GPU memory
-        if shared is None and not inputs.given:
-            _take_candidate(folder, inputs.config)  # the lookahead's trial of this config trained it already
-        train_info = train_stage(tr, model, inputs.instances, curriculum.style, folder,
-                                 seed=stage_seed(cfg.seed, stage), cpu_threads=cfg.cpu_threads)
-        return curriculum.end_stage(str(folder / "model"), train_info).model
+        return train_next_stage(self.curriculum, model, self.siblings, self.log)
 
 
     def _trial(self, stage: int, model: object, config: StageConfig) -> float:
@@ -161,6 +141,36 @@ class Run:
                     cpu_threads=cfg.cpu_threads)
         summary = curriculum.validate(str(folder / "model"), folder, following, trained_config=seeded.to_dict())
         return summary.failures.valid_rate
+
+
+def train_next_stage(curriculum: Curriculum, model: str, siblings: Sequence[RunConfig] = (),
+                     log: Log = log_to_stderr) -> str:
+    """Train ``curriculum``'s current stage from the checkpoint ``model`` with the run's stage trainer
+    (``training.trainer``) and close it at the boundary; returns the stage's checkpoint. A stage a sibling arm
+    trained with the same settings and stage configs is copied instead (``siblings``: the other arms of a
+    comparison), and one the lookahead engineer's trial trained already is taken. ``mapf-lake train``'s stage loop
+    and the TRL example's ``--per-stage`` both call it."""
+    from curriculum.training.trainers import train_stage
+
+    cfg = curriculum.config
+    inputs = curriculum.prepare_stage()
+    stage, folder = inputs.stage, curriculum.stage_dir(inputs.stage)
+    shared = next((sibling for sibling in siblings
+                   if share_stage(sibling, cfg, stage, inputs.config, inputs.given_bytes)), None)
+    if shared is not None:
+        log(f"{cfg.name}: stage {stage} shared with {shared.name} (the same settings, warm start and stage configs: "
+            "the same training)")
+    tr = cfg.training
+    if shared is None:
+        handed = f" ({len(inputs.given)} of them handed over by the engineer)" if inputs.given else ""
+        log(f"stage {stage}: {tr.trainer.upper()} on {counted(len(inputs.instances), 'instance')}{handed}, "
+            f"{counted(tr.steps, 'step')}")
+    curriculum.models.release()  # a colocated trainer engine needs the GPU memory
+    if shared is None and not inputs.given:
+        _take_candidate(folder, inputs.config)  # the lookahead's trial of this config trained it already
+    train_info = train_stage(tr, model, inputs.instances, curriculum.style, folder,
+                             seed=stage_seed(cfg.seed, stage), cpu_threads=cfg.cpu_threads)
+    return curriculum.end_stage(str(folder / "model"), train_info).model
 
 
 def candidate_folder(stage_dir: Path, config: StageConfig) -> Path:
