@@ -48,7 +48,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -60,9 +60,11 @@ from engineer.first_only import FirstOnlyEngineer
 from engineer.gap import GapEngineer
 from engineer.learnability import LearnabilityEngineer
 from engineer.llm import LLMEngineer
-from engineer.lookahead import LookaheadEngineer
+from engineer.lookahead import LookaheadEngineer, Proposals, Trial
+from engineer.material import StageMaterial
 from engineer.mutate import MutateEngineer
 from engineer.options import DeclaredOptions, integer, number, option_names
+from engineer.position import RunPosition
 from engineer.progress import ProgressEngineer
 from engineer.replay import ReplayEngineer
 from engineer.replay_decisions import ReplayDecisionsEngineer
@@ -77,6 +79,36 @@ class Engineer(Protocol):
     name: str
 
     def propose(self, context: EngineerContext, config: StageConfig, seed: int = 0) -> EngineerDecision: ...
+
+
+# What an engineer may take from the stage loop besides the evidence, each a method the loop calls before
+# ``propose`` when the engineer has it (``isinstance(engineer, Stateful)``, ...).
+@runtime_checkable
+class Stateful(Protocol):
+    """Continues from its previous decision's recorded ``details["state"]`` (None: its first decision)."""
+
+    def load_state(self, state: dict | None) -> None: ...
+
+
+@runtime_checkable
+class TakesTrial(Protocol):
+    """Tries candidate configs with the loop's own trainer (``engineer.lookahead.Trial``) before it decides."""
+
+    def load_trial(self, trial: Trial, proposals: Proposals) -> None: ...
+
+
+@runtime_checkable
+class ReadsMaterial(Protocol):
+    """Reads the instances the stage trained on and their outcomes (``engineer.material.StageMaterial``)."""
+
+    def load_material(self, material: StageMaterial) -> None: ...
+
+
+@runtime_checkable
+class TakesPosition(Protocol):
+    """Decides by where the run is (an open-loop control: ``engineer.position.RunPosition``)."""
+
+    def load_position(self, position: RunPosition) -> None: ...
 
 
 @dataclass
@@ -213,7 +245,7 @@ def candidate_engineers() -> list[str]:
     from the evidence only (not ``llm``, not those that hand instances over, not ``lookahead``, not the open-loop
     controls), in registry order."""
     return [name for name, kind in ENGINEERS.items() if not kind.takes_target and name != "lookahead"
-            and not kind.control and not hasattr(kind.build, "load_material")]
+            and not kind.control and not (isinstance(kind.build, type) and issubclass(kind.build, ReadsMaterial))]
 
 
 def proposals(context: EngineerContext, config: StageConfig, seed: int) -> list[tuple[str, StageConfig]]:
@@ -222,7 +254,7 @@ def proposals(context: EngineerContext, config: StageConfig, seed: int) -> list[
     out = []
     for name in candidate_engineers():
         engineer = make_engineer(name)
-        if hasattr(engineer, "load_state"):
+        if isinstance(engineer, Stateful):
             engineer.load_state(None)
         out.append((name, engineer.propose(context, config, seed=seed).config))
     return out

@@ -416,7 +416,7 @@ class Curriculum:
         ``decision_path`` when a resumed run made it already, else asked for and written there.
         ``bank``: the instances the stage trained on, for an engineer that reads them (``load_material``)."""
         from engineer import build_context, make_engineer
-        from engineer.engineers import proposals
+        from engineer.engineers import ReadsMaterial, Stateful, TakesPosition, TakesTrial, proposals
 
         if decision_path.exists():
             return read_decision(decision_path)
@@ -433,7 +433,7 @@ class Curriculum:
             if backend is not None:
                 options["backend"] = backend
         engineer = make_engineer(spec, **options)
-        if hasattr(engineer, "load_state"):  # a stateful engineer continues from its previous decision
+        if isinstance(engineer, Stateful):  # a stateful engineer continues from its previous decision
             previous = self.folder.previous_decision(stage) if stage >= 1 else None
             if previous is not None and previous.exists():
                 recorded = read_decision(previous).details.get("state")
@@ -443,13 +443,13 @@ class Curriculum:
                     raise ConfigError(f"{previous}: details.{error.field}", error.value, error.allowed) from None
             else:
                 engineer.load_state(None)
-        if hasattr(engineer, "load_trial"):  # the lookahead ceiling tries candidates with the loop's trainer, if any
+        if isinstance(engineer, TakesTrial):  # the lookahead ceiling tries candidates with the loop's trainer, if any
             trial = self.trial
             if trial is not None and stage < cfg.stages:  # after the last stage there is no next one to try
                 engineer.load_trial(lambda candidate: trial(stage, model, candidate), proposals)
-        if hasattr(engineer, "load_material"):  # an engineer that writes instances reads the instances themselves
+        if isinstance(engineer, ReadsMaterial):  # an engineer that writes instances reads the instances themselves
             engineer.load_material(self.material(stage, bank, decision_path.parent / "validation.mlr"))
-        if hasattr(engineer, "load_position"):  # an open-loop control decides by the stage; its refusals stop the run
+        if isinstance(engineer, TakesPosition):  # an open-loop control decides by the stage; its refusals stop the run
             engineer.load_position(RunPosition(
                 stage=stage, run_seed=cfg.seed, plan_first=cfg.engineer.plan_first,
                 recorded=lambda folder, seed, at: recorded_decision(folder, seed, at, cfg)))
