@@ -22,6 +22,7 @@ from engineer.context import CONTEXT_SECTIONS as ENGINEER_CONTEXT
 from engineer.engineers import engineer_names
 from policy.evaluation import MAX_SAMPLES_K
 from policy.prompts import PROMPT_STYLES
+from policy.signal import TRAINERS
 from simulator.atomic import atomic_write
 from simulator.config import REQUIRED_SIZE_KEYS, SIZE_KEYS, StageConfig
 from simulator.errors import ConfigError, naming_file
@@ -105,7 +106,7 @@ class Training:
     (``trainer: rft``: sample, keep each instance's best valid own plan, TRL's SFTTrainer on them), with the same
     generation budget at equal ``steps`` (``steps x prompts_per_step`` prompts x ``generations`` samples)."""
 
-    trainer: str = choice("grpo", ("grpo", "rft"))
+    trainer: str = choice("grpo", TRAINERS)
     """``grpo`` or ``rft`` (``curriculum.training.trainers.STAGE_TRAINERS``)."""
     steps: int = integer(60, 1, 10_000_000)
     """Optimizer steps per stage."""

@@ -42,6 +42,9 @@ SIGNAL_TRAINERS = {
     "grpo": "its GRPO groups",
     "rft": "its rejection-sampling groups: each instance's samples, scored as a 0/1 valid reward",
 }
+TRAINERS = tuple(SIGNAL_TRAINERS)
+"""The stage trainers' names, declared once: ``training.trainer``'s choices and the keys of
+``curriculum.training.trainers.STAGE_TRAINERS`` (a test holds the two to this)."""
 
 
 def _check_trainer(trainer: str, where: str) -> str:
@@ -95,4 +98,4 @@ class TrainingSignal:
                    by_agents_size=by_agents_size, trainer=trainer, rounds=rounds)
 
 
-__all__ = ["SIGNAL_FIGURES", "SIGNAL_TRAINERS", "SignalFigures", "TrainingSignal"]
+__all__ = ["SIGNAL_FIGURES", "SIGNAL_TRAINERS", "TRAINERS", "SignalFigures", "TrainingSignal"]

@@ -1036,3 +1036,14 @@ def test_lookahead__tries_every_candidate_keeps_the_best_and_trains_it_once(tmp_
             for path in (stage_two / "candidates").iterdir() if path.name != trial.name} \
         == {name: stamp for name, stamp in kept.items() if name != trial.name}
     assert (trial / "model" / "model.safetensors").exists() and (stage_two / "stage.json").exists()
+
+
+def test_trainer_names__declared_once_for_the_config_the_signal_and_the_registry():
+    from curriculum.config import Training
+    from curriculum.training.trainers import STAGE_TRAINERS
+    from policy.signal import SIGNAL_TRAINERS, TRAINERS
+    from simulator.fields import field_rows
+
+    (row,) = [row for row in field_rows(Training) if row.name == "trainer"]
+    assert tuple(STAGE_TRAINERS) == TRAINERS == tuple(SIGNAL_TRAINERS)
+    assert all(name in str(row.allowed) for name in TRAINERS)
