@@ -624,10 +624,12 @@ _PRESET_DOCUMENTS["demo"] = _derived(
 # wheel) is the policy: a warm start on 1,600 of the solver's plans (one pass, batch 16), then two rejection-sampling
 # stages of 200 instances x 4 samples, each fine-tuning on its own best valid plans (two passes), 200 validation
 # instances (the evidence); at every boundary the current checkpoint itself is the engineer (``llm:self``), its answer
-# held to the answer schema (map sides 3-6, a rationale of at most 300 characters), planning stage 1 too. Full fine-tuning, not LoRA: LoRA measured no faster per step on
-# this CPU (docs/results/smol-self/README.md). Compact prompts (about 60 tokens with SmolLM2's tokenizer, against
-# about 400 for natural ones): a 135M model's forward pass is the cost here (about 0.8 s per answer at batch 32, 2 busy
-# cores). Goal: one arm in under 90 minutes on 2 cores.
+# held to the answer schema (map sides 3-6, a rationale of at most 120 characters), planning stage 1 too; 600 new
+# tokens, room for the whole schema even when the rationale costs a token per character (a checkpoint trained on
+# plans wrote its first rationale as 300 characters of moves and was cut at 400). Full fine-tuning, not LoRA: LoRA
+# measured no faster per step on this CPU (docs/results/smol-self/README.md). Compact prompts (about 60 tokens with
+# SmolLM2's tokenizer, against about 400 for natural ones): a 135M model's forward pass is the cost here (about 0.8 s
+# per answer at batch 32, 2 busy cores). Goal: one arm in under 90 minutes on 2 cores.
 _PRESET_DOCUMENTS["smol-self"] = _derived(
     _PRESET_DOCUMENTS["small"],
     name="smol-self",
@@ -642,7 +644,7 @@ _PRESET_DOCUMENTS["smol-self"] = _derived(
                 "sampled_k": 0},
     engineer={"spec": "llm:self", "plan_first": True,
               "options": {"answer_mode": "constrained", "show_schema": False, "sides": [3, 4, 5, 6],
-                          "rationale_chars": 300, "max_new_tokens": 400}},
+                          "rationale_chars": 120, "max_new_tokens": 600}},
 )
 
 # The same without thinking: answers of at most 2,048 tokens, greedy validation and evaluation, an engineer that
