@@ -205,6 +205,12 @@ def test_paired_table__declared_family_is_holm_adjusted_and_reproduces_protocol_
     low, high = sorted([band, drop], key=lambda row: row["p"])
     assert low["p_holm"] == min(1.0, 2 * low["p"]) and high["p_holm"] == max(high["p"], low["p_holm"])
     assert between.get("outside_family") and "p_holm" not in between
+    # the share of a gain: (band - drop) / (band - fixed), read only where band - fixed's interval lies above 0
+    assert table.main([str(source), "--family", "band", "fixed", "--share", "band", "drop", "band", "fixed",
+                       "--json", str(out)]) == 0
+    ratio = json.loads(out.read_text())["test"]["share"]
+    assert ratio["reported"] and ratio["low"] <= ratio["share"] <= ratio["high"]
+    assert round(ratio["share"], 3) == round((3.0833 - 3.25) / 3.0833, 3)
     try:
         table.main([str(source), "--family", "nobody", "fixed"])
     except SystemExit as stop:

@@ -7,7 +7,10 @@
         [--second-draw second-draw-s7*.json] --json table.json
 
 ``--family ARM REFERENCE`` (repeatable): a comparison of the declared family, Holm-adjusted over the family;
-``--also ARM REFERENCE``: reported beside it, outside the family (no adjustment). Figures are the test set's
+``--also ARM REFERENCE``: reported beside it, outside the family (no adjustment). ``--share A B C D``: the share
+``mean(A - B) / mean(C - D)`` over the seeds all four arms have, with a 95% percentile bootstrap interval (10,000
+resamples of the seeds, seed 0), reported only where ``C - D``'s 95% interval lies above 0 (the controls page's
+"the reading's share of the gain"). Figures are the test set's
 (``compare --json``'s ``test``: 2 agents, greedy valid %) and, with ``--second-draw`` (the files
 ``docs/results/protocol3/second_draw.py`` writes, one per seed), the same comparisons on the second fresh draw; a
 run folder's arm is its name without ``--prefix`` and the ``-sSEED`` suffix. Only seeds both arms of a comparison
@@ -64,6 +67,32 @@ def comparison(figures: Figures, arm: str, reference: str) -> dict:
             "ahead": sum(d > 0 for d in differences), "behind": sum(d < 0 for d in differences)}
 
 
+def share(figures: Figures, arms: tuple[str, str, str, str], resamples: int = 10_000) -> dict:
+    """``mean(A - B) / mean(C - D)`` over the seeds all four arms have, its bootstrap interval, and whether the
+    denominator's 95% interval lies above 0 (the share is read only then)."""
+    import numpy as np
+
+    a, b, c, d = arms
+    for arm in arms:
+        if arm not in figures:
+            raise SystemExit(f"no runs of arm {arm!r} (arms: {', '.join(sorted(figures))})")
+    seeds = sorted(set.intersection(*(set(figures[arm]) for arm in arms)))
+    top = np.array([figures[a][seed] - figures[b][seed] for seed in seeds])
+    bottom = np.array([figures[c][seed] - figures[d][seed] for seed in seeds])
+    denominator = mean_interval(list(bottom)) if len(seeds) else None
+    readable = bool(denominator is not None and denominator.low is not None and denominator.low > 0)
+    out = {"of": f"({a} - {b}) / ({c} - {d})", "seeds": seeds, "reported": readable, "share": None, "low": None,
+           "high": None}
+    if readable:
+        rng = np.random.default_rng(0)
+        picks = rng.integers(0, len(seeds), size=(resamples, len(seeds)))
+        means = bottom[picks].mean(axis=1)
+        ratios = top[picks].mean(axis=1)[means != 0] / means[means != 0]
+        out.update(share=float(top.mean() / bottom.mean()), low=float(np.percentile(ratios, 2.5)),
+                   high=float(np.percentile(ratios, 97.5)))
+    return out
+
+
 def table(figures: Figures, family: list[tuple[str, str]], also: list[tuple[str, str]]) -> dict:
     rows = {f"{arm} - {reference}": comparison(figures, arm, reference) for arm, reference in family}
     ps = {name: row["p"] for name, row in rows.items() if row["p"] is not None}
@@ -113,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a declared comparison (Holm over all --family ones)")
     parser.add_argument("--also", nargs=2, action="append", default=[], metavar=("ARM", "REFERENCE"),
                         help="a comparison reported outside the family")
+    parser.add_argument("--share", nargs=4, metavar=("A", "B", "C", "D"),
+                        help="report mean(A - B) / mean(C - D) with a bootstrap interval")
     parser.add_argument("--prefix", default="", help="the run names' prefix before the arm (second-draw files)")
     parser.add_argument("--second-draw", type=Path, nargs="*", default=[], help="second_draw.py's files")
     parser.add_argument("--json", type=Path, help="write the figures here too")
@@ -122,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     family, also = [tuple(pair) for pair in args.family], [tuple(pair) for pair in args.also]
     results = {"test": table(test_figures(args.compare), family, also)}
     lines = render("Test set (2 agents, greedy valid %)", results["test"])
+    if args.share:
+        ratio = results["test"]["share"] = share(test_figures(args.compare), tuple(args.share))
+        lines += [f"share {ratio['of']} on the test set over {len(ratio['seeds'])} seeds: " + (
+            f"{ratio['share']:.2f} (95% bootstrap interval {ratio['low']:.2f} to {ratio['high']:.2f})"
+            if ratio["reported"] else "not reported (the denominator's 95% interval does not lie above 0)"), ""]
     if args.second_draw:
         results["second_draw"] = table(second_draw_figures(args.second_draw, args.prefix), family, also)
         lines += render("Second test draw (2 agents, sides 3-6)", results["second_draw"])
