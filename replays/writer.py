@@ -26,7 +26,8 @@ from simulator.secrets import holding, redact
 
 
 def _redacted(text: str | None) -> str | None:
-    return redact(text) if text is not None else None
+    """``text`` redacted; anything that is not a string is left for the codec's checks to refuse."""
+    return redact(text) if isinstance(text, str) else text
 
 
 class ReplayWriter:

@@ -67,3 +67,13 @@ def test_sinks__run_record_replay_log_and_error_line_never_carry_the_key(held, t
 
     log_to_stderr(f"stage 1: engineer said {KEY}")
     assert KEY not in capsys.readouterr().err
+
+
+def test_replay_writer__holding_a_key_leaves_a_non_text_field_to_the_codecs_refusal(held, tmp_path):
+    from replays.errors import ReplayError
+    from replays.writer import ReplayWriter
+    from tests.test_replay_format import header, simple_episode
+
+    with ReplayWriter(tmp_path / "r.mlr", header()) as writer:
+        with pytest.raises(ReplayError, match="prompt"):
+            writer.write(simple_episode(prompt=b"bytes"))
