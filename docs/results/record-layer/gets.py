@@ -93,6 +93,7 @@ RULES = [
     # another library's objects
     (r"curriculum/plugins/verl_sampler\.py", r"section|config|row|extra", "foreign"),  # verl's config, its rows
     (r"curriculum/plugins/trl_hooks\.py", r"entry", "foreign"),  # TRL's log_history
+    (r"curriculum/loop/records\.py", r"entry", "foreign"),  # TRL's log_history (TrainingReport.from_log)
     (r"curriculum/training/common\.py", r"logs", "foreign"),
     (r"curriculum/benches/gpu\.py", r"config", "foreign"),  # a transformers model's config.json
     (r"policy/verifiers_env\.py", r"kwargs", "foreign"),
