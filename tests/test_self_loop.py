@@ -50,7 +50,7 @@ def test_smol_self__the_trained_checkpoint_writes_the_next_config_held_to_the_sc
     monkeypatch.setenv("MAPF_LAKE_MODELS", str(models))
     config = preset("smol-self").with_overrides(output_dir=str(tmp_path), **REDUCED)
     assert config.model == "hf:@smollm2" and config.engineer.spec == "llm:self"
-    assert Run(config, log=lambda line: None).execute(score=False) == {}  # up to the boundary; the test set unread
+    assert Run(config, log=lambda line: None).execute(score=False) is None  # up to the boundary; test set unread
 
     run = config.run_dir
     record = json.loads((run / "stage-01" / "decision.json").read_text())

@@ -48,6 +48,7 @@ from engineer import HistoryEntry, StageEvidence
 from engineer.evidence import StageScores
 from engineer.decision import EngineerDecision, make_decision
 from engineer.position import RunPosition
+from policy.evaluation import EvalTable
 from policy.prompts import get_style
 from simulator.atomic import atomic_write
 from simulator.config import StageConfig, save_config
@@ -513,7 +514,7 @@ class Curriculum:
             self.log(f"  why: ... {len(lines) - limit} more lines in the decision.json")
 
     # --- the test set -----------------------------------------------------------------------------------------
-    def evaluate(self, model: Model) -> dict:
+    def evaluate(self, model: Model) -> EvalTable:
         """The final score of ``model`` on the test set (``final/``; read back when done). Nothing else reads it, and
         only after the last stage's boundary: before it (or before :meth:`begin`) the call is refused, so no test
         figure can be written early and then returned as the run's final one."""
@@ -526,7 +527,7 @@ class Curriculum:
 
         table_path = self.dir / "final" / "table.json"
         if not self.is_main_process:
-            return read_record(wait_for_file(table_path), "final table")
+            return EvalTable.from_dict(read_record(wait_for_file(table_path), "final table"), str(table_path))
         return evaluate_test_set(self.models, model, self.dir / "final", self.log)
 
     # --- state ------------------------------------------------------------------------------------------------

