@@ -150,6 +150,64 @@ def test_verl_dataset__rows_are_the_verl_export_layout_of_the_current_stage(setu
     assert VERL_SAMPLER_HOOK == (DataProto.__module__.startswith("verl") and _verl_has_sampler_hook())
 
 
+def _export_row(index: int = 0) -> dict:
+    """A row of ``mapf-lake export --layout verl`` (a train-2agent-quick instance as its scoring record)."""
+    from policy.prompts import get_style
+    from policy.score import make_record
+    from simulator.suites import generate_suite
+
+    item = generate_suite("train-2agent-quick")[0][1].instances[index]
+    return layout_row(make_record(item, get_style("natural"), "train-2agent-quick"), "verl", index, "val")
+
+
+def _relabelled(row: dict, **labels) -> dict:
+    truth = json.loads(row["reward_model"]["ground_truth"])
+    truth["labels"].update(labels)
+    return {**row, "reward_model": {**row["reward_model"], "ground_truth": json.dumps(truth)}}
+
+
+@pytest.mark.parametrize("content, field", [
+    (b"PAR1 not parquet at all", "data_files"), (b"", "data_files"), (b"[1, 2]\n", "line 1"),
+    (b"{rows\n", "rows.jsonl"), ("no-prompt", "prompt"), ("no-reward", "ground_truth"),
+    ("relabelled", "optimal_makespan"), ("agents", "labels.agents"), ("cell", "instance")])
+def test_verl_dataset__a_row_file_is_read_checked_and_certified_or_refused_naming_the_row(setup, tmp_path, content,
+                                                                                           field):
+    """``data.val_files`` rows (found by the hostile corpus: a garbage Parquet raised pyarrow's ArrowInvalid, an
+    empty file IndexError, a list row TypeError, a row without its prompt KeyError; a row without its reward or
+    with a relabelled optimal makespan was served): each is one ConfigError naming the file and the row."""
+    root, _, tokenizer = setup
+    row = _export_row()
+    if isinstance(content, str):
+        damaged = {"no-prompt": {k: v for k, v in row.items() if k != "prompt"},
+                   "no-reward": {k: v for k, v in row.items() if k != "reward_model"},
+                   "relabelled": _relabelled(row, optimal_makespan=1),
+                   "agents": _relabelled(row, agents=5), "cell": None}[content]
+        if content == "cell":
+            truth = json.loads(row["reward_model"]["ground_truth"])
+            truth["instance"]["grid"][0][0] = 2
+            damaged = {**row, "reward_model": {"ground_truth": json.dumps(truth)}}
+        content = (json.dumps(damaged) + "\n").encode()
+    name = "rows.parquet" if content.startswith(b"PAR1") else "rows.jsonl"
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(ConfigError) as caught:
+        MapfCurriculumDataset(str(path), tokenizer=tokenizer, config=data_config(root, "files"))
+    assert field in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_verl_dataset__an_exported_parquet_and_json_list_read_as_rows(setup, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root, _, tokenizer = setup
+    rows = [_export_row(index) for index in range(3)]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "val.parquet")
+    (tmp_path / "val.json").write_text(json.dumps(rows))
+    for name in ("val.parquet", "val.json"):
+        dataset = MapfCurriculumDataset(str(tmp_path / name), tokenizer=tokenizer, config=data_config(root, "x"))
+        assert len(dataset) == 3 and dataset[2]["raw_prompt"] == rows[2]["prompt"]
+
+
 def _verl_has_sampler_hook() -> bool:
     try:
         import verl.experimental.dataset.sampler  # noqa: F401  (verl 0.7; removed in 0.8)

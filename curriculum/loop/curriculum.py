@@ -553,8 +553,9 @@ class Curriculum:
         if not isinstance(stage, int) or isinstance(stage, bool) or not 1 <= stage <= min(self.stage,
                                                                                           self.config.stages + 1):
             raise ConfigError("curriculum state: stage", stage, f"1..{self.stage} (the stages this folder reached)")
-        if not isinstance(drawn, int) or isinstance(drawn, bool) or drawn < 0:
-            raise ConfigError("curriculum state: drawn", drawn, "an integer >= 0")
+        if not isinstance(drawn, int) or isinstance(drawn, bool) or not 0 <= drawn <= MAX_POSITION:
+            raise ConfigError("curriculum state: drawn", drawn, f"an integer in 0..{MAX_POSITION:,} (instances "
+                              "drawn from the stage)")
         if stage < self.stage:  # the folder went on after this checkpoint: roll back to the checkpoint's stage
             finished = self.folder.completed_stages()
             self.history = [entry for entry in self.history if entry.stage < stage]

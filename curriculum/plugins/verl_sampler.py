@@ -168,28 +168,90 @@ def newest_hf_checkpoint(checkpoint_dir: str | Path) -> tuple[str, int] | None:
 
 
 def _read_rows(files: list[str], max_samples: int) -> list[dict]:
-    """Rows of verl dataset files (``mapf-lake export --layout verl``): Parquet, JSON lines or a JSON list."""
-    rows: list[dict] = []
+    """Rows of verl dataset files (``mapf-lake export --layout verl``): Parquet, JSON lines or a JSON list, each
+    row checked (:func:`_checked_file_row`) before verl sees any."""
+    from simulator.files import MAX_INSTANCES_BYTES, load_json, read_bytes_bounded, read_text_bounded
+
+    rows: list[tuple[str, Any]] = []
     for name in files:
         path = Path(name)
         if not path.is_file():
             raise ConfigError("data_files", name, f"an existing .parquet/.jsonl/.json file of verl rows, or "
                               f"{CURRICULUM_FILES!r} (data.train_files)")
         if path.suffix == ".parquet":
+            import pyarrow as pa
             import pyarrow.parquet as pq
 
-            rows.extend(pq.read_table(path).to_pylist())
+            data = read_bytes_bounded(path, MAX_INSTANCES_BYTES, "a .parquet file of verl rows", "data_files")
+            try:
+                table = pq.read_table(pa.BufferReader(data))
+            except (pa.ArrowException, OSError, ValueError) as error:
+                raise ConfigError("data_files", name, "a Parquet file of verl rows",
+                                  " ".join(str(error).split())[:200]) from None
+            rows.extend((f"{name}: row {number}", row) for number, row in enumerate(table.to_pylist(), start=1))
         elif path.suffix in (".jsonl", ".json"):
-            from simulator.files import MAX_INSTANCES_BYTES, load_json, read_text_bounded
-
             what = "a .json/.jsonl file of verl rows"
             text = read_text_bounded(path, MAX_INSTANCES_BYTES, what, "data_files")
-            rows.extend(load_json(text, name, what) if path.suffix == ".json" else
-                        [load_json(line, name, what, line=number)
-                         for number, line in enumerate(text.splitlines(), start=1) if line.strip()])
+            if path.suffix == ".json":
+                document = load_json(text, name, what)
+                if not isinstance(document, list):
+                    raise ConfigError("data_files", name, "a JSON list of verl rows", type(document).__name__)
+                rows.extend((f"{name}: row {number}", row) for number, row in enumerate(document, start=1))
+            else:
+                rows.extend((f"{name}: line {number}", load_json(line, name, what, line=number))
+                            for number, line in enumerate(text.splitlines(), start=1) if line.strip())
         else:
             raise ConfigError("data_files", name, "a .parquet, .jsonl or .json file of verl rows")
-    return rows[:max_samples] if max_samples > 0 else rows
+    if not rows:
+        raise ConfigError("data_files", files, "files holding at least one verl row (these are empty)")
+    kept = rows[:max_samples] if max_samples > 0 else rows
+    return [_checked_file_row(row, where) for where, row in kept]
+
+
+def _checked_file_row(row: Any, where: str) -> dict:
+    """A row of a verl dataset file as verl and the project's reward read it: a mapping with ``prompt`` (chat
+    messages of text) and ``reward_model.ground_truth`` (a scoring record, ``policy.score``), whose instance the
+    solver certifies with the record's labels (a relabelled ``optimal_makespan`` would score wrong answers right)."""
+    from policy.score import check_record
+    from simulator.generator import label_instance
+    from simulator.types import Instance
+
+    if not isinstance(row, Mapping):
+        raise ConfigError(where, type(row).__name__, "a verl row: a mapping (mapf-lake export --layout verl)")
+    messages = row.get("prompt")
+    if not isinstance(messages, list) or not messages or not all(
+            isinstance(message, Mapping) and isinstance(message.get("role"), str)
+            and isinstance(message.get("content"), str) for message in messages):
+        raise ConfigError(f"{where}: prompt", "missing" if messages is None else type(messages).__name__,
+                          "a non-empty list of chat messages {role, content} of text")
+    reward = row.get("reward_model")
+    truth = reward.get("ground_truth") if isinstance(reward, Mapping) else None
+    if not isinstance(truth, str):
+        raise ConfigError(f"{where}: reward_model.ground_truth", "missing" if truth is None else type(truth).__name__,
+                          "the row's scoring record as JSON text (mapf-lake export --layout verl)")
+    record = check_record(truth, f"{where}: reward_model.ground_truth")
+    labels = record["labels"]
+    try:
+        instance = Instance.from_dict(record["instance"])
+    except (TypeError, ValueError, KeyError) as error:  # ConfigError is a ValueError
+        raise ConfigError(f"{where}: reward_model.ground_truth.instance", "unreadable", "an instance {grid, "
+                          "starts, goals}", " ".join(str(error).split())[:200]) from None
+    side = max(instance.height, instance.width)
+    if labels["size"] != side:
+        raise ConfigError(f"{where}: reward_model.ground_truth.labels.size", labels["size"],
+                          f"the map's longer side, {side}")
+    labelled, status, reason = label_instance(instance, size=side)
+    if labelled is None:
+        raise ConfigError(f"{where}: reward_model.ground_truth.instance", status, "an instance the solver "
+                          "certifies", reason)
+    for name in ("optimal_makespan", "optimal_sum_of_costs", "sum_of_distances", "needs_wait"):
+        if labels[name] != getattr(labelled, name):
+            raise ConfigError(f"{where}: reward_model.ground_truth.labels.{name}", labels[name],
+                              f"the certified value, {getattr(labelled, name)}")
+    if labels["agents"] != instance.n_agents:
+        raise ConfigError(f"{where}: reward_model.ground_truth.labels.agents", labels["agents"],
+                          f"the instance's agent count, {instance.n_agents}")
+    return dict(row)
 
 
 def _verl_item(row: dict, index: int) -> dict:

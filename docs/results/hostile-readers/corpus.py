@@ -44,9 +44,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from plugin_cases import SCRIPT, build_outputs, build_plugins, make_plugin_fixtures
+
 ROOT = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
 TIMEOUT = 10.0
+SCRIPT_TIMEOUT = 60.0  # a user script loads torch, transformers and a model before its case
+SECRET = "sk-hostile-0123456789abcdef"  # user_script.py's API key, which its endpoint quotes back
 ALT_SCREEN = b"\x1b[?1049h"  # Textual's first write: the app started, so play's reader accepted the file
 
 # The documented limits (simulator/files.py), bytes.
@@ -66,10 +70,11 @@ class Case:
     command: str  # the reader, e.g. "gen --config"
     kind: str  # the hostile kind, e.g. "fifo"
     argv: list[str]
-    expect: str = "refuse"  # "refuse" (hostile) or "accept" (valid)
+    expect: str = "refuse"  # "refuse" (hostile), "accept" (valid) or "no-leak" (either, the key never written)
     unchanged: str | list[str] | None = None  # existing outputs that must keep their bytes
     absent: list[str] = field(default_factory=list)  # fresh outputs that must not exist after a refusal
     tty: bool = False  # play: the app starting means the file was accepted
+    script: bool = False  # argv runs user_script.py (a user's training script), not mapf-lake
 
 
 @dataclass
@@ -88,6 +93,7 @@ class Result:
     left_behind: list[str]
     names_file: bool
     stderr: str
+    leaked: list[str] = field(default_factory=list)  # where the API key of the endpoint cases was found
     cls: str = ""
 
 
@@ -870,6 +876,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 def make_fixtures(root: Path) -> dict:
     sys.path.insert(0, str(ROOT))
+    ENV["HOSTILE_FIXTURES"] = str(root / "plugins")  # the user script's fixtures (plugin_cases.py)
     from tests.run_folder_fixture import write_run_folder
 
     good = root / "good"
@@ -891,7 +898,9 @@ def make_fixtures(root: Path) -> dict:
            "starts": [[0, 2 * i] for i in range(k)], "sum_of_distances": k * (side - 1)}
     return {"map": good / "lake-6x4.map", "scen": good / "lake-6x4.scen", "stage": str(good / "stage.yaml"),
             "jsonl": good / "four.jsonl", "jsonl10": good / "ten.jsonl", "mlr": mlr,
-            "run": write_run_folder(good / "run"), "run_yaml": run_yaml, "record": record, "big_record": big}
+            "run": write_run_folder(good / "run"), "run_yaml": run_yaml, "record": record, "big_record": big,
+            "plugins": make_plugin_fixtures(root, ENV, lambda argv, env: subprocess.run(
+                [sys.executable, *argv], cwd=ROOT, env=env, check=True, capture_output=True, timeout=600))}
 
 
 # ------------------------------------------------------------------------------------------------ running
@@ -921,52 +930,68 @@ def snapshot(path: str | list[str] | None) -> str | list | None:
 def run_case(case: Case, root: Path) -> Result:
     before = snapshot(case.unchanged)
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "curriculum.cli", *case.argv], cwd=ROOT, env=ENV,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    timeout = SCRIPT_TIMEOUT if case.script else TIMEOUT
+    program = [sys.executable] if case.script else [sys.executable, "-m", "curriculum.cli"]
+    terminal = None
+    if case.tty:  # play needs a terminal: its stdin and stdout are a pseudo-terminal's, as in a user's shell
+        import pty
+
+        terminal, follower = pty.openpty()
+        proc = subprocess.Popen([*program, *case.argv], cwd=ROOT, env=ENV, stdin=follower, stdout=follower,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        os.close(follower)
+    else:
+        proc = subprocess.Popen([*program, *case.argv], cwd=ROOT, env=ENV, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     hung = app_started = False
     out_chunks: list[bytes] = []
-    err = b""
-    if case.tty:  # play: watch stdout for the app's first screen
+    err = out = b""
+    if case.tty:  # play: watch the terminal for the app's first screen
         import selectors
 
         sel = selectors.DefaultSelector()
-        sel.register(proc.stdout, selectors.EVENT_READ)
+        screen = os.fdopen(terminal, "rb", buffering=0)
+        sel.register(screen, selectors.EVENT_READ)
         sel.register(proc.stderr, selectors.EVENT_READ)
         err_chunks: list[bytes] = []
         open_streams = 2
         while open_streams:
-            left = TIMEOUT - (time.monotonic() - start)
+            left = timeout - (time.monotonic() - start)
             if left <= 0:
                 hung = True
                 break
             for key, _ in sel.select(timeout=left):
-                chunk = os.read(key.fileobj.fileno(), 65536)
+                try:
+                    chunk = os.read(key.fileobj.fileno(), 65536)
+                except OSError:  # the terminal's far end closed (the program exited)
+                    chunk = b""
                 if not chunk:
                     sel.unregister(key.fileobj)
                     open_streams -= 1
                     continue
-                (out_chunks if key.fileobj is proc.stdout else err_chunks).append(chunk)
+                (out_chunks if key.fileobj is screen else err_chunks).append(chunk)
             if ALT_SCREEN in b"".join(out_chunks) or ALT_SCREEN in b"".join(err_chunks):
                 app_started = True
                 break
         if hung or app_started:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        screen.close()
         err = b"" if app_started else b"".join(err_chunks)  # the app's screen, not an error
     else:
         try:
-            _, err = proc.communicate(timeout=TIMEOUT)
+            out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             hung = True
             os.killpg(proc.pid, signal.SIGKILL)
-            _, err = proc.communicate()
+            out, err = proc.communicate()
     seconds = time.monotonic() - start
     stderr = err.decode("utf-8", "replace")
     after = snapshot(case.unchanged)
     left_behind = [p for p in case.absent if os.path.lexists(p)]
     status = 0 if app_started else (None if hung else proc.returncode)
     names = [Path(a).name for a in case.argv if a.startswith(str(root))]
+    leaked = leaks(case, out + err, root) if case.expect == "no-leak" else []
     result = Result(
         command=case.command, kind=case.kind, argv=shown(case.argv, root), expect=case.expect, status=status,
         seconds=round(seconds, 2), traceback="Traceback" in stderr, stderr_lines=len(stderr.strip().splitlines()),
@@ -974,10 +999,21 @@ def run_case(case: Case, root: Path) -> Result:
         target_changed=None if case.unchanged is None else before != after,
         left_behind=[shown([p], root) for p in left_behind],
         names_file=any(n and n in stderr for n in names) if names else True,
-        stderr=shown([stderr.strip()[-300:]], root),
+        stderr=shown([stderr.strip()[-300:]], root), leaked=leaked,
     )
     result.cls = classify(result)
     return result
+
+
+def leaks(case: Case, output: bytes, root: Path) -> list[str]:
+    """Where the endpoint's API key was written: the command's output, or any file under its outputs' folders."""
+    found = ["output"] if SECRET.encode() in output else []
+    folders = {Path(a).parent for a in case.argv if a.startswith(str(root))}
+    for folder in sorted(folders):
+        for path in folder.rglob("*"):
+            if path.is_file() and not path.is_symlink() and SECRET.encode() in path.read_bytes():
+                found.append(shown([str(path)], root))
+    return found
 
 
 def shown(argv: list[str], root: Path) -> str:
@@ -990,8 +1026,12 @@ def classify(r: Result) -> str:
         return "hang"
     if r.traceback:
         return "traceback"
+    if r.leaked:
+        return "leak"
     if r.target_changed or (r.left_behind and r.status != 0):
         return "damaged"
+    if r.expect == "no-leak":
+        return "ok" if r.status in (0, 2) and r.stderr_lines <= 1 else f"exit-{r.status}"
     if r.expect == "accept":
         return "ok" if r.status == 0 else "refused-valid"
     if r.status == 0:
@@ -1001,7 +1041,7 @@ def classify(r: Result) -> str:
     return "ok" if r.stderr_lines == 1 else "multi-line"
 
 
-CLASSES = ["ok", "traceback", "hang", "multi-line", "silent", "damaged", "refused-valid"]
+CLASSES = ["ok", "traceback", "hang", "multi-line", "silent", "damaged", "leak", "refused-valid"]
 
 
 def table(results: list[Result]) -> str:
@@ -1022,7 +1062,8 @@ def table(results: list[Result]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--only", default=None, help="keep the cases whose command or kind holds this text")
+    parser.add_argument("--only", action="append", help="keep the cases whose command or kind holds this text "
+                        "(repeat for several)")
     parser.add_argument("--no-write", action="store_true", help="print only; write no results.json")
     parser.add_argument("--list", action="store_true", help="count the cases per command and exit")
     args = parser.parse_args()
@@ -1030,8 +1071,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="hostile-") as tmp:
         root = Path(tmp)
         corpus = Corpus(root)
-        build(corpus, make_fixtures(root))
-        cases = [c for c in corpus.cases if args.only is None or args.only in f"{c.command} {c.kind}"]
+        fixtures = make_fixtures(root)
+        build(corpus, fixtures)
+        build_outputs(corpus, fixtures)
+        build_plugins(corpus, fixtures)
+        cases = [c for c in corpus.cases if args.only is None or any(text in f"{c.command} {c.kind}"
+                                                                      for text in args.only)]
         print(f"{len(cases)} cases, {args.jobs} at a time", file=sys.stderr)
         if args.list:
             for command, count in sorted(Counter(c.command for c in cases).items()):
@@ -1048,7 +1093,8 @@ def main() -> int:
     print(f"\n{len(results)} cases in {elapsed:.0f} s: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
     bad = [r for r in results if r.cls != "ok"]
     for r in bad:
-        print(f"\n[{r.cls}] {r.command} / {r.kind}: exit {r.status}, {r.seconds} s\n  mapf-lake {r.argv}\n  "
+        print(f"\n[{r.cls}] {r.command} / {r.kind}: exit {r.status}, {r.seconds} s\n  "
+              f"{'python' if r.argv.startswith(SCRIPT) else 'mapf-lake'} {r.argv}\n  "
               + r.stderr.replace("\n", "\n  ")[-700:])
     unnamed = [r for r in results if r.cls == "ok" and r.expect == "refuse" and not r.names_file]
     if unnamed:
