@@ -329,12 +329,9 @@ def arm_trainers(runs) -> dict[str, str]:
 
     found: dict[str, list[str]] = {}
     for run in runs:
-        training = run.run_config.get("training")
-        trainer = training.get("trainer") if isinstance(training, dict) else None
         names = found.setdefault(run_arm(run), [])
-        label = trainer if isinstance(trainer, str) else "unknown"
-        if label not in names:
-            names.append(label)
+        if run.run_config.training.trainer not in names:
+            names.append(run.run_config.training.trainer)
     return {arm: "/".join(names) for arm, names in found.items()}
 
 

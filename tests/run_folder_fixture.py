@@ -33,8 +33,10 @@ def _summary(valid_rate: float) -> dict:
 def run_documents() -> dict[str, dict]:
     """{relative path: JSON document} of a finished one-stage run."""
     config = _stage_config()
-    run_config = {"name": "hand", "arm": "", "model": "tiny", "seed": 5, "initial_config": config,
-                  "engineer": {"spec": "fixed"}, "evaluation_suite": "test-small"}
+    # the fields a run config needs (RunConfig reads the rest as their defaults, as for a run made before they existed)
+    run_config = {"name": "hand", "arm": "", "model": "tiny", "seed": 5, "initial_config": _stage_config(),
+                  "validation": {"config": _stage_config()}, "engineer": {"spec": "fixed"},
+                  "evaluation_suite": "test-small"}
     return {
         "manifest.json": {"protocol": 2, "run_config": run_config, "versions": {"python": "3.12.0", "torch": None},
                           "extended": []},

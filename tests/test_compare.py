@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from curriculum.loop.manifest import RunManifest
     from curriculum.reports.report import RunRecord
 
 from curriculum.reports.stats import (holm, mean_interval, paired_difference, paired_p_value, regularized_incomplete_beta,
@@ -68,6 +69,28 @@ def test_paired_difference__pairs_by_seed_and_ignores_unpaired():
     assert diff.format(signed=True).startswith("+4.7")
 
 
+def _manifest(document: dict | None = None, **overrides) -> RunManifest:
+    """A manifest read from ``document`` (its ``run_config`` the tiny preset's, with ``overrides``)."""
+    from curriculum.config import preset
+    from curriculum.loop.manifest import RunManifest
+
+    config = preset("tiny").with_overrides(**overrides) if overrides else preset("tiny")
+    return RunManifest.from_dict({"run_config": config.to_dict(), **(document or {})})
+
+
+def _with_manifest(run: RunRecord, **changes) -> RunRecord:
+    """``run`` with its manifest's fields replaced (``versions=...``, ``machine=...``)."""
+    from dataclasses import replace
+
+    run.manifest = replace(run.manifest, **changes)
+    return run
+
+
+def _with_config(run: RunRecord, **overrides) -> RunRecord:
+    """``run`` with its run config's dotted fields replaced (``initial_config.agents=[2, 3]``)."""
+    return _with_manifest(run, run_config=run.run_config.with_overrides(**overrides))
+
+
 def _fake_run(arm: str, seed: int, stage_valid: float, warm: float = 0.3, final: float | None = None) -> RunRecord:
     from curriculum.loop.records import StageRecord
     from curriculum.reports.report import Rates, RunRecord
@@ -77,7 +100,7 @@ def _fake_run(arm: str, seed: int, stage_valid: float, warm: float = 0.3, final:
               "scores": {"valid_rate": stage_valid, "optimal_rate": stage_valid / 2,
                          "sampled_valid_rate": stage_valid - 0.1}}
     run = RunRecord(dir=f"runs/x-{arm}-s{seed}", warm_start=Rates(warm, warm / 2),
-                    manifest={"run_config": {"arm": arm, "seed": seed, "engineer": {"spec": arm}, "model": "tiny"}},
+                    manifest=_manifest(arm=arm, seed=seed, **{"engineer.spec": "fixed", "initial_config.agents": 2}),
                     stages=[StageRecord.from_dict(record)])
     if final is not None:
         run.final = EvalTable.from_dict({"suite": "s", "cells": {"2x3": {"valid_rate": final, "optimal_rate": final}}})
@@ -141,9 +164,9 @@ def test_run_figures__test_set_split_by_trained_agents_and_led_in_the_table():
     figures = run_figures(runs[0])
     assert figures["test"] == pytest.approx(0.3) and figures["test_opt"] == pytest.approx(0.1)
     assert figures["transfer"] == pytest.approx(0.1) and figures["test_pass1"] == pytest.approx(0.15)
-    runs[0].manifest["run_config"]["initial_config"] = {"agents": [2, 3]}  # trains on 3 agents too: no transfer
+    _with_config(runs[0], **{"initial_config.agents": [2, 3]})  # trains on 3 agents too: no transfer
     assert "transfer" not in run_figures(runs[0]) and run_figures(runs[0])["test"] == pytest.approx(0.7 / 3)
-    del runs[0].manifest["run_config"]["initial_config"]
+    _with_config(runs[0], **{"initial_config.agents": 2})
     text = render_seed_comparison(seed_comparison(runs))
     lines = text.splitlines()
     assert lines.index("test set (read by nothing but this score):") < lines.index(
@@ -240,15 +263,15 @@ THREE_ARMS = {"fixed": (0.40, 0.36, 0.45), "rule": (0.45, 0.40, 0.50), "gap": (0
               "random": (0.41, 0.35, 0.46)}
 
 
-def _three_arm_runs(versions: dict | None = None) -> list[dict]:
+def _three_arm_runs(versions: dict | None = None) -> list[RunRecord]:
     runs = [_fake_run(arm, seed, values[seed]) for arm, values in THREE_ARMS.items() for seed in range(3)]
     for run in runs:
         if versions is not None:
-            run.manifest["versions"] = dict(versions)
+            _with_manifest(run, versions=dict(versions))
     return runs
 
 
-def _headline(runs: list[dict]) -> tuple[str, str]:
+def _headline(runs: list[RunRecord]) -> tuple[str, str]:
     """The key and label of the first compared metric any of ``runs`` has (what the text gives p values for)."""
     from curriculum.reports.report import COMPARE_METRICS, run_figures
 
@@ -323,7 +346,7 @@ def test_seed_comparison__p_holm_and_per_seed_in_the_dict_and_the_text():
 
 @pytest.mark.parametrize("first", ["lift", "pass1"])
 def test_seed_comparison__the_headline_p_is_the_first_metric_shown(monkeypatch, first):
-    from curriculum.reports import report
+    from curriculum.reports import compare as report  # where the metrics are read
 
     metrics = [(key, label, help_text) for key, label, help_text in report.COMPARE_METRICS]
     monkeypatch.setattr(report, "COMPARE_METRICS", tuple(sorted(metrics, key=lambda metric: metric[0] != first)))
@@ -394,14 +417,16 @@ V13 = {"python": "3.12.3", "torch": "2.13.0", "trl": "0.20.0"}
 def test_run_installation__table(manifest, installation):
     from curriculum.reports.report import RunRecord, run_installation
 
-    assert run_installation(RunRecord(dir="x", manifest=manifest, stages=[])) == installation
+    assert run_installation(RunRecord(dir="x", manifest=_manifest(manifest), stages=[])) == installation
 
 
 def _with_versions(run, versions: dict | None, extended: dict | None = None):
+    from curriculum.loop.manifest import Extension
+
     if versions is not None:
-        run.manifest["versions"] = dict(versions)
+        _with_manifest(run, versions=dict(versions))
     if extended is not None:
-        run.manifest["extended"] = [{"from_stages": 1, "to_stages": 2, "versions": dict(extended)}]
+        _with_manifest(run, extended=(Extension(from_stages=1, to_stages=2, versions=dict(extended)),))
     return run
 
 
@@ -458,7 +483,7 @@ OLD_MACHINE = {"system": "Linux", "machine": "x86_64", "processor": None, "cpus"
 def test_run_kernels__table(manifest, kernels):
     from curriculum.reports.report import RunRecord, run_kernels
 
-    assert run_kernels(RunRecord(dir="x", manifest=manifest, stages=[])) == kernels
+    assert run_kernels(RunRecord(dir="x", manifest=_manifest(manifest), stages=[])) == kernels
 
 
 @pytest.mark.parametrize("rule_machine, fixed_machine, differing", [
@@ -475,7 +500,10 @@ def test_seed_comparison__pairs_must_share_the_cpu_kernels(rule_machine, fixed_m
     from curriculum.reports.report import render_seed_comparison, seed_comparison
 
     runs = [_with_versions(_fake_run("fixed", 0, 0.40), V12), _with_versions(_fake_run("rule", 0, 0.45), V12)]
-    runs[0].manifest["machine"], runs[1].manifest["machine"] = dict(fixed_machine), dict(rule_machine)
+    from curriculum.loop.manifest import Machine
+
+    _with_manifest(runs[0], machine=Machine.from_dict(fixed_machine))
+    _with_manifest(runs[1], machine=Machine.from_dict(rule_machine))
     if differing is None:
         assert seed_comparison(runs).mixed_installations == ()
         return
@@ -496,17 +524,17 @@ def test_load_run__ill_typed_kernel_facts_name_the_field(tmp_path, machine, fiel
     from curriculum.reports.report import load_run
 
     run = _with_versions(_fake_run("fixed", 0, 0.40), V12)
-    run.manifest["machine"] = machine
     with pytest.raises(ConfigError) as error:
-        load_run(_write_run(tmp_path, run))
+        load_run(_write_run(tmp_path, run, machine=machine))
     assert f"{field} =" in str(error.value) and "manifest.json" in str(error.value)
 
 
-def _write_run(root: Path, run: dict) -> Path:
-    """A run folder on disk from a :func:`_fake_run` dict (manifest and stage records only)."""
+def _write_run(root: Path, run: RunRecord, **manifest_keys) -> Path:
+    """A run folder on disk from a :func:`_fake_run` (manifest and stage records only; ``manifest_keys`` written
+    into the manifest as they are)."""
     folder = root / Path(run.dir).name
     (folder / "stage-01").mkdir(parents=True)
-    (folder / "manifest.json").write_text(json.dumps(run.manifest))
+    (folder / "manifest.json").write_text(json.dumps({**run.manifest.to_dict(), **manifest_keys}))
     for record in run.stages:
         (folder / f"stage-{record.stage:02d}" / "stage.json").write_text(json.dumps(record.to_dict()))
     return folder
@@ -521,7 +549,7 @@ def test_cli_compare__help_names_primary_and_allow_mixed():
 
 def test_cli_compare__primary_allow_mixed_and_json_pass_through(tmp_path):
     runs = _three_arm_runs(V12)
-    runs[5].manifest["versions"] = V13  # rule, seed 2
+    _with_manifest(runs[5], versions=V13)  # rule, seed 2
     folders = [str(_write_run(tmp_path, run)) for run in runs]
 
     def compare(*flags: str) -> subprocess.CompletedProcess:

@@ -33,6 +33,33 @@ def test_load_run__the_hand_made_folder_reads_and_renders(tmp_path):
     assert run_figures(run)["test"] == 0.5
 
 
+def test_load_run__a_run_config_written_before_its_newer_fields_reads_their_defaults(tmp_path):
+    """A manifest from before ``arm``, ``training.trainer``, ``protocol`` and ``extended`` existed reads as the run it
+    was: RunConfig's defaults for the fields added since (a run before ``trainer`` trained with GRPO)."""
+    from curriculum.commands import arm_trainers
+    from curriculum.reports.report import run_arm
+
+    documents = run_documents()
+    manifest = documents["manifest.json"]
+    del manifest["protocol"], manifest["extended"], manifest["run_config"]["arm"]
+    manifest["run_config"]["training"] = {"steps": 60, "learning_rate": 5e-5}
+    run = load_run(write_run_folder(tmp_path / "run", documents))
+    assert (run.run_config.arm, run.run_config.training.trainer, run.manifest.protocol) == ("", "grpo", None)
+    assert run_arm(run) == "fixed" and arm_trainers([run]) == {"fixed": "grpo"}
+
+
+def test_run_manifest__reads_back_what_it_writes(tmp_path):
+    from curriculum.loop.manifest import RunManifest
+
+    documents = run_documents()
+    documents["manifest.json"]["machine"] = {"system": "Linux", "cpus": 2, "cpu_flags": ["avx512f"],
+                                             "torch_cpu_capability": None, "kernel_env": {"OMP_NUM_THREADS": "1"}}
+    documents["manifest.json"]["extended"] = [{"from_stages": 1, "to_stages": 2, "versions": {"torch": "2.13.0"}}]
+    manifest = load_run(write_run_folder(tmp_path / "run", documents)).manifest
+    assert manifest.machine.kernels.kernel_env == {"OMP_NUM_THREADS": "1"} and manifest.extended[0].to_stages == 2
+    assert RunManifest.from_dict(json.loads(json.dumps(manifest.to_dict()))) == manifest
+
+
 # (file, dotted key set to the value, what the error names besides the file)
 BAD_FIELDS = [
     ("manifest.json", "run_config.engineer", {}, "engineer"),
@@ -45,7 +72,19 @@ BAD_FIELDS = [
     ("manifest.json", "run_config.seed", True, "seed"),
     ("manifest.json", "run_config.arm", ["a"], "arm"),
     ("manifest.json", "run_config.initial_config", [1], "initial_config"),
-    ("manifest.json", "run_config.initial_config.agents", [1, 10**12], "agents"),
+    ("manifest.json", "run_config.initial_config.agents", [1, 10**12], "run_config.initial_config.agents"),
+    ("manifest.json", "run_config.engineer.spec", DELETE, "run_config.engineer.spec"),
+    ("manifest.json", "run_config.validation", DELETE, "run_config.validation.config"),
+    ("manifest.json", "run_config.training", {"steps": 0}, "run_config.training.steps"),  # RunConfig's own bounds
+    ("manifest.json", "run_config.prompt_style", "gone", "run_config.prompt_style"),
+    ("manifest.json", "run_config.stale_key", 1, "run_config.stale_key"),
+    ("manifest.json", "protocol", "2", "protocol"),
+    ("manifest.json", "run_id", "not-hex", "run_id"),
+    ("manifest.json", "seed", -1, "seed"),
+    ("manifest.json", "machine", {"cpus": "2"}, "machine.cpus"),
+    ("manifest.json", "machine", {"cpu_flags": [1]}, "machine.cpu_flags[0]"),
+    ("manifest.json", "extended", [{"to_stages": 0}], "extended[0].to_stages"),
+    ("manifest.json", "extended", [5], "extended[0]"),
     ("manifest.json", "versions", [], "versions"),
     ("manifest.json", "versions.torch", ["2.1"], "torch"),
     ("manifest.json", "extended", [{"versions": {"torch": {"a": 1}}}], "torch"),

@@ -301,7 +301,10 @@ def test_compare__arm_names_run_names_and_suites_of_a_manifest_are_printed_escap
     from tests.test_compare import V12, _fake_run, _with_versions
 
     reference = _with_versions(_fake_run("fixed", 0, 0.40, final=0.3), V12)
-    arm = _with_versions(_fake_run(forged, 0, 0.45, final=0.4), {**V12, "torch": "2.99"})
+    arm = _with_versions(_fake_run("x", 0, 0.45, final=0.4), {**V12, "torch": "2.99"})
+    # planted past RunConfig's own check of arm (which refuses a newline as the manifest is read): the text escapes
+    # whatever reaches it
+    object.__setattr__(arm.run_config, "arm", forged)
     arm.dir = f"runs/{forged}"
     arm.final = dataclasses.replace(arm.final, suite=forged)
     text = "\n".join([compare_table([arm, reference]),

@@ -72,10 +72,10 @@ def test_stage_scores_and_decision__direct_construction():
 
 
 def test_load_run__a_corrupt_stage_record_names_its_file(tmp_path):
+    from curriculum.config import preset
     from curriculum.reports.report import load_run
 
-    (tmp_path / "manifest.json").write_text(json.dumps({"run_config": {"engineer": {"spec": "rule"}, "model": "tiny",
-                                                                                 "seed": 0}}))
+    (tmp_path / "manifest.json").write_text(json.dumps({"run_config": preset("tiny").to_dict()}))
     (tmp_path / "stage-01").mkdir()
     (tmp_path / "stage-01" / "stage.json").write_text(json.dumps(_record(config={"agents": 2, "sizes": {}})))
     with pytest.raises(ConfigError) as caught:

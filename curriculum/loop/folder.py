@@ -38,6 +38,7 @@ from typing import Callable
 
 from curriculum.config import RunConfig, load_run_config, save_run_config
 from curriculum.loop.distributed import is_main_process, wait_for_file
+from curriculum.loop.manifest import RUN_ID_CHARS, RunManifest, read_run_id
 from curriculum.loop.records import StageRecord, read_record, write_record
 from engineer import StageEvidence
 from engineer.decision import EngineerDecision
@@ -70,9 +71,6 @@ def read_shared_from(folder: Path) -> str | None:
     return read_text_bounded(path, MAX_CONFIG_BYTES, "a stage's shared-from note") if path.exists() else None
 
 
-RUN_ID_CHARS = 16
-
-
 def new_run_id(config: RunConfig, created: str) -> str:
     """A new run's id: a digest of its run config, the time it was made and a random part (two runs of one config
     made in the same second still differ), :data:`RUN_ID_CHARS` hex digits."""
@@ -81,18 +79,6 @@ def new_run_id(config: RunConfig, created: str) -> str:
 
     text = json.dumps(config.to_dict(), sort_keys=True, default=str) + created + secrets.token_hex(8)
     return hashlib.sha256(text.encode()).hexdigest()[:RUN_ID_CHARS]
-
-
-def read_run_id(document: dict, where: str) -> str:
-    """A record's ``run_id`` ("" when it has none: written before run ids); anything but hex digits of the
-    length :func:`new_run_id` writes is a ConfigError naming ``where``."""
-    value = document.get("run_id")
-    if value is None:
-        return ""
-    if not isinstance(value, str) or len(value) != RUN_ID_CHARS or value.strip("0123456789abcdef"):
-        raise ConfigError(f"{where}: run_id", short_repr(value), f"{RUN_ID_CHARS} hex digits (the id mapf-lake "
-                          "train gave the run)")
-    return value
 
 
 def _git_commit() -> str | None:
@@ -349,7 +335,7 @@ class RunFolder:
         write_record(manifest, {"protocol": RUN_PROTOCOL, "run_config": self.config.to_dict(), "versions": _versions(),
                                 "machine": _machine(), "seed": self.config.seed, "git_commit": _git_commit(),
                                 "created": created, "run_id": new_run_id(self.config, created)},
-                     "run manifest", keys=("run_config",))
+                     "run manifest", RunManifest.from_dict, keys=("run_config",))
 
     @property
     def run_id(self) -> str | None:
@@ -428,7 +414,7 @@ class RunFolder:
         data.setdefault("extended", []).append({"from_stages": recorded_stages, "to_stages": self.config.stages,
                                                 "git_commit": _git_commit(), "versions": _versions(),
                                                 "machine": _machine(), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-        write_record(manifest, data, "run manifest", keys=("run_config",))
+        write_record(manifest, data, "run manifest", RunManifest.from_dict, keys=("run_config",))
         self.log(f"{self.config.name}: extended from {recorded_stages} to {counted(self.config.stages, 'stage')}"
                  + (f" (the {recorded_stages}-stage final evaluation kept in {kept.name}/)" if kept.exists() else ""))
 

@@ -87,8 +87,8 @@ RULES = [
     (r"curriculum/loop/curriculum\.py", r"self\.laps", "lookup"),
     (r"curriculum/plugins/trl_hooks\.py", r"_STREAMS", "lookup"),
     # versions by package, kernel facts by variable (run_installation, run_kernels) and figures by arm or metric
-    (r"curriculum/reports/report\.py", r"arm|reference|fact|adjusted\[key\]|result\.holm_arms|entry\.metrics|vs",
-     "lookup"),
+    (r"curriculum/reports/installation\.py", r"versions|arm|reference|fact", "lookup"),
+    (r"curriculum/reports/compare\.py", r"adjusted\[key\]|result\.holm_arms|entry\.metrics|vs", "lookup"),
 
     # another library's objects
     (r"curriculum/plugins/verl_sampler\.py", r"section|config|row|extra", "foreign"),  # verl's config, its rows
@@ -115,9 +115,8 @@ RULES = [
     (r"curriculum/loop/folder\.py", r"document|data|recorded|current", "document"),
     (r"curriculum/loop/curriculum\.py", r"read_decision\(previous\)\.details", "document"),
     (r"curriculum/config\.py", r"base", "document"),  # a preset's document
-    (r"curriculum/commands\.py", r"overrides|run\.run_config|training", "document"),
-    (r"curriculum/reports/report\.py", r"config|initial|machine|manifest|entry|versions|run\.run_config|"
-     r"run\.run_config\.get\(\"initial_config\"\) or \{\}", "document"),  # a run's manifest
+    (r"curriculum/commands\.py", r"overrides", "document"),
+    (r"curriculum/loop/manifest\.py", r"document|data|inner", "document"),  # a run's manifest.json
     (r"curriculum/plugins/trl_hooks\.py", r"document", "document"),
     (r"curriculum/plugins/verl_sampler\.py", r"state", "document"),  # a checkpoint's saved state
     (r"curriculum/training/(common|rft)\.py", r"mark", "document"),  # a round's checkpoint mark

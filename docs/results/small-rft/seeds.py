@@ -61,7 +61,7 @@ def _by_wait(replays: Path) -> dict[str, float]:
 
 def from_folder(path: Path) -> dict | None:
     run = load_run(path)
-    if len(run.stages) < run.run_config["stages"] or run.final is None:
+    if len(run.stages) < run.run_config.stages or run.final is None:
         return None  # unfinished: left out, not guessed
     warm = json.loads((path / "warm_start" / "summary.json").read_text())
     cells = run.final["cells"].values()
@@ -79,7 +79,7 @@ def from_folder(path: Path) -> dict | None:
                "churn": [s.churn for s in run.stages],
                "train_seconds": [round((s.timings or {}).get("train", 0.0), 1) for s in run.stages],
                "kept_share": [s.train.figures.get("solved_share") for s in run.stages],
-               "versions": run.manifest.get("versions"), "git_commit": run.manifest.get("git_commit")}
+               "versions": dict(run.manifest.versions), "git_commit": run.manifest.git_commit}
     plan = path / "warm_start" / "decision.json"  # engineer.plan_first: the engineer chose stage 1's config
     if plan.exists():
         figures["plan_diff"] = json.loads(plan.read_text()).get("diff")
