@@ -91,7 +91,7 @@ RULES = [
     (r"curriculum/reports/compare\.py", r"adjusted\[key\]|result\.holm_arms|entry\.metrics|vs", "lookup"),
 
     # another library's objects
-    (r"curriculum/plugins/verl_sampler\.py", r"section|config|row|extra", "foreign"),  # verl's config, its rows
+    (r"curriculum/plugins/verl_sampler\.py", r"section|config|row|extra|message|reward", "foreign"),  # verl config, rows
     (r"curriculum/plugins/trl_hooks\.py", r"entry", "foreign"),  # TRL's log_history
     (r"curriculum/loop/records\.py", r"entry", "foreign"),  # TRL's log_history (TrainingReport.from_log)
     (r"curriculum/training/common\.py", r"logs", "foreign"),
