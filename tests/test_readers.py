@@ -443,7 +443,7 @@ GOOD_TALLY = {"groups": 4, "reward": 1.5, "valid": 2.0, "zero_variance": 1, "abs
 
 
 @pytest.mark.parametrize("text, message", [
-    ("", "valid JSON"), ("[1]", "a JSON object"), ('{"2x6": ' + "[" * 100 + "]" * 100 + "}", "nested"),
+    ("", "empty"), ("[1]", "a JSON object"), ('{"2x6": ' + "[" * 100 + "]" * 100 + "}", "nested"),
     ('{"2x6": {"groups": 1e309}}', "finite"), ('{"2x6": {"groups": ' + "9" * 5000 + "}}", "digits"),
     ('{"2x6": {"groups": NaN}}', "NaN"), ('{"two": {}}', "AGENTSxSIDE"), ('{"2x6": {"groups": 4}}', "exactly"),
     (json.dumps({"2x6": {**GOOD_TALLY, "valid": 9.0}}), r"2x6\.valid = 9\.0"),
@@ -451,19 +451,18 @@ GOOD_TALLY = {"groups": 4, "reward": 1.5, "valid": 2.0, "zero_variance": 1, "abs
     (json.dumps({"2x6": {**GOOD_TALLY, "abs_advantage": -1.0}}), r"2x6\.abs_advantage"),
 ])
 def test_grpo_resume__a_corrupt_stage_signal_is_refused_naming_the_file(tmp_path, text, message):
-    from curriculum.training.callbacks import SIGNAL_FILE
-    from curriculum.training.common import _load_signal, _read_mark
+    from curriculum.training.callbacks import SIGNAL_FILE, restore_reward_state
     from policy.rewards import StageReward
 
     path = tmp_path / SIGNAL_FILE
     path.write_text(text)
     reward = StageReward({"valid": 1.0}, 4)
     with pytest.raises(ConfigError, match=message) as caught:
-        _load_signal(reward, _read_mark(path, "the stage's reward tallies"), str(path))
+        restore_reward_state(tmp_path, reward)
     assert str(caught.value).startswith(str(path)) and "\n" not in str(caught.value)
     assert reward.state() == {}  # nothing loaded
     path.write_text(json.dumps({"2x6": GOOD_TALLY}))
-    _load_signal(reward, _read_mark(path, "the stage's reward tallies"), str(path))
+    assert restore_reward_state(tmp_path, reward)
     assert reward.state() == {"2x6": {name: float(value) for name, value in GOOD_TALLY.items()}}
 
 

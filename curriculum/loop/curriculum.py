@@ -341,11 +341,15 @@ class Curriculum:
     def training_row(self, item: LabelledInstance) -> dict[str, Any]:
         """One trainer row: the instance's prompt in the run's style and the columns the project's reward reads
         (``policy.rewards.StageReward``: ``instance``, ``optimal_makespan``, ``horizon``)."""
-        from policy.rewards import reward_columns
-        from simulator.env import default_horizon
+        from curriculum.loop.rows import grpo_row
 
-        return {"prompt": self.style.prompt(item.instance),
-                **reward_columns(item.instance, item.optimal_makespan, default_horizon(item.instance))}
+        return grpo_row(item, self.style)
+
+    def supervised_row(self, item: LabelledInstance) -> dict[str, Any]:
+        """One supervised row: the instance's prompt in the run's style and the solver's plan as the completion."""
+        from curriculum.loop.rows import sft_row
+
+        return sft_row(item, self.style)
 
     # --- the stage boundary -----------------------------------------------------------------------------------
     def end_stage(self, model: Model, train_info: TrainingReport | None = None) -> StageRecord:

@@ -104,14 +104,10 @@ def _rows(stream: _Stream):
 def _row(curriculum: Curriculum, item, kind: str) -> dict[str, Any]:
     if kind == "grpo":
         return curriculum.training_row(item)
-    style = curriculum.style
     if kind == "sft":
-        answer = style.write_answer(item.instance, item.plan)
-        if style.chat:
-            return {"prompt": style.prompt(item.instance), "completion": [{"role": "assistant", "content": answer}]}
-        return {"prompt": style.prompt(item.instance), "completion": answer}
+        return curriculum.supervised_row(item)
     row = curriculum.training_row(item)  # kind == "tools": the game's rules and map; the env adds the positions
-    row["prompt"] = [{"role": "user", "content": TOOL_INTRO + _text(style.prompt(item.instance))}]
+    row["prompt"] = [{"role": "user", "content": TOOL_INTRO + _text(curriculum.style.prompt(item.instance))}]
     return row
 
 

@@ -1,33 +1,69 @@
 """The TrainerCallbacks a GRPO stage passes TRL beside its progress line: one saves the stage's reward tallies
-(:data:`SIGNAL_FILE`) into every checkpoint TRL saves, one keeps an exponential moving average of the trained
-weights (:data:`AVERAGE_FILE`, also saved with every checkpoint). Both files let a resumed stage continue where the
-killed one stopped."""
+(:data:`SIGNAL_FILE`) into every checkpoint TRL saves and restores them when a run resumes from one, one keeps an
+exponential moving average of the trained weights (:data:`AVERAGE_FILE`, also saved with every checkpoint). Both
+files let a resumed stage continue where the killed one stopped. The tallies' file is written and read here only:
+``mapf-lake train``'s GRPO stages and the TRL plug-in's ``CurriculumCallback`` both go through
+:func:`save_reward_state` and :func:`restore_reward_state`."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
+from typing import Any
 
+from curriculum.loop.records import read_record, write_record
 from policy.rewards import StageReward
-from simulator.atomic import atomic_write
+from simulator.errors import ConfigError
+
+SIGNAL_FILE = "stage_signal.json"  # the StageReward tallies, beside each TRL checkpoint
+_WHAT = "reward tallies beside the TRL checkpoint"
 
 
-SIGNAL_FILE = "stage_signal.json"  # the StageReward tallies, beside each TRL checkpoint of a GRPO stage
+def load_reward_state(reward: StageReward, state: Any, where: str) -> None:
+    """``reward.load_state(state)`` (which checks everything before it loads anything), its ConfigError naming
+    ``where`` (the file the state was read from)."""
+    try:
+        reward.load_state(state)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error.field}", error.value, error.allowed) from None
 
 
-def signal_saving_callback(reward: StageReward):
-    """A TrainerCallback that writes ``reward``'s tallies into every checkpoint TRL saves, so a stage resumed
-    from that checkpoint continues its per-size training signal instead of starting the counts again."""
+def _check_tallies(data: dict, where: str) -> None:
+    load_reward_state(StageReward({"default": 1.0}, 1), data, where)  # the reader, on a reward that is thrown away
+
+
+def save_reward_state(checkpoint: Path, reward: StageReward) -> None:
+    """Write ``reward``'s tallies beside the TRL checkpoint folder ``checkpoint`` (checked by their reader first)."""
+    write_record(checkpoint / SIGNAL_FILE, reward.state(), _WHAT, read=_check_tallies)
+
+
+def restore_reward_state(checkpoint: Path, reward: StageReward) -> bool:
+    """Load the tallies saved beside ``checkpoint`` into ``reward`` (False when there is no file: a checkpoint of
+    a stage without a reward). A damaged file is one ConfigError naming it, and ``reward`` keeps its counts."""
+    path = checkpoint / SIGNAL_FILE
+    if not (path.exists() or path.is_symlink()):
+        return False
+    load_reward_state(reward, read_record(path, _WHAT), str(path))
+    return True
+
+
+def reward_state_callback(reward: StageReward):
+    """A TrainerCallback that saves ``reward``'s tallies into every checkpoint TRL saves and, when the trainer
+    resumes from a checkpoint, restores them before the first step, so a resumed stage continues its per-size
+    training signal instead of starting the counts again."""
     from transformers import TrainerCallback
 
-    class SignalSaver(TrainerCallback):
+    class RewardState(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            if state.global_step:
+                restore_reward_state(Path(args.output_dir) / f"checkpoint-{state.global_step}", reward)
+
         def on_save(self, args, state, control, **kwargs):
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if folder.is_dir():
-                atomic_write(folder / SIGNAL_FILE, json.dumps(reward.state()))
+                save_reward_state(folder, reward)
 
-    return SignalSaver()
+    return RewardState()
 
 
 AVERAGE_FILE = "weight_average.pt"  # the running weight average, beside each TRL checkpoint of a GRPO stage

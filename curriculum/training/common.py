@@ -15,12 +15,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from curriculum.loop.rows import grpo_row, sft_row
 from curriculum.loop.records import MAX_RECORD_BYTES, RoundFigures, TrainingReport, read_record, write_record
 from policy.prompts import PromptStyle
-from policy.rewards import StageReward, reward_columns
-from simulator.errors import ConfigError
 from simulator.files import load_json, read_text_bounded
-from simulator.env import default_horizon
 from simulator.generator import LabelledInstance
 
 
@@ -75,14 +73,6 @@ def _read_mark(path: Path, what: str) -> dict[str, Any]:
     checkpoint), read back on resume through :mod:`simulator.files` (a regular file, at most
     ``MAX_RECORD_BYTES``, bounded numbers and nesting); anything else is a ConfigError naming the file."""
     return load_json(read_text_bounded(path, MAX_RECORD_BYTES, what), str(path), what, object_only=True)
-
-
-def _load_signal(reward: StageReward, state: Any, where: str) -> None:
-    """``reward.load_state(state)``, its ConfigError naming ``where`` (the file the state was read from)."""
-    try:
-        reward.load_state(state)
-    except ConfigError as error:
-        raise ConfigError(f"{where}: {error.field}", error.value, error.allowed) from None
 
 
 def _read_round_mark(path: Path) -> tuple[RoundFigures, dict[str, Any]]:
@@ -158,30 +148,17 @@ def _common_arguments(out_dir: Path, steps: int, learning_rate: float, save_ever
 
 
 def sft_dataset(items: Sequence[LabelledInstance], style: PromptStyle):
-    """Prompt-completion rows: the instance's prompt and the solver's optimal plan written in the style."""
+    """Prompt-completion rows (:func:`curriculum.loop.rows.sft_row`)."""
     from datasets import Dataset
 
-    rows = []
-    for item in items:
-        prompt = style.prompt(item.instance)
-        answer = style.write_answer(item.instance, item.plan)
-        if style.chat:
-            rows.append({"prompt": prompt, "completion": [{"role": "assistant", "content": answer}]})
-        else:
-            rows.append({"prompt": prompt, "completion": answer})
-    return Dataset.from_list(rows)
+    return Dataset.from_list([sft_row(item, style) for item in items])
 
 
 def grpo_dataset(items: Sequence[LabelledInstance], style: PromptStyle):
-    """Prompt rows with the columns the reward reads (``policy.rewards.reward_columns``)."""
+    """Prompt rows with the columns the reward reads (:func:`curriculum.loop.rows.grpo_row`)."""
     from datasets import Dataset
 
-    rows = []
-    for item in items:
-        row = {"prompt": style.prompt(item.instance)}
-        row.update(reward_columns(item.instance, item.optimal_makespan, default_horizon(item.instance)))
-        rows.append(row)
-    return Dataset.from_list(rows)
+    return Dataset.from_list([grpo_row(item, style) for item in items])
 
 
 def _format_seconds(seconds: float) -> str:

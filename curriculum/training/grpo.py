@@ -15,9 +15,9 @@ from typing import Any, Sequence
 
 from curriculum.loop.distributed import is_main_process
 from curriculum.loop.records import TrainingReport, log_entries, logged_mean
-from curriculum.training.callbacks import SIGNAL_FILE, signal_saving_callback, weight_average_callback
+from curriculum.training.callbacks import reward_state_callback, weight_average_callback
 from curriculum.training.common import (_checkpoint_done, _common_arguments, _cuda, _latest_trainer_checkpoint,
-                                        _load_signal, _mark_checkpoint, _Progress, _quiet, _read_mark, _read_report,
+                                        _mark_checkpoint, _Progress, _quiet, _read_report,
                                         grpo_dataset, quiet_libraries)
 from policy.backend_hf import set_cpu_threads
 from policy.prompts import PromptStyle, save_checkpoint_style
@@ -157,10 +157,7 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
     timer = _Progress.make(f"GRPO {out_dir.name}", training.steps)
     reward = StageReward(dict(training.rewards) or {"default": 1.0}, training.generations, training.scale_rewards)
     resume_from = _latest_trainer_checkpoint(out_dir / "trainer")
-    if resume_from and (Path(resume_from) / SIGNAL_FILE).exists():
-        signal_path = Path(resume_from) / SIGNAL_FILE
-        _load_signal(reward, _read_mark(signal_path, "the stage's reward tallies"), str(signal_path))
-    callbacks = [timer, signal_saving_callback(reward)] + (
+    callbacks = [timer, reward_state_callback(reward)] + (
         [weight_average_callback(training.weight_average)] if training.weight_average else [])
     reward_funcs: list[Any] = [reward]  # a callable object: TRL's annotation names plain functions
     trainer = _grpo_trainer_class(training)(

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Sequence
 
 from curriculum.loop.records import OUTCOMES_FILE, RoundFigures, TrainingReport, mean_figure
-from curriculum.training.common import (_checkpoint_done, _load_signal, _mark_checkpoint, _read_report,
+from curriculum.training.callbacks import load_reward_state
+from curriculum.training.common import (_checkpoint_done, _mark_checkpoint, _read_report,
                                         _read_round_mark, _round_figures, quiet_libraries)
 from curriculum.training.sft import warm_start
 from policy.prompts import PromptStyle
@@ -134,7 +135,7 @@ def _finished_round(done: Path, signal: StageReward, outcomes: dict[str, list[in
     """A round finished before a resume: its figures from its mark, whose tallies (up to and including the round)
     ``signal`` takes over and whose outcomes (cumulative up to the round, as the tallies are) go into ``outcomes``."""
     finished, mark = _read_round_mark(done / "checkpoint_done.json")
-    _load_signal(signal, mark.get("signal_state") or {}, f"{done}/checkpoint_done.json")
+    load_reward_state(signal, mark.get("signal_state") or {}, f"{done}/checkpoint_done.json")
     for key, (valid, samples) in (mark.get("outcomes") or {}).items():
         outcomes[key] = [valid, samples]
     return finished
