@@ -75,7 +75,7 @@ def _train(args: argparse.Namespace) -> int:
     from curriculum.reports.report import (compare_table, load_run, render_report, render_seed_comparison, seed_comparison,
                                    write_curves, write_plots)
     from curriculum.loop.folder import RunFolder
-    from curriculum.loop.run import Run, resume
+    from curriculum.training.run import Run, resume
     from curriculum.loop.sets import check_bands
     from curriculum.loop.sharing import share_warm_start
 

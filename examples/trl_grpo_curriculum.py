@@ -217,7 +217,7 @@ class quiet_trl:
 def per_stage(curriculum, model) -> int:
     """Each stage trained by the preset's stage trainer (``training.trainer``) from the last checkpoint, on the
     stage's instances, exactly as ``mapf-lake train`` trains it; the checkpoint goes to the stage boundary."""
-    from curriculum.loop.run import train_next_stage
+    from curriculum.training.run import train_next_stage
 
     while not curriculum.finished:
         model = train_next_stage(curriculum, str(model), log=curriculum.log)

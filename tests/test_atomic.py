@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from curriculum.loop.curriculum import stage_seed
-from curriculum.loop.run import Run
+from curriculum.training.run import Run
 from curriculum.loop.sharing import share_stage, share_warm_start
 from simulator.config import save_config
 from simulator.atomic import atomic_folder, atomic_write

@@ -16,7 +16,7 @@ import pytest
 from curriculum.config import PRESETS, RunConfig, Training, preset
 from curriculum.reports.report import compare_table, load_run, render_report, write_plots
 from curriculum.loop.records import TrainingReport
-from curriculum.loop.run import Run
+from curriculum.training.run import Run
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 
@@ -78,7 +78,7 @@ def test_run__two_stages_end_to_end_leave_complete_records(finished_run):
     assert "training signal of the stage just trained" in context
     # where the stage's time went: training and validation dominate; the loop around them is small
     from curriculum.loop.records import StageTimings
-    from curriculum.loop.run import loop_overhead
+    from curriculum.training.run import loop_overhead
 
     timings = record["timings"]
     assert set(timings) == {"instances", "train", "validation", "judging", "records", "engineer"}
@@ -963,7 +963,7 @@ def test_lookahead__tries_every_candidate_keeps_the_best_and_trains_it_once(tmp_
     # The ceiling arm at a reduced budget: after stage 1 it trains stage 2 once per distinct candidate (fixed's config
     # and every config-writing engineer's proposal), keeps the best on the evidence set, records every candidate, and
     # stage 2 is the winning trial's checkpoint (copied, not trained again); a rerun reads everything back.
-    from curriculum.loop.run import Run, candidate_folder
+    from curriculum.training.run import Run, candidate_folder
     from curriculum.loop.sets import training_seed
     from engineer.engineers import candidate_engineers
     from simulator.config import StageConfig

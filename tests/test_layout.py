@@ -5,7 +5,7 @@ run when the module is imported), ``call`` (inside a function: run when it is ca
 ``if TYPE_CHECKING:`` block: never run). The rules of the layout (docs/reference/layout.md) checked here:
 - no import cycles among the ``load`` imports (a module would meet a half-initialised one);
 - none either once the ``call`` imports are added: the late imports that used to hide a circle
-  (``curriculum.loop.run`` <-> ``curriculum.training.trainers``, ``simulator.solver`` <-> ``simulator.needs_wait``) are gone;
+  (``curriculum.training.run`` <-> ``curriculum.training.trainers``, ``simulator.solver`` <-> ``simulator.needs_wait``) are gone;
 - no library package imports ``curriculum`` (the top of the graph: the stage loop, the trainers, the CLI's entry
   point and the benchmarks), in any of the three ways;
 - every module of ``curriculum/benches/`` is a ``mapf-lake bench`` target of the same name, and the other way round.
@@ -29,7 +29,7 @@ TOP = "curriculum"
 
 @dataclass(frozen=True)
 class Import:
-    source: str  # the importing module, e.g. "curriculum.loop.run"
+    source: str  # the importing module, e.g. "curriculum.training.run"
     target: str  # the project module it loads, e.g. "curriculum.training.trainers"
     line: int
     when: str  # "load", "call" or "typing" (the module docstring says which is which)

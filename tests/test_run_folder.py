@@ -16,7 +16,7 @@ import pytest
 from curriculum.config import preset, save_run_config
 from curriculum.reports.report import load_run
 from curriculum.loop.folder import RUN_PROTOCOL
-from curriculum.loop.run import Run, resume
+from curriculum.training.run import Run, resume
 from simulator.errors import ConfigError
 
 

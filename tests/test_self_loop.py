@@ -44,7 +44,7 @@ def models(tmp_path_factory):
 
 def test_smol_self__the_trained_checkpoint_writes_the_next_config_held_to_the_schema(models, tmp_path, monkeypatch):
     from curriculum.config import preset
-    from curriculum.loop.run import Run
+    from curriculum.training.run import Run
     from engineer.answer_schema import answer_json_schema
 
     monkeypatch.setenv("MAPF_LAKE_MODELS", str(models))

@@ -112,7 +112,7 @@ def test_run__a_folder_made_before_the_three_set_protocol_is_not_resumed(tmp_pat
     import json
 
     from curriculum.loop.folder import RUN_PROTOCOL
-    from curriculum.loop.run import Run
+    from curriculum.training.run import Run
 
     config = preset("tiny").with_overrides(name="old", output_dir=str(tmp_path))
     folder = tmp_path / "old"

@@ -10,7 +10,7 @@ import pytest
 
 from curriculum.loop.curriculum import stage_instances, stage_seed
 from curriculum.loop.folder import HANDED_FILE
-from curriculum.loop.run import Run
+from curriculum.training.run import Run
 from curriculum.loop.sharing import share_stage
 from curriculum.loop.sets import RunSets, training_seed
 from engineer.decision import make_decision

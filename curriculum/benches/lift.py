@@ -61,7 +61,7 @@ def bench_lift(model: str | None = None, *, preset_name: str = "tiny", style: st
     from dataclasses import replace
 
     from curriculum.config import preset
-    from curriculum.loop.run import Run
+    from curriculum.training.run import Run
     from curriculum.training.common import quiet_libraries
     from curriculum.training.sft import warm_start
     from curriculum.training.trainers import train_stage

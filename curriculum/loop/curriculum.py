@@ -11,7 +11,7 @@ A :class:`Curriculum` owns everything of a run but the training itself:
 
 Trainers drive it through their own hooks: TRL through :mod:`curriculum.plugins.trl_hooks` (an IterableDataset,
 a TrainerCallback, an ``environment_factory`` environment), verl through :mod:`curriculum.plugins.verl_sampler`;
-``mapf-lake train`` (:mod:`curriculum.loop.run`) is one more user: its stage trainers train on
+``mapf-lake train`` (:mod:`curriculum.training.run`) is one more user: its stage trainers train on
 :meth:`Curriculum.prepare_stage`'s instances and hand the checkpoint to :meth:`Curriculum.end_stage`.
 
 Nothing here imports a trainer, torch or transformers at import time (a test holds it); a model's answers come from

@@ -59,7 +59,7 @@ def _timing_lines(run: RunRecord) -> list[str]:
     timed = [record for record in timed if not record.shared_from]
     if not timed:
         return []
-    from curriculum.loop.run import loop_overhead
+    from curriculum.training.run import loop_overhead
 
     lines = ["where each stage's time went (seconds; loop = outside training and the model's answers):"]
     for record in timed:

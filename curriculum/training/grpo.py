@@ -3,7 +3,7 @@ components, judged by the batched plan judge), which also records the stage's tr
 two trainer subclasses a run config may ask for (``training.greedy_member``: each group's greedy answer in the
 group; ``training.failure_credit``: a failed answer's negative advantage on the moves that failed).
 
-The stage loop (``curriculum.loop.run``) passes instances in and gets a checkpoint folder (model + tokenizer,
+The stage loop (``curriculum.training.run``) passes instances in and gets a checkpoint folder (model + tokenizer,
 always saved together) and a :class:`curriculum.loop.records.TrainingReport` out; nothing here decides a curriculum.
 """
 

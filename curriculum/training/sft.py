@@ -1,5 +1,5 @@
 """The supervised warm start: TRL's ``SFTTrainer`` on prompt-completion pairs, the solver's optimal plans before
-the first stage (``curriculum.loop.run``) or a policy's own kept plans in a rejection-sampling round
+the first stage (``curriculum.training.run``) or a policy's own kept plans in a rejection-sampling round
 (:mod:`curriculum.training.rft`). Saves model + tokenizer together and marks the checkpoint finished, so a resumed
 run skips it."""
 

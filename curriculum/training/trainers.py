@@ -1,7 +1,7 @@
 """The stage trainers by name: ``training.trainer`` (``curriculum.config.Training``) picks the job a stage runs,
 GRPO (:mod:`curriculum.training.grpo`) or rejection-sampling fine-tuning (:mod:`curriculum.training.rft`).
 
-Nothing here decides a curriculum: the stage loop (``curriculum.loop.run``) passes instances in and gets a checkpoint
+Nothing here decides a curriculum: the stage loop (``curriculum.training.run``) passes instances in and gets a checkpoint
 folder (model + tokenizer, always saved together) and a :class:`curriculum.loop.records.TrainingReport` out.
 """
 

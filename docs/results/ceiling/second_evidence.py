@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from curriculum.config import load_run_config  # noqa: E402
 from curriculum.loop.folder import read_decision  # noqa: E402
-from curriculum.loop.run import candidate_folder  # noqa: E402
+from curriculum.training.run import candidate_folder  # noqa: E402
 from curriculum.loop.sets import RunSets, training_seed  # noqa: E402
 from curriculum.loop.validation import EvaluationModels  # noqa: E402
 from curriculum.reports.stats import mean_interval  # noqa: E402
