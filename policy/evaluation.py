@@ -364,7 +364,7 @@ def _check_same_run(path: Path, out_dir: Path, recorded: dict[str, Any], current
                     ignored: tuple[str, ...] = ()) -> None:
     """A cell file is reused only for the run that made it; another policy, decoding, seed or suite in the same
     folder would print that run's numbers under this run's name. ``ignored``: policy descriptor keys not compared."""
-    if ignored and isinstance(recorded.get("policy"), dict):
+    if ignored and isinstance(recorded["policy"], dict):  # _recorded_run always holds it
         recorded = {**recorded, "policy": {k: v for k, v in recorded["policy"].items() if k not in ignored}}
         current = {**current, "policy": {k: v for k, v in current["policy"].items() if k not in ignored}}
     differs = [name for name in current if recorded.get(name) != current[name]]

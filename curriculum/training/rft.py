@@ -176,7 +176,7 @@ def _rft_round(training, current: str, round_items: Sequence[LabelledInstance], 
                           learning_rate=training.learning_rate, max_length=512, seed=seed + round_index,
                           cpu_threads=cpu_threads, warmup_steps=sft_steps // 10,
                           label=f"RFT {out_dir.name} round {round_index + 1}/{rounds}")
-        round_figures = replace(round_figures, sft_steps=sft_steps, last_loss=info.figures.get("last_loss"))
+        round_figures = replace(round_figures, sft_steps=sft_steps, last_loss=info.figure("last_loss"))
         shutil.rmtree(folder / "trainer", ignore_errors=True)
     else:  # nothing (or too little) valid to learn from: the checkpoint stays as it was
         if pairs:

@@ -37,17 +37,15 @@ RULES = [
 
     # fixed-field dicts made in this process, read by field name
     (r"policy/evaluation\.py", r"self\.policy", "record"),  # the policy descriptor (open-ended by policy kind)
-    (r"policy/evaluation\.py", r"recorded", "record"),  # _recorded_run's six fields of a cell file's run
     (r"curriculum/loop/validation\.py", r"model\.descriptor", "record"),
     (r"curriculum/benches/gpu\.py|engineer/lookahead\.py", r"decision\.details", "record"),  # free-form details
-    (r"curriculum/benches/tokens\.py", r"run\.engineer\.options", "record"),  # an engineer's options mapping
     (r"curriculum/loop/curriculum\.py", r"clock\.laps", "record"),  # StageTimings' fields, accumulated
-    (r"curriculum/training/rft\.py", r"info\.figures", "record"),  # a trainer's other figures
     (r"policy/openenv_env\.py", r"result\.info", "record"),  # a step's info dict (the gym convention)
-    (r"curriculum/benches/(gen|sim)\.py", r"results", "record"),  # the bench's figures; a peer's section optional
     (r"curriculum/benches/render\.py", r"row", "record"),  # a draw row of the bench's figures
 
     # keyed collections
+    (r"policy/evaluation\.py", r"recorded", "lookup"),  # two same-keyed runs compared key by key (the key iterated)
+    (r"curriculum/benches/(gen|sim)\.py", r"results", "lookup"),  # a peer's section: absent when it was not run
     (r"simulator/config\.py", r"_SUFFIX_FORMATS", "lookup"),
     (r"simulator/fields\.py", r"docs", "lookup"),
     (r"simulator/movingai\.py", r"TILE_CODES", "lookup"),
@@ -107,6 +105,7 @@ RULES = [
     (r"simulator/(documents|config|pogema)\.py", r"data", "document"),
     (r"render/source\.py", r"policy", "document"),  # a replay header's policy descriptor
     (r"engineer/proposal\.py", r"document|inner|entry|parsed\.document", "document"),  # a model's answer
+    (r"curriculum/benches/tokens\.py", r"run\.engineer\.options", "document"),  # the user's engineer options (set or not)
     (r"engineer/(decision|options)\.py", r"document", "document"),
     (r"engineer/gap\.py", r"document|spec", "document"),  # a decision's saved state
     (r"engineer/replay\.py", r"state or \{\}|entry", "document"),  # a decision's saved state
