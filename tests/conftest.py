@@ -1,21 +1,24 @@
-"""What the test modules share: a headless pygame, and the fixtures several of them use (``items``, and the
-render tests' ``cases_path`` and ``source``).
+"""What the test modules share: a headless pygame, and the ``items`` fixture several of them use.
 
-Plain helpers that tests import live in modules of their own role beside this one (``cli_runner.py``,
-``run_folder_fixture.py``, ``model_fixtures.py``, ``mapf_strategies.py``, ``test_render_fixtures.py``); pytest
-loads this file before any test module, so the settings below hold whichever file runs first, or alone.
+The tests live by package (``tests/simulator/``, ``tests/render/``, ``tests/policy/``, ``tests/engineer/``,
+``tests/curriculum/``, ``tests/replays/``; ``tests/project/`` for the whole project: docs, layout, the CLI, fuzzing
+across packages; ``tests/README.md`` says which is which). Fixtures of one package sit in that folder's own
+``conftest.py``. Plain helpers that tests of several packages import live beside this file, one module per role
+(``cli_runner.py``, ``run_folder_fixture.py``, ``model_fixtures.py``, ``mapf_strategies.py``, ``documents.py``,
+``small_run.py``); pytest loads this file before any test module, so the settings below hold whichever file runs
+first, or alone. It loads it with ``tests/`` on ``sys.path`` (its default ``prepend`` import mode), which is why a
+test module may import a helper by its bare name (``from model_fixtures import ...``), as the verl test must (see
+``tests/curriculum/test_verl_sampler.py``).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:  # the fixtures import what they need when used: a simulator test loads no render code
-    from render.source import ReplaySource
     from simulator.generator import LabelledInstance
 
 # pygame reads these when it is imported: a dummy display and sound, and no greeting on stdout. Tests that need
@@ -32,19 +35,3 @@ def items(request: pytest.FixtureRequest) -> list[LabelledInstance]:
 
     return generate(request.module.CONFIG).instances
 
-
-@pytest.fixture(scope="module")
-def cases_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The render tests' known episodes (``test_render_fixtures.CASES``) written to a replay file, once per module."""
-    from tests.test_render_fixtures import write_cases
-
-    return write_cases(tmp_path_factory.mktemp("render") / "cases.mlr")
-
-
-@pytest.fixture()
-def source(cases_path: Path) -> Iterator[ReplaySource]:
-    """``cases_path`` opened as a ``render.source.ReplaySource`` (closed after the test)."""
-    from render.source import ReplaySource
-
-    with ReplaySource(cases_path) as opened:
-        yield opened

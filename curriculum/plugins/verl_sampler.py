@@ -44,8 +44,8 @@ that never hears of the stage boundaries (verl 0.7 asserts the same for curricul
 The verl classes are imported when present; without verl the sampler has a plain base with the same methods (a
 message says that verl's hook is absent), so the plug-in's behaviour can be tested without verl. Tested on a CPU
 against verl 0.7.1 (its ``AbstractCurriculumSampler`` and ``create_rl_sampler``) and 0.9.1 (no sampler hook): verl's
-``DataProto``, ``create_rl_dataset``, ``collate_fn``, stateful loader and Hydra config (``tests/test_verl_sampler.py``);
-no verl training job has run it.
+``DataProto``, ``create_rl_dataset``, ``collate_fn``, stateful loader and Hydra config
+(``tests/curriculum/test_verl_sampler.py``); no verl training job has run it.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from curriculum.reports.stats import (holm, mean_interval, paired_difference, pa
 from policy.evaluation import EvalTable, SampledPass1
 from simulator.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("values, mean, half_width", [

@@ -22,7 +22,7 @@ from curriculum.reports.report import (compare_table, load_run, render_report, r
 from simulator.errors import ConfigError
 from tests.documents import DELETE, set_at
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_load_run__the_hand_made_folder_reads_and_renders(tmp_path):

@@ -18,7 +18,7 @@ from curriculum.loop.curriculum import Curriculum
 from simulator.config import load_config
 from simulator.errors import ConfigError
 from tests.cli_runner import mapf_lake
-from tests.test_curriculum import SMALL
+from tests.small_run import SMALL
 
 # band's options, with the evidence thresholds lowered to the reduced evidence set (12 validation instances)
 BAND = {"engineer.spec": "gap", "engineer.options": {"remedy": "drop", "lengths": "frontier", "min_episodes": 1,

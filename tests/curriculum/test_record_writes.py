@@ -20,8 +20,8 @@ from engineer.decision import EngineerDecision, make_decision
 from policy.evaluation import SampledCell, SampledPass1
 from simulator.config import default_stage_config
 from simulator.errors import ConfigError
-from tests.test_engineer_engineers import summary_with
-from tests.test_records import _record
+from tests.engineer.test_engineer_engineers import summary_with
+from tests.curriculum.test_records import _record
 
 Reader = Callable[[dict, str], Any]
 

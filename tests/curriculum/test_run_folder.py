@@ -261,7 +261,7 @@ def test_run_folder__the_manifest_records_the_facts_that_choose_the_cpu_kernels(
 def test_resume__a_stage_record_that_says_it_is_another_stage_is_refused_naming_the_file(tmp_path):
     """``"stage": 7`` inside ``stage-01/stage.json`` was accepted as stage 1."""
     from curriculum.loop.folder import RunFolder
-    from tests.test_records import _record
+    from tests.curriculum.test_records import _record
 
     config = preset("tiny").with_overrides(name="renumbered", output_dir=str(tmp_path))
     folder = RunFolder(config, lambda line: None)

@@ -17,7 +17,7 @@ from engineer.decision import make_decision
 from simulator.config import StageConfig, save_config
 from simulator.errors import ConfigError
 from simulator.generator import GeneratedStage, generate, to_jsonl
-from tests.test_curriculum import small_config
+from tests.small_run import small_config
 
 CONFIG = StageConfig.from_dict({"agents": 2, "samples": 12, "seed": training_seed(0, 1), "sizes": {
     3: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.0},

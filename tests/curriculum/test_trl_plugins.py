@@ -14,9 +14,9 @@ import pytest
 from curriculum.config import preset
 from curriculum.loop.curriculum import Curriculum
 from simulator.errors import ConfigError
-from tests.test_curriculum import SMALL
+from tests.small_run import SMALL
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REDUCED = SMALL  # two stages of two steps, a six-step warm start, 12 evidence instances, the quick test suite
 
 
@@ -300,7 +300,7 @@ def _policy_run(tmp_path: Path, name: str, spec: str):
 def test_curriculum__every_registered_engineer_decides_through_it(tmp_path):
     from engineer.engineers import ENGINEERS
 
-    # llm:BACKEND needs a model; replay-decisions another run's records (tests/test_open_loop_controls.py)
+    # llm:BACKEND needs a model; replay-decisions another run's records (tests/curriculum/test_open_loop_controls.py)
     names = [name for name, kind in ENGINEERS.items() if not kind.takes_target and name != "replay-decisions"]
     assert len(names) >= 10
     for name in names:

@@ -45,7 +45,7 @@ def setup(tmp_path_factory):
     from transformers import AutoTokenizer
 
     root = tmp_path_factory.mktemp("verl")
-    # test_curriculum's small run, imported by value: verl's wheel ships a top-level ``tests`` package that
+    # tests/small_run.py's small run, spelt out by value: verl's wheel ships a top-level ``tests`` package that
     # hides this folder's modules from ``from tests.... import`` where verl is installed
     config = preset("tiny").with_overrides(**{
         "name": "verl", "output_dir": str(root), "stages": 2, "training.steps": 2, "warm_start.enabled": False,
@@ -333,7 +333,7 @@ def test_verl_example__composes_with_verls_own_config():
 
     from curriculum.plugins.verl_sampler import VerlCurriculumOptions
 
-    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "examples"), version_base=None):
+    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[2] / "examples"), version_base=None):
         config = compose(config_name="verl_curriculum")
     options = VerlCurriculumOptions.from_data_config(config.data)
     assert options.start_model == config.actor_rollout_ref.model.path

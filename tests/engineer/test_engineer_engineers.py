@@ -24,7 +24,7 @@ from policy.backend_base import Generation
 from simulator.config import SizeSpec, StageConfig, load_config
 from simulator.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = StageConfig.from_dict({
     "agents": 2,
     "samples": 400,

@@ -146,7 +146,7 @@ STATE_KEYS = {
 @functools.lru_cache(maxsize=1)
 def _one_instance() -> dict:
     from simulator.generator import generate
-    from tests.test_engineer_engineers import CONFIG
+    from tests.engineer.test_engineer_engineers import CONFIG
 
     return generate(dataclasses.replace(CONFIG, samples=1)).instances[0].to_dict()
 

@@ -23,7 +23,7 @@ from simulator.errors import ConfigError
 from simulator.generator import generate
 from tests.documents import DELETE, set_at
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "replay_v1.mlr"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "replay_v1.mlr"
 STAGE = StageConfig(2, 3, samples=40, seed=9, sizes={3: SizeSpec(0.5, 0.2, 0.5), 5: SizeSpec(0.5, 0.3, 0.5)})
 
 

@@ -608,7 +608,7 @@ def test_cli__a_key_with_a_newline_never_reaches_output(tmp_path):
            "MAPF_LAKE_OPENAI_BASE_URL": "http://127.0.0.1:9"}
     result = subprocess.run([sys.executable, "-m", "curriculum.cli", "eval", "--policy", "openai:m", "--suite",
                              "paper-quick", "--out", str(tmp_path / "e")], capture_output=True, text=True, env=env,
-                            timeout=120, cwd=Path(__file__).resolve().parents[1])
+                            timeout=120, cwd=Path(__file__).resolve().parents[2])
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "SECRET" not in result.stderr + result.stdout and "1234567890" not in result.stderr + result.stdout
     assert "MAPF_LAKE_OPENAI_API_KEY" in result.stderr

@@ -20,7 +20,7 @@ from simulator.env import default_horizon
 from simulator.errors import ConfigError
 from simulator.generator import generate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = StageConfig.from_dict({"agents": [2, 3], "samples": 40, "seed": 5, "sizes": {
     3: {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.5},
     5: {"data_ratio": 0.5, "hole_ratio": 0.3, "wait_ratio": 0.5}}})

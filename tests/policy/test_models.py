@@ -243,7 +243,7 @@ def test_mapf_lake_model_init_and_bench_generation__subprocess_smoke(tmp_path):
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
 
     def run(*argv: str) -> subprocess.CompletedProcess:
         result = subprocess.run([sys.executable, "-m", "curriculum.cli", *argv], capture_output=True, text=True,

@@ -16,7 +16,7 @@ import yaml
 
 from curriculum.cli import build_parser, walk_parsers
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 RUN_MARKER = "<!-- run -->"
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")

@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 
 from simulator import constants as C
 from simulator.errors import ConfigError
-from tests.test_fuzz import bounded, hostile_text
+from tests.project.test_fuzz import bounded, hostile_text
 
 READERS = settings(max_examples=100, deadline=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -669,7 +669,7 @@ def _engineer_cases() -> dict[str, EngineerCase]:
     from engineer import make_engineer
     from engineer.material import StageMaterial
     from simulator.config import StageConfig
-    from tests.test_engineer_engineers import (CONFIG, _bank, _length_context, _one_size, _rounds_context,
+    from tests.engineer.test_engineer_engineers import (CONFIG, _bank, _length_context, _one_size, _rounds_context,
                                                _signal_context, _wait_context)
 
     one = _one_size(4)

@@ -10,8 +10,8 @@ run when the module is imported), ``call`` (inside a function: run when it is ca
   point and the benchmarks), in any of the three ways;
 - every module of ``curriculum/benches/`` is a ``mapf-lake bench`` target of the same name, and the other way round.
 
-``python tests/test_layout.py`` prints the graph's edge counts, its cycles and every import of ``curriculum`` from
-below (exit status 1 when there is one).
+``python tests/project/test_layout.py`` prints the graph's edge counts, its cycles and every import of ``curriculum``
+from below (exit status 1 when there is one).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # The packages pyproject.toml installs; curriculum is the top, the others are the library.
 PACKAGES = ("simulator", "replays", "policy", "engineer", "render", "curriculum")
 TOP = "curriculum"

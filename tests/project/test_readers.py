@@ -25,9 +25,9 @@ import pytest
 from simulator.errors import ConfigError
 from simulator.files import (MAX_DEPTH, MAX_INT_DIGITS, bounded_int, load_json, read_bytes_bounded,
                              read_text_bounded)
-from tests.test_layout import ROOT, module_files
+from tests.project.test_layout import ROOT, module_files
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "movingai"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "movingai"
 
 # Calls that open or read a file by path (``open(...)``, ``Path.read_text()``, ``json.load(handle)``, ...) outside
 # simulator/files.py, by "module:function", with why each is not a user's path. Anything else must use the helper.
@@ -285,7 +285,7 @@ def test_play_load__certifies_the_chosen_line_and_refuses_a_line_that_is_not_an_
 
 
 def test_compare__control_characters_of_a_manifest_are_printed_escaped():
-    from tests.test_compare import V12, _fake_run, _with_versions
+    from tests.curriculum.test_compare import V12, _fake_run, _with_versions
     from curriculum.reports.report import render_seed_comparison, seed_comparison
 
     forged = {**V12, "torch": "2.13.0\nWARNING: forged line\x1b[31m"}
@@ -298,7 +298,7 @@ def test_compare__control_characters_of_a_manifest_are_printed_escaped():
 @pytest.mark.parametrize("forged", ["x\nWARNING: forged", "x\x1b[31m", "x\rWARNING", "x\u2028WARNING"])
 def test_compare__arm_names_run_names_and_suites_of_a_manifest_are_printed_escaped(forged):
     from curriculum.reports.report import compare_table, render_seed_comparison, seed_comparison
-    from tests.test_compare import V12, _fake_run, _with_versions
+    from tests.curriculum.test_compare import V12, _fake_run, _with_versions
 
     reference = _with_versions(_fake_run("fixed", 0, 0.40, final=0.3), V12)
     arm = _with_versions(_fake_run("x", 0, 0.45, final=0.4), {**V12, "torch": "2.99"})
@@ -322,7 +322,7 @@ def test_compare__arm_names_run_names_and_suites_of_a_manifest_are_printed_escap
 from hypothesis import HealthCheck, given, settings  # noqa: E402  (the fuzz section's own imports)
 from hypothesis import strategies as st  # noqa: E402
 
-from tests.test_fuzz import bounded, hostile_text  # noqa: E402
+from tests.project.test_fuzz import bounded, hostile_text  # noqa: E402
 
 READER_FUZZ = settings(max_examples=60, deadline=None,
                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

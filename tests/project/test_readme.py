@@ -3,7 +3,7 @@ size in ``test_compare.py``."""
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bash_blocks(text: str) -> list[str]:

@@ -11,7 +11,7 @@ for in two shapes:
   ``for example`` before it, ``...`` after it) does not claim to be the list and is not counted.
 
 The registry's own definition and the few places that have reason to spell names out are in ``ALLOWED``, each with
-its reason. ``python tests/test_registries.py`` prints every copy found (exit status 1 when there is one).
+its reason. ``python tests/project/test_registries.py`` prints every copy found (exit status 1 when there is one).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("simulator", "render", "policy", "engineer", "curriculum", "replays")
 MIN_NAMES = 3  # two names side by side are often a comparison ("fixed or rule"), not a copy of the list
 

@@ -14,7 +14,8 @@ from render import colors as P
 from render.source import ReplaySource
 from render.svg import CELL, HOLD_S, export_svg
 from simulator.errors import ConfigError
-from tests.test_render_fixtures import CASES, HOLE_CELL, INSTANCE, MULTI_SENTENCES, ORDER, write_cases, write_multi
+from tests.render.test_render_fixtures import (CASES, HOLE_CELL, INSTANCE, MULTI_SENTENCES, ORDER, write_cases,
+                                               write_multi)
 
 SVG = "{http://www.w3.org/2000/svg}"
 FPS = 4.0

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_runner import mapf_lake
-from tests.test_render_fixtures import CASES, ORDER, corrupt_first_record, write_cases
+from tests.render.test_render_fixtures import CASES, ORDER, corrupt_first_record, write_cases
 
 # No display on purpose: image export must not need one, and viewers must refuse bad files before opening.
 run = partial(mapf_lake, timeout=120, without_env=("DISPLAY", "SDL_VIDEODRIVER"))

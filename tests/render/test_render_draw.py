@@ -17,7 +17,7 @@ from render.timeline import EDGE, HOLE, ILLEGAL, VERTEX, Marker, markers_for_ste
 from render.viewer import handle_key, run_viewer, snapshot_path
 from render.watch_state import WatchState
 from simulator import constants as C
-from tests.test_render_fixtures import (
+from tests.render.test_render_fixtures import (
     CASES,
     HOLE_CELL,
     INSTANCE,

@@ -1,4 +1,4 @@
-"""Known episodes for the render tests (shared by ``tests/test_render_*.py``), and a check that they are what
+"""Known episodes for the render tests (shared by ``tests/render/test_render_*.py``), and a check that they are what
 they claim to be.
 
 The map (3 x 4; row 0 is the top)::

@@ -14,7 +14,7 @@ from render.watch_app import WatchApp
 from render.watch_state import WatchState
 from simulator import constants as C
 from simulator.errors import ConfigError
-from tests.test_render_fixtures import (
+from tests.render.test_render_fixtures import (
     INSTANCE,
     MULTI_SENTENCES,
     OPTIMAL_MAKESPAN,
@@ -325,7 +325,7 @@ async def test_watch_app__a_step_with_several_failures_names_every_failing_agent
 
 
 async def test_play_app__a_step_with_several_failures_is_told_in_full(tmp_path):
-    from tests.test_render_fixtures import MULTI_INSTANCE
+    from tests.render.test_render_fixtures import MULTI_INSTANCE
 
     game = PlayGame(MULTI_INSTANCE, optimal_makespan=None, origin="test")
     app = PlayApp(game, save_path=tmp_path / "x.mlr")

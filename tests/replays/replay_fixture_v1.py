@@ -1,12 +1,12 @@
 """THE v1 REPLAY FIXTURE: its known content, and the script that wrote ``tests/fixtures/replay_v1.mlr``.
 
-``tests/test_replay_format.py`` checks that the checked-in file still loads and equals :func:`fixture_header`
+``tests/replays/test_replay_format.py`` checks that the checked-in file still loads and equals :func:`fixture_header`
 and :func:`fixture_episodes`, so readers keep loading version-1 files after the format moves on.
 
 Do not regenerate the file once a newer format version exists: it must stay a file written by the v1 writer.
 While ``FORMAT_VERSION == 1`` it can be rewritten (byte-identical) with::
 
-    .venv/bin/python tests/replay_fixture_v1.py
+    .venv/bin/python tests/replays/replay_fixture_v1.py
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-FIXTURE_PATH = Path(__file__).parent / "fixtures" / "replay_v1.mlr"
+FIXTURE_PATH = Path(__file__).resolve().parents[1] / "fixtures" / "replay_v1.mlr"
 
 if __name__ == "__main__":  # run as a script: make the package importable from the repository root
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from replays.types import Episode, InstanceLabels, Outcome, ReplayHeader  # noqa: E402 - after the path setup
 from simulator import constants as C  # noqa: E402

@@ -1,6 +1,6 @@
 """Test helper: write a replay file slowly, announcing each episode, so a test can SIGKILL it mid-stream.
 
-Usage: ``python tests/replay_kill_writer.py PATH COUNT DELAY_S``. Prints ``wrote <n>`` (flushed) after each
+Usage: ``python tests/replays/replay_kill_writer.py PATH COUNT DELAY_S``. Prints ``wrote <n>`` (flushed) after each
 episode; the test kills the process after a few and checks what is left under PATH.
 """
 
@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np  # noqa: E402 - after the path setup
 

@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mapf_strategies import instances, plans_for
-from replay_fixture_v1 import FIXTURE_PATH, fixture_episodes, fixture_header
 from replays import codec_v1
 from replays import types as replay_types
 from replays.container import FORMAT_VERSION, MAGIC, SPLITS, TRAILER_MAGIC
@@ -30,6 +29,7 @@ from replays.types import Episode, InstanceLabels, LazyEpisode, Outcome, ReplayH
 from replays.writer import ReplayWriter, write_replay
 from simulator import constants as C
 from simulator.types import Instance, JointPlan
+from tests.replays.replay_fixture_v1 import FIXTURE_PATH, fixture_episodes, fixture_header
 
 TESTS = Path(__file__).parent
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -12,7 +12,7 @@ from curriculum.training.run import Run
 from curriculum.loop.sharing import share_stage, share_warm_start
 from simulator.config import save_config
 from simulator.atomic import atomic_folder, atomic_write
-from tests.test_curriculum import small_config
+from tests.small_run import small_config
 
 
 def test_atomic_write__replaces_whole_and_leaves_no_temp_file(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 from simulator import constants as C
 from simulator.failures import KINDS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_failure_table__codes_bits_and_priority_are_the_replay_formats():

@@ -26,7 +26,7 @@ from simulator.movingai import (
 from simulator.solver import brute_force_optimum
 from simulator.types import Instance
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "movingai"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "movingai"
 LAKE_MAP = FIXTURES / "lake-6x4.map"
 LAKE_SCEN = FIXTURES / "lake-6x4.scen"
 I, H = C.ICE, C.HOLE

@@ -20,7 +20,7 @@ from simulator.pogema import (
 )
 from simulator.types import Instance
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "pogema"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pogema"
 I, H = C.ICE, C.HOLE
 LAKE = Instance(np.array([[I, I, H, I], [I, I, I, I], [H, I, I, H]], np.int8), [[0, 0], [2, 1]], [[2, 2], [0, 3]])
 

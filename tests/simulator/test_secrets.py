@@ -53,7 +53,7 @@ def test_sinks__run_record_replay_log_and_error_line_never_carry_the_key(held, t
     from curriculum.loop.records import write_record
     from replays.reader import read_replay
     from replays.writer import ReplayWriter
-    from tests.test_replay_format import header, simple_episode
+    from tests.replays.test_replay_format import header, simple_episode
 
     write_record(tmp_path / "decision.json", {"raw_answer": f"my key is {KEY}", "config": {}}, "decision")
     assert KEY not in (tmp_path / "decision.json").read_text()
@@ -72,7 +72,7 @@ def test_sinks__run_record_replay_log_and_error_line_never_carry_the_key(held, t
 def test_replay_writer__holding_a_key_leaves_a_non_text_field_to_the_codecs_refusal(held, tmp_path):
     from replays.errors import ReplayError
     from replays.writer import ReplayWriter
-    from tests.test_replay_format import header, simple_episode
+    from tests.replays.test_replay_format import header, simple_episode
 
     with ReplayWriter(tmp_path / "r.mlr", header()) as writer:
         with pytest.raises(ReplayError, match="prompt"):

@@ -406,7 +406,7 @@ def test_needs_wait__ctrl_c_stops_a_search_without_a_time_limit():
     script = (
         "import os, signal, threading, time\n"
         "signal.signal(signal.SIGINT, signal.default_int_handler)\n"  # as in a terminal, even when run in background
-        "from tests.test_solver import documented_maxima_instance\n"
+        "from tests.simulator.test_solver import documented_maxima_instance\n"
         "from simulator.needs_wait import needs_wait_search\n"
         "instance = documented_maxima_instance()\n"
         "needs_wait_search(instance, max_steps=10)\n"
@@ -419,7 +419,7 @@ def test_needs_wait__ctrl_c_stops_a_search_without_a_time_limit():
         "    print('interrupted', time.perf_counter() - started)\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                            cwd=Path(__file__).resolve().parents[1])
+                            cwd=Path(__file__).resolve().parents[2])
     words = result.stdout.split()
     assert words[:1] == ["interrupted"], result.stdout + result.stderr
     assert float(words[1]) < 10
