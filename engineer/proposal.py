@@ -78,6 +78,7 @@ from simulator.config import (
     read_exponent_floats,
     reject_duplicate_json_keys,
 )
+from simulator.documents import is_integer
 from simulator.errors import ConfigError
 
 MAX_ANSWER_CHARS = 32_000  # longer answers are cut here before parsing (a config document is < 2,000 chars)
@@ -374,10 +375,6 @@ def _as_integer(value: Any, where: str, repairs: list[str]) -> Any:
     return value
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _side_of(key: Any) -> Any:
     """A size key as an int where it plainly names one (``4``, ``"4"``, ``4.0``, ``"4x4"``); anything else is
     returned unchanged for validation to reject with its reason."""
@@ -432,7 +429,7 @@ def _repair_sizes(sizes: Any, previous: StageConfig, repairs: list[str]) -> Any:
                 fixed[name] = None if value is None else _as_integer(value, f"{where}.{name}", repairs)
             else:
                 repairs.append(f"{where}: dropped unknown key {str(name)[:60]!r}")
-        previous_spec = previous.sizes.get(side) if _is_int(side) else None
+        previous_spec = previous.sizes.get(int(side)) if is_integer(side) else None
         for name in SIZE_KEYS:
             if name not in fixed and previous_spec is not None and getattr(previous_spec, name) is not None:
                 fixed[name] = getattr(previous_spec, name)
@@ -518,7 +515,7 @@ def repair_proposal(document: Mapping, previous: StageConfig) -> tuple[StageConf
         if key == "horizon" and value is None:
             continue
         value = _as_integer(value, key, repairs)
-        if not (_is_int(value) and low <= value <= high):
+        if not (is_integer(value) and low <= value <= high):
             shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
             repairs.append(f"{key}: {shown} is not an integer {low}..{high}; kept the previous {before[key]!r}")
             value = before[key]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simulator import constants as C
-from simulator.documents import is_integer
+from simulator.documents import checked_int
 from simulator.errors import ConfigError
 from simulator.files import decode_text, load_json
 
@@ -84,20 +84,15 @@ def check_record(record: Any, where: str = "record") -> Mapping[str, Any]:
                           f"a mapping with {', '.join(_LABELS)}")
     # Each number in its range, so that scoring never meets a string, NaN, 1e309 or 2**70 (they raised ValueError,
     # OverflowError or TypeError, or were cut to an integer: an optimal makespan of 2.5 scored as 2).
-    _check_int(record["horizon"], f"{where}.horizon", 1, C.MAX_PLAN_LENGTH)
+    checked_int(record["horizon"], f"{where}.horizon", 1, C.MAX_PLAN_LENGTH)
     for key, low, high in (("size", 1, C.MAX_SIDE), ("agents", 1, C.MAX_AGENTS),
                            ("optimal_makespan", 0, C.MAX_PLAN_LENGTH),
                            ("optimal_sum_of_costs", 0, C.MAX_AGENTS * C.MAX_PLAN_LENGTH),
                            ("sum_of_distances", 0, C.MAX_AGENTS * C.MAX_PLAN_LENGTH)):
-        _check_int(labels[key], f"{where}.labels.{key}", low, high)
+        checked_int(labels[key], f"{where}.labels.{key}", low, high)
     if not isinstance(labels["needs_wait"], (bool, np.bool_)):
         raise ConfigError(f"{where}.labels.needs_wait", labels["needs_wait"], "true or false")
     return record
-
-
-def _check_int(value: Any, name: str, low: int, high: int) -> None:
-    if not is_integer(value) or not low <= value <= high:
-        raise ConfigError(name, value, f"an integer in {low}..{high}")
 
 
 def _instance_json(record: Mapping[str, Any], where: str) -> str:

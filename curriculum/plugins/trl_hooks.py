@@ -49,6 +49,7 @@ from transformers import TrainerCallback
 from curriculum.loop.curriculum import Curriculum
 from curriculum.loop.records import TrainingReport, read_record, write_record
 from curriculum.loop.validation import LoadedModel
+from curriculum.training.callbacks import SIGNAL_FILE, load_reward_state, save_reward_state
 from simulator.errors import ConfigError, in_file
 
 if TYPE_CHECKING:
@@ -217,12 +218,16 @@ class CurriculumCallback(TrainerCallback):
         # the step the checkpoint's stage began at: within one stage of the checkpoint's step
         began = checked_int(document.get("stage_began", 0), f"{saved}: stage_began",
                             max(0, state.global_step - self.stage_steps), state.global_step)
-        reward_state = document.get("reward")
+        reward_state, reward_file = document.get("reward"), saved  # checkpoints before the tallies' own file
+        if "reward" not in document and self.reward is not None and (saved.parent / SIGNAL_FILE).exists():
+            reward_file = saved.parent / SIGNAL_FILE
+            reward_state = read_record(reward_file, "reward tallies beside the TRL checkpoint")
         if reward_state is not None and not isinstance(reward_state, dict):
             raise ConfigError(f"{saved}: reward", type(reward_state).__name__, "a mapping (StageReward.state) or null")
-        try:  # each load checks everything before it changes anything; nothing is written here
-            if self.reward is not None and reward_state is not None:
-                self.reward.load_state(reward_state)
+        # each load checks everything before it changes anything; nothing is written here
+        if self.reward is not None and reward_state is not None:
+            load_reward_state(self.reward, reward_state, str(reward_file))
+        try:
             self.curriculum.load_state_dict(document["curriculum"])
         except ConfigError as error:
             raise in_file(error, saved) from None
@@ -253,9 +258,10 @@ class CurriculumCallback(TrainerCallback):
             state.log_history.append({**self._close(state, model, processing_class), "step": state.global_step})
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if folder.is_dir() and self.curriculum.is_main_process:
+            if self.reward is not None:  # the tallies' file, as mapf-lake train's GRPO stages write it
+                save_reward_state(folder, self.reward)
             document = {"curriculum": self.curriculum.state_dict(), "stage_began": self._stage_began,
-                        "stage_steps": self.stage_steps,
-                        "reward": self.reward.state() if self.reward is not None else None}
+                        "stage_steps": self.stage_steps}
             write_record(folder / STATE_FILE, document, "curriculum state beside the TRL checkpoint", keys=("curriculum",))
 
     def on_train_end(self, args, state, control, model=None, processing_class=None, **kwargs):

@@ -566,18 +566,29 @@ def _folder_bytes(folder: Path) -> dict[str, bytes]:
     {"reward": {"2x3": {"groups": 0, "reward": 0.0, "valid": 0.0, "zero_variance": 0, "abs_advantage": 0.0}}},
     {"reward": {"2x3": {"groups": 2.5, "reward": 0.0, "valid": 0.0, "zero_variance": 0, "abs_advantage": 0.0}}},
     {"reward": "garbage"}, {"curriculum": {"run": "another", "stage": 2, "drawn": 0}},
-    {"curriculum": {"run": "example", "stage": 7, "drawn": 0}}])
+    {"curriculum": {"run": "example", "stage": 7, "drawn": 0}},
+    {"signal file": '{"2x3": {"groups": 0, "reward": 0.0, "valid": 0.0, "zero_variance": 0, "abs_advantage": 0.0}}'},
+    {"signal file": '{"2x3": '}, {"signal file": "[]"}, {"signal file": '{"2x3": {"groups": NaN}}'}])
 def test_callback__a_damaged_checkpoint_state_is_refused_before_the_run_folder_changes(example_run, tmp_path, damage):
+    """The curriculum's state (``curriculum_state.json``; a ``reward`` key in it is how checkpoints before the
+    tallies' own file kept them) and the reward tallies (``stage_signal.json``, as ``mapf-lake train``'s GRPO stages
+    keep them): each damage is one ConfigError naming its file, and the run folder keeps its bytes."""
     import shutil
 
     from curriculum.plugins.trl_hooks import STATE_FILE, CurriculumCallback
+    from curriculum.training.callbacks import SIGNAL_FILE
     from policy.rewards import StageReward
 
     run_dir, _ = example_run
     copy = tmp_path / "example"
     shutil.copytree(run_dir, copy)
     state_path = copy / "trl" / "checkpoint-2" / STATE_FILE
-    state_path.write_text(json.dumps({**json.loads(state_path.read_text()), **damage}))
+    assert "reward" not in json.loads(state_path.read_text())  # the tallies are in their own file now
+    if "signal file" in damage:
+        state_path = state_path.parent / SIGNAL_FILE
+        state_path.write_text(damage["signal file"])
+    else:
+        state_path.write_text(json.dumps({**json.loads(state_path.read_text()), **damage}))
     before = _folder_bytes(copy)
     config = _config(tmp_path, "example", **{"engineer.spec": "rule", "arm": "rule+trl-grpo"})
     curriculum = Curriculum(config, log=lambda line: None).open()
@@ -600,11 +611,13 @@ def test_compare__names_the_arms_trainers_when_they_differ():
 
     from curriculum.commands import arm_trainers
 
-    def run(arm: str, trainer):
-        return SimpleNamespace(run_config={"arm": arm, "engineer": {"spec": "gap"}, "training": {"trainer": trainer}})
+    def run(arm: str, trainer: str, spec: str = "gap"):
+        config = preset("tiny").with_overrides(arm=arm, **{"engineer.spec": spec, "training.trainer": trainer})
+        return SimpleNamespace(run_config=config)  # what compare reads of a run: its typed run config
 
-    runs = [run("gap-band", "rft"), run("gap-band+trl-grpo", "grpo"), run("gap-band", "rft"), run("fixed", None)]
-    assert arm_trainers(runs) == {"gap-band": "rft", "gap-band+trl-grpo": "grpo", "fixed": "unknown"}
+    runs = [run("gap-band", "rft"), run("gap-band+trl-grpo", "grpo"), run("gap-band", "rft"), run("", "rft", "fixed"),
+            run("", "grpo", "fixed")]
+    assert arm_trainers(runs) == {"gap-band": "rft", "gap-band+trl-grpo": "grpo", "fixed": "rft/grpo"}
 
 
 def test_curriculum__the_test_set_is_refused_before_the_last_boundary(tmp_path):
