@@ -674,3 +674,61 @@ def test_attach__the_tool_mode_s_episodes_after_a_boundary_come_from_the_new_sta
     trainer.train()
     assert [stage for stage, _, _ in steps] == [1, 2]
     assert all(rows == 2 and fresh == rows for _, rows, fresh in steps), steps
+
+
+def test_fuzz_callback__hypothesis_damaged_checkpoint_files_are_refused_in_one_line_or_resume(example_run, tmp_path):
+    """The TRL checkpoint's two files (``curriculum_state.json``, ``stage_signal.json``) with hypothesis-made values
+    in place of each key (and the tallies' counts): ``on_train_begin`` raises one ConfigError of one line, or resumes
+    at a stage this folder reached; the run folder's bytes never change."""
+    import shutil
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from curriculum.plugins.trl_hooks import STATE_FILE, CurriculumCallback
+    from curriculum.training.callbacks import SIGNAL_FILE
+    from policy.rewards import StageReward
+
+    run_dir, _ = example_run
+    copy = tmp_path / "example"
+    shutil.copytree(run_dir, copy)
+    checkpoint = copy / "trl" / "checkpoint-2"
+    state = json.loads((checkpoint / STATE_FILE).read_text())
+    signal = json.loads((checkpoint / SIGNAL_FILE).read_text())
+    config = _config(tmp_path, "example", **{"engineer.spec": "rule", "arm": "rule+trl-grpo"})
+    curriculum = Curriculum(config, log=lambda line: None).open()
+    curriculum.begin(str(copy / "warm_start" / "model"))
+    hostile = (st.none() | st.booleans() | st.integers(-10**45, 10**45) | st.floats() | st.text(max_size=12)
+               | st.lists(st.integers(), max_size=2) | st.dictionaries(st.text(max_size=4), st.integers(), max_size=2))
+    tally_keys = sorted({name for tally in signal.values() for name in tally}) or ["groups"]
+
+    class Args:
+        output_dir = str(copy / "trl")
+
+    class State:
+        global_step = 2
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(top=st.dictionaries(st.sampled_from(["stage_began", "stage_steps", "curriculum", "reward", "x"]), hostile,
+                               max_size=2),
+           inner=st.dictionaries(st.sampled_from(["run", "run_id", "stage", "drawn"]), hostile, max_size=2),
+           counts=st.dictionaries(st.sampled_from(tally_keys), hostile, max_size=2))
+    def check(top, inner, counts):
+        damaged_state = {**state, "curriculum": {**state["curriculum"], **inner}, **top}
+        damaged_signal = {key: {**tally, **counts} for key, tally in signal.items()}
+        try:
+            (checkpoint / STATE_FILE).write_text(json.dumps(damaged_state))
+            (checkpoint / SIGNAL_FILE).write_text(json.dumps(damaged_signal))
+        except ValueError:  # a value JSON cannot hold (hypothesis' NaN is written as NaN, which is fine)
+            return
+        before = _folder_bytes(copy)
+        callback = CurriculumCallback(curriculum, 2, reward=StageReward({"default": 1.0}, 4))
+        try:
+            callback.on_train_begin(Args(), State(), None)
+        except ConfigError as error:
+            assert "\n" not in str(error)
+        else:
+            assert 1 <= curriculum.stage <= config.stages + 1
+        assert _folder_bytes(copy) == before
+
+    check()

@@ -381,3 +381,38 @@ def test_verl_dataset__a_damaged_loader_state_is_refused_before_the_run_folder_c
     resumed = MapfCurriculumDataset(CURRICULUM_FILES, tokenizer=tokenizer, config=config, log=quiet)
     resumed.load_state_dict({**state, "after_run": served})  # the dataset's own rows pass their certification
     assert resumed.state_dict()["after_run"] == served
+
+
+def test_fuzz_verl_dataset__hypothesis_damaged_loader_states_are_refused_in_one_line_or_taken(setup):
+    """verl's loader state with hypothesis-made values in place of each key (the curriculum's inner keys too):
+    ``load_state_dict`` raises one ConfigError of one line or takes a state whose counts are in range; the run
+    folder's bytes never change."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    root, _, tokenizer = setup
+    config = data_config(root, "fuzzed")
+    dataset = MapfCurriculumDataset(CURRICULUM_FILES, tokenizer=tokenizer, config=config, log=quiet)
+    dataset.curriculum.sample(2)
+    state = json.loads(json.dumps(dataset.state_dict()))
+    run_folder = Path(config["curriculum"]["run_folder"])
+    before = _folder_bytes(run_folder)
+    hostile = (st.none() | st.booleans() | st.integers(-10**45, 10**45) | st.floats() | st.text(max_size=12)
+               | st.lists(st.integers(), max_size=2) | st.dictionaries(st.text(max_size=4), st.integers(), max_size=2))
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(top=st.dictionaries(st.sampled_from(sorted(state) + ["x"]), hostile, max_size=2),
+           inner=st.dictionaries(st.sampled_from(["run", "run_id", "stage", "drawn"]), hostile, max_size=2))
+    def check(top, inner):
+        damaged = {**state, "curriculum": {**state["curriculum"], **inner}, **top}
+        resumed = MapfCurriculumDataset(CURRICULUM_FILES, tokenizer=tokenizer, config=config, log=quiet)
+        try:
+            resumed.load_state_dict(damaged)
+        except ConfigError as error:
+            assert "\n" not in str(error)
+        else:
+            taken = resumed.state_dict()
+            assert 0 <= taken["served"] and 0 <= taken["steps"] and 1 <= resumed.curriculum.stage <= 3
+        assert _folder_bytes(run_folder) == before
+
+    check()
