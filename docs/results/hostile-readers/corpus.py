@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from plugin_cases import SCRIPT, build_outputs, build_plugins, make_plugin_fixtures
+from plugin_cases import json_with
 
 ROOT = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
@@ -218,17 +219,6 @@ def yaml_with(**changes) -> str:
             top[key] = value
     lines = [f"{k}: {v}" for k, v in top.items()] + ["sizes:", "  '4':"] + [f"    {k}: {v}" for k, v in size.items()]
     return "\n".join(lines) + "\n"
-
-
-def json_with(base: dict, path: tuple, raw: str) -> str:
-    """``base`` as JSON with the value at ``path`` replaced by the raw JSON text ``raw``."""
-    marker = "__HOSTILE__"
-    doc = json.loads(json.dumps(base))
-    node = doc
-    for key in path[:-1]:
-        node = node[key]
-    node[path[-1]] = marker
-    return json.dumps(doc).replace(json.dumps(marker), raw)
 
 
 def build(corpus: Corpus, fixtures: dict) -> None:  # one long table of cases

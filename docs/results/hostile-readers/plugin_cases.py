@@ -51,7 +51,7 @@ def _write_raw(path: Path, kind: str, text: str | None = None) -> None:
         raise ValueError(kind)
 
 
-def _with(document: dict, path: tuple, raw: str) -> str:
+def json_with(document: dict, path: tuple, raw: str) -> str:
     """``document`` as JSON with the value at ``path`` replaced by the raw JSON text ``raw``."""
     marker = "\u0000MARK\u0000"
     changed = json.loads(json.dumps(document))
@@ -103,7 +103,7 @@ def build_plugins(corpus, fixtures: dict) -> None:
         ("curriculum: nested 10,000 deep", ("curriculum",), "[" * DEEP + "]" * DEEP)]
     for kind, path, raw in trl_damages:
         folder = _copy(corpus, plugins, "begun")
-        (folder / state_name).write_text(_with(good_state, path, raw))
+        (folder / state_name).write_text(json_with(good_state, path, raw))
         script("trl checkpoint state", kind, ["trl-resume", folder], unchanged=str(folder))
     for kind, text in [("no curriculum key", _without(good_state, "curriculum")), ("empty file", ""),
                        ("not JSON", "{curriculum: 1"), ("a list", "[]"), ("a duplicate key", json.dumps(
@@ -206,7 +206,7 @@ def build_plugins(corpus, fixtures: dict) -> None:
                             json.dumps({**verl_state["curriculum"], "run": "other"}))]:
         folder = _copy(corpus, plugins, "verl")
         state_file = corpus.path("data.json")
-        state_file.write_text(_with(verl_state, (key,), raw))
+        state_file.write_text(json_with(verl_state, (key,), raw))
         script("verl loader state", kind, ["verl-state", folder, state_file], unchanged=str(folder))
     for kind, text in [("served missing", _without(verl_state, "served")), ("a list", "[]")]:
         folder = _copy(corpus, plugins, "verl")
