@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from simulator.config import MAX_SIZE, MIN_SIZE, StageConfig, config_json_schema
+from simulator.documents import is_python_int
 from simulator.errors import ConfigError
 
 BENCHMARK_SIDES = tuple(range(3, 11))
@@ -42,7 +43,7 @@ def check_sides(sides: Any) -> tuple[int, ...]:
     if not isinstance(sides, (list, tuple)) or not sides:
         raise ConfigError("llm.sides", sides, allowed)
     for side in sides:
-        if isinstance(side, bool) or not isinstance(side, int) or not MIN_SIZE <= side <= MAX_SIZE:
+        if not is_python_int(side) or not MIN_SIZE <= side <= MAX_SIZE:
             raise ConfigError("llm.sides", list(sides), allowed)
     return tuple(sides)
 

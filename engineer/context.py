@@ -41,8 +41,8 @@ from typing import Any
 from engineer.evidence import StageEvidence, StageScores
 from policy.signal import SIGNAL_FIGURES, SIGNAL_TRAINERS, TrainingSignal
 from replays.mining import CATEGORIES, Exemplar, FailureSummary, GroupStats, InstanceStats
-from simulator.documents import key_text, read_key
 from simulator.config import StageConfig
+from simulator.documents import is_python_int, key_text, read_key
 from simulator.errors import ConfigError
 from simulator.text import counted, figure, percent
 
@@ -140,7 +140,7 @@ class ContextOptions:
     def __post_init__(self) -> None:
         for name in ("max_exemplars", "exemplar_chars", "history_limit"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if not is_python_int(value) or value < 0:
                 raise ConfigError(f"context.{name}", value, "an integer >= 0")
 
 

@@ -52,9 +52,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from engineer.bandit import BanditEngineer
 from engineer.context import EngineerContext
 from engineer.decision import EngineerDecision, make_decision
-from engineer.bandit import BanditEngineer
 from engineer.failure_cuts import FailuresEngineer
 from engineer.first_only import FirstOnlyEngineer
 from engineer.gap import GapEngineer
@@ -72,6 +72,7 @@ from engineer.rule import RuleEngineer, hole_ratio_cap, rounded_shares
 from engineer.target import TargetEngineer
 from engineer.window import WindowEngineer
 from simulator.config import MAX_HOLE_RATIO, MAX_SIZE, MAX_STAGE_AGENTS, MIN_SIZE, SizeSpec, StageConfig
+from simulator.documents import is_python_int
 from simulator.errors import ConfigError
 
 
@@ -147,7 +148,7 @@ class RandomEngineer(DeclaredOptions):
 
     def __post_init__(self) -> None:
         self.sides = tuple(self.sides)
-        if not self.sides or any(isinstance(s, bool) or not isinstance(s, int) or not MIN_SIZE <= s <= MAX_SIZE
+        if not self.sides or any(not is_python_int(s) or not MIN_SIZE <= s <= MAX_SIZE
                                  for s in self.sides):
             raise ConfigError("random.sides", self.sides, f"a non-empty list of sides {MIN_SIZE}..{MAX_SIZE}")
         super().__post_init__()

@@ -23,6 +23,7 @@ from simulator.config import MAX_SIZE, MIN_SIZE
 from simulator.errors import ConfigError
 from simulator.files import cut
 from simulator.text import printable
+from simulator.documents import is_python_int
 from simulator.fields import (ALLOWED, Allowed, FieldRow, as_written, choice, field_docs, field_rows, format_rows,
                               integer, number)
 
@@ -62,7 +63,7 @@ def state_side(key: Any, where: str) -> int:
     allowed = f"a map side, an integer in [{MIN_SIZE}, {MAX_SIZE}]"
     if isinstance(key, str) and key.isascii() and key.isdigit() and len(key) <= 3:
         key = int(key)
-    if isinstance(key, bool) or not isinstance(key, int) or not MIN_SIZE <= key <= MAX_SIZE:
+    if not is_python_int(key) or not MIN_SIZE <= key <= MAX_SIZE:
         raise ConfigError(where, key, allowed)
     return key
 

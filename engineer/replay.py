@@ -49,6 +49,7 @@ from engineer.options import DeclaredOptions, choice, integer, number, state
 from engineer.rule import RULE_METRICS
 from replays.mining import FailureSummary
 from simulator.config import StageConfig
+from simulator.documents import is_python_int
 from simulator.errors import ConfigError
 from simulator.generator import LabelledInstance, certify_labelled
 from simulator.text import counted
@@ -59,7 +60,7 @@ MAX_STAGE = 1000  # the most stages a run has (curriculum.config: stages)
 
 def _state_int(value: object, where: str, low: int, high: int) -> int:
     """``value`` when it is an integer (not a bool, not 4.0) in ``low..high``; else ConfigError naming ``where``."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    if not is_python_int(value) or not low <= value <= high:
         raise ConfigError(where, value, f"an integer in [{low}, {high}]")
     return value
 

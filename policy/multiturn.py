@@ -60,8 +60,8 @@ from policy.prompts import PROMPT_STYLES
 from policy.rewards import DEFAULT_WEIGHTS, reward_columns
 from simulator import constants as C
 from simulator.config import MAX_SEED
+from simulator.documents import is_integer, is_python_int
 from simulator.env import MapfEnv, check_slip, default_horizon
-from simulator.documents import is_integer
 from simulator.errors import ConfigError
 from simulator.rules import first_failure
 from simulator.types import EnvState, Instance
@@ -283,7 +283,7 @@ class MultiTurnRollout:
         if not items:
             raise ConfigError("items", len(items), "at least one instance")
         for name, value in (("max_turns", max_turns), ("turn_tokens", turn_tokens)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= C.MAX_PLAN_LENGTH):
+            if value is not None and (not is_python_int(value) or not 1 <= value <= C.MAX_PLAN_LENGTH):
                 raise ConfigError(name, value, f"None or an integer in 1..{C.MAX_PLAN_LENGTH}")
         # Every item, the slip and the seed are checked here, not when an episode reaches them.
         for index, item in enumerate(items):

@@ -33,6 +33,7 @@ from pydantic import Field
 from policy.multiturn import TextGame, get_turn_style
 from policy.score import check_record
 from simulator import constants as C
+from simulator.documents import is_python_int
 from simulator.env import check_slip
 from simulator.errors import ConfigError
 from simulator.types import Instance
@@ -88,7 +89,7 @@ class MapfOpenEnv(Environment):
             raise ConfigError("records", len(records), "at least one record")
         self.records = [check_record(record, f"records[{i}]") for i, record in enumerate(records)]
         if max_turns is not None and (
-            isinstance(max_turns, bool) or not isinstance(max_turns, int) or not 1 <= max_turns <= C.MAX_PLAN_LENGTH
+            not is_python_int(max_turns) or not 1 <= max_turns <= C.MAX_PLAN_LENGTH
         ):
             raise ConfigError("max_turns", max_turns, f"None or an integer in 1..{C.MAX_PLAN_LENGTH}")
         self.style = style
@@ -100,12 +101,12 @@ class MapfOpenEnv(Environment):
 
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, index: Optional[int] = None,
               **_kwargs: Any) -> MapfObservation:
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        if seed is not None and (not is_python_int(seed) or seed < 0):
             raise ConfigError("seed", seed, "a non-negative integer or None")
         if index is None:
             index = seed % len(self.records) if seed is not None else self._next
             self._next = (index + 1) % len(self.records)
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self.records):
+        if not is_python_int(index) or not 0 <= index < len(self.records):
             raise ConfigError("index", index, f"a record index in 0..{len(self.records) - 1}")
         record = self.records[index]
         instance = Instance.from_dict(record["instance"])

@@ -35,6 +35,7 @@ except ImportError as error:  # the adapter is an optional extra; say how to get
 from policy.prompts import get_style
 from policy.score import check_record, make_record, score
 from simulator.config import MAX_SEED, MAX_SIZE, MAX_STAGE_AGENTS, MIN_SIZE, StageConfig
+from simulator.documents import is_python_int
 from simulator.errors import ConfigError
 from simulator.generator import generate
 
@@ -46,7 +47,7 @@ MAX_DATASET_SIZE = 10**9  # entries one dataset may index (len() must fit an ind
 
 
 def _check_int(value: Any, name: str, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    if not is_python_int(value) or not low <= value <= high:
         raise ConfigError(name, value, f"an integer {low} <= {name} <= {high}")
 
 

@@ -55,8 +55,8 @@ import numpy as np
 
 from replays.types import Episode
 from simulator import constants as C
-from simulator.documents import (NumberRecord, check_value, key_text, pair_key, read_key, read_mapping, read_table,
-                                 side_key)
+from simulator.documents import (NumberRecord, check_value, is_python_int, key_text, pair_key, read_key,
+                                 read_mapping, read_table, side_key)
 from simulator.errors import ConfigError
 from simulator.failures import Kind
 from simulator.text import counted, format_plan, percent, render_instance, render_state
@@ -507,7 +507,7 @@ def summarize_paths(
     from replays.errors import ReplayError
     from replays.reader import ReplayReader, replay_files
 
-    if isinstance(exemplars_per_category, bool) or not isinstance(exemplars_per_category, int) or (
+    if not is_python_int(exemplars_per_category) or (
             exemplars_per_category < 0):
         raise ConfigError("--exemplars", exemplars_per_category, "an integer >= 0 (failed examples per category)")
     named: Iterable[str | os.PathLike[str]] = (

@@ -26,6 +26,12 @@ def is_integer(value: Any) -> TypeGuard[int | np.integer[Any]]:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
+def is_python_int(value: Any) -> TypeGuard[int]:
+    """A Python int, not a bool and not NumPy's: for a value kept as it is (in a record written as JSON, a count
+    the code does arithmetic with), where ``np.int64(3)`` would fail later; :func:`is_integer` reads documents."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def is_real(value: Any) -> TypeGuard[int | float | np.integer[Any] | np.floating[Any]]:
     """An int or a float (NumPy's too), not a bool."""
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))

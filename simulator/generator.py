@@ -43,12 +43,12 @@ import numpy as np
 from simulator import constants as C
 from simulator import grid_kernels
 from simulator.config import SizeSpec, StageConfig
-from simulator.documents import is_integer
+from simulator.documents import is_integer, is_python_int
 from simulator.errors import ConfigError
+from simulator.jit import Float64Array, Int8Array, Int32Array, Int64Array, njit
 from simulator.needs_wait import needs_wait_search
 from simulator.prioritized import makespan_upper_bound
 from simulator.solver import solve
-from simulator.jit import Float64Array, Int8Array, Int32Array, Int64Array, njit
 from simulator.types import Instance, InstanceLabels, JointPlan
 
 _ICE = C.ICE
@@ -390,7 +390,7 @@ def generate(
     if not is_integer(seed) or not 0 <= seed < 2**63:
         raise ConfigError("seed", seed, "an integer in 0..2**63-1")
     seed = int(seed)  # a NumPy integer seeds the same streams (SeedSequence reads its value)
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or not 1 <= max_attempts <= 1_000_000:
+    if not is_python_int(max_attempts) or not 1 <= max_attempts <= 1_000_000:
         raise ConfigError("max_attempts", max_attempts, "an integer in 1..1_000_000")
     stage = GeneratedStage([])
     done = 0

@@ -72,7 +72,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from simulator import constants as C
-from simulator.documents import is_integer
+from simulator.documents import is_integer, is_python_int
 from simulator.errors import ConfigError
 from simulator.files import MAX_MAP_BYTES, MAX_SCEN_BYTES, bounded_int, read_text_bounded
 from simulator.generator import DEFAULT_SOLVER_NODES, LabelledInstance, bare_distances, label_instance
@@ -348,7 +348,7 @@ def instances_from_scenarios(
                           "gives it")
     _check_lines_fit(grid, scenarios, source)
     total = len(scenarios) // agents
-    if isinstance(first_group, bool) or not isinstance(first_group, int) or first_group < 0:
+    if not is_python_int(first_group) or first_group < 0:
         raise ConfigError("first_group", first_group, "an integer >= 0")
     stop = total if max_groups is None else min(total, first_group + max_groups)
     report = ImportReport(source, agents, scenario_lines=len(scenarios), leftover_lines=len(scenarios) % agents)
@@ -428,7 +428,7 @@ def import_one(
     grid = read_map(map_path)
     scenarios = read_scen(scen_path)
     total = len(scenarios) // agents
-    if isinstance(group, bool) or not isinstance(group, int) or not 0 <= group < total:
+    if not is_python_int(group) or not 0 <= group < total:
         raise ConfigError(field_name, group, f"0..{total - 1}: {os.fspath(scen_path)} has {len(scenarios)} scenario "
                           f"lines, {total} instances of {agents} agents")
     result = instances_from_scenarios(grid, scenarios, agents, source=os.fspath(scen_path), first_group=group,

@@ -35,6 +35,7 @@ from typing import Any
 import yaml
 
 from simulator import constants as C
+from simulator.documents import is_python_int
 from simulator.errors import ConfigError
 from simulator.files import MAX_CONFIG_BYTES, load_json, read_text_bounded
 from simulator.text import counted
@@ -72,7 +73,7 @@ def _rows(value: Any, where: str) -> list[list[int]]:
                     raise ConfigError(f"{where}.map row {r} column {c}", tile, "'.' (free) or '#' (obstacle)")
                 tiles.append(TILE_CODES[tile])
         elif isinstance(row, (list, tuple)):
-            bad = [tile for tile in row if isinstance(tile, bool) or not isinstance(tile, int) or tile not in (0, 1)]
+            bad = [tile for tile in row if not is_python_int(tile) or tile not in (0, 1)]
             if bad:
                 raise ConfigError(f"{where}.map row {r}", bad[0], "0 (free) or 1 (obstacle)")
             tiles = [C.HOLE if tile == 1 else C.ICE for tile in row]
@@ -94,7 +95,7 @@ def _points(value: Any, name: str, where: str, rows: list[list[int]]) -> list[tu
     for k, point in enumerate(value):
         field_name = f"{where}.{name}[{k}]"
         if (not isinstance(point, (list, tuple)) or len(point) != 2
-                or any(isinstance(v, bool) or not isinstance(v, int) for v in point)):
+                or any(not is_python_int(v) for v in point)):
             raise ConfigError(field_name, point, "[row, col]: two integers")
         row, col = point
         if not (0 <= row < height and 0 <= col < width):

@@ -58,6 +58,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from simulator.documents import is_python_int
 from simulator.errors import ConfigError
 
 GPU_PRESETS = ("qwen3-4b-nothink", "qwen3-4b")
@@ -111,7 +112,7 @@ class GpuBenchSettings:
                   "--generation-prompts": (self.generation_prompts, 1, 65_536),
                   "--generation-tokens": (self.generation_tokens, 1, 131_072), "--seed": (self.seed, 0, 2**31 - 1)}
         for flag, (value, low, high) in counts.items():
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            if not is_python_int(value) or not low <= value <= high:
                 raise ConfigError(flag, value, f"an integer in [{low}, {high}]")
         if self.cpu_threads is not None and (not isinstance(self.cpu_threads, int) or self.cpu_threads < 1):
             raise ConfigError("--cpu-threads", self.cpu_threads, "an integer >= 1")
@@ -374,9 +375,9 @@ def part_generation(bench: BenchContext) -> dict[str, Any]:
 
 
 def part_engineer(bench: BenchContext) -> dict[str, Any]:
+    from curriculum.benches.tokens import engineer_inputs
     from curriculum.config import preset
     from engineer.llm import LLMEngineer
-    from curriculum.benches.tokens import engineer_inputs
 
     s = bench.settings
     context, config = engineer_inputs(s.preset)

@@ -50,6 +50,7 @@ from engineer.decision import EngineerDecision, make_decision
 from engineer.position import RunPosition
 from policy.evaluation import EvalTable
 from policy.prompts import get_style
+from simulator.documents import is_python_int
 from simulator.atomic import atomic_write
 from simulator.config import StageConfig, save_config
 from simulator.errors import ConfigError
@@ -303,7 +304,7 @@ class Curriculum:
         the stage's stream instead of where the last draw ended (a trainer that fixes its rows by step; the next
         draw goes on after them). After the last stage, the last stage's config keeps serving (a trainer that runs
         on); a run begun on a finished folder has no stage to serve and says so."""
-        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_DRAW:
+        if not is_python_int(n) or not 0 <= n <= MAX_DRAW:
             raise ConfigError("n", n, f"an integer in 0..{MAX_DRAW:,}")
         if start is not None:
             from simulator.documents import checked_int
@@ -554,10 +555,9 @@ class Curriculum:
             raise ConfigError("curriculum state: run_id", recorded, f"{own}, the id of the run in {self.dir} "
                               "(manifest.json): a checkpoint of another run with the same name")
         stage, drawn = state["stage"], state["drawn"]
-        if not isinstance(stage, int) or isinstance(stage, bool) or not 1 <= stage <= min(self.stage,
-                                                                                          self.config.stages + 1):
+        if not is_python_int(stage) or not 1 <= stage <= min(self.stage, self.config.stages + 1):
             raise ConfigError("curriculum state: stage", stage, f"1..{self.stage} (the stages this folder reached)")
-        if not isinstance(drawn, int) or isinstance(drawn, bool) or not 0 <= drawn <= MAX_POSITION:
+        if not is_python_int(drawn) or not 0 <= drawn <= MAX_POSITION:
             raise ConfigError("curriculum state: drawn", drawn, f"an integer in 0..{MAX_POSITION:,} (instances "
                               "drawn from the stage)")
         if stage < self.stage:  # the folder went on after this checkpoint: roll back to the checkpoint's stage

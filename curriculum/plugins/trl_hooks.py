@@ -50,6 +50,7 @@ from curriculum.loop.curriculum import Curriculum
 from curriculum.loop.records import TrainingReport, read_record, write_record
 from curriculum.loop.validation import LoadedModel
 from curriculum.training.callbacks import SIGNAL_FILE, load_reward_state, save_reward_state
+from simulator.documents import is_python_int
 from simulator.errors import ConfigError, in_file
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def curriculum_dataset(curriculum: Curriculum, kind: str = "grpo", chunk: int = 
 
     if kind not in ROW_KINDS:
         raise ConfigError("kind", kind, f"one of {', '.join(ROW_KINDS)}")
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or not 1 <= chunk <= 65_536:
+    if not is_python_int(chunk) or not 1 <= chunk <= 65_536:
         raise ConfigError("chunk", chunk, "an integer in 1..65536")
     stream = _Stream(curriculum, kind, chunk)
     _STREAMS.setdefault(curriculum, []).append(stream)
@@ -183,7 +184,7 @@ class CurriculumCallback(TrainerCallback):
     also fits the trainer's loader to the curriculum; ``trainer`` is kept for scripts that pass it."""
 
     def __init__(self, curriculum: Curriculum, stage_steps: int, reward: Any = None, trainer: Any = None) -> None:
-        if isinstance(stage_steps, bool) or not isinstance(stage_steps, int) or stage_steps < 1:
+        if not is_python_int(stage_steps) or stage_steps < 1:
             raise ConfigError("stage_steps", stage_steps, "an integer >= 1 (optimizer steps per stage)")
         self.curriculum = curriculum
         self.stage_steps = stage_steps

@@ -62,6 +62,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
+from simulator.documents import is_python_int
 from simulator.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ class VerlCurriculumOptions:
         if unknown:
             raise ConfigError(f"data.curriculum.{unknown[0]}", section[unknown[0]], f"an option among {sorted(known)}")
         stage_steps = section.get("stage_steps")
-        if stage_steps is not None and (isinstance(stage_steps, bool) or not isinstance(stage_steps, int)
+        if stage_steps is not None and (not is_python_int(stage_steps)
                                         or not 1 <= stage_steps <= MAX_STAGE_STEPS):
             raise ConfigError("data.curriculum.stage_steps", stage_steps,
                               f"an integer in 1..{MAX_STAGE_STEPS} (verl steps per stage), or null")
@@ -311,7 +312,7 @@ class MapfCurriculumDataset(Dataset):
             raise ConfigError("data.dataloader_num_workers", workers, "0 with the curriculum (a loader worker "
                               "would keep serving a copy of the curriculum that never changes stage)")
         batch = _get(config, "gen_batch_size") or _get(config, "train_batch_size")
-        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        if not is_python_int(batch) or batch < 1:
             raise ConfigError("data.train_batch_size", batch, "an integer >= 1 (prompts per verl step)")
         self.options = VerlCurriculumOptions.from_data_config(config)
         run_config = load_run_config(self.options.run_config)
