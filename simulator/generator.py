@@ -209,6 +209,29 @@ def read_jsonl_digest(path: str | os.PathLike[str], flag: str = "",
     return out, digest.hexdigest()
 
 
+CERTIFIED_LABELS = ("optimal_makespan", "optimal_sum_of_costs", "sum_of_distances", "needs_wait")
+
+
+def certify_labels(instance: Instance, size: int, labels: Any, where: str,
+                   solver_nodes: int = DEFAULT_SOLVER_NODES, seed: int = 0, index: int = 0) -> None:
+    """Check a record's ``size`` (the map's longer side) and its labels (:data:`CERTIFIED_LABELS`, read by name from
+    the mapping ``labels``) against the generator's own labelling (:func:`label_instance`). ConfigError naming
+    ``where``, the first field that disagrees, the record's value and the certified one; an instance the solver
+    cannot certify within ``solver_nodes`` is refused too."""
+    side = max(instance.height, instance.width)
+    if size != side:
+        raise ConfigError(f"{where}: size", size, f"the map's longer side, {side}")
+    labelled, status, reason = label_instance(instance, size=size, seed=seed, index=index, solver_nodes=solver_nodes)
+    if labelled is None:
+        raise ConfigError(f"{where}: instance", status, "an instance the solver certifies solvable within "
+                          f"{solver_nodes:,} nodes", reason)
+    for name in CERTIFIED_LABELS:
+        mine, certified = labels[name], getattr(labelled, name)
+        if mine != certified:
+            shown = str(certified).lower() if isinstance(certified, bool) else certified
+            raise ConfigError(f"{where}: {name}", mine, f"the certified value, {shown}")
+
+
 def certify_labelled(item: LabelledInstance, where: str, solver_nodes: int = DEFAULT_SOLVER_NODES) -> None:
     """Check an instance record that came from outside the generator against the generator's own labelling
     (:func:`label_instance`: the solver's optimal makespan and sum of costs, the bare distances, needs-wait) and
@@ -218,19 +241,8 @@ def certify_labelled(item: LabelledInstance, where: str, solver_nodes: int = DEF
     from simulator.judge import judge_plan
 
     instance = item.instance
-    side = max(instance.height, instance.width)
-    if item.size != side:
-        raise ConfigError(f"{where}: size", item.size, f"the map's longer side, {side}")
-    labelled, status, reason = label_instance(instance, size=item.size, seed=item.seed, index=item.index,
-                                              solver_nodes=solver_nodes)
-    if labelled is None:
-        raise ConfigError(f"{where}: instance", status, "an instance the solver certifies solvable within "
-                          f"{solver_nodes:,} nodes", reason)
-    for name in ("optimal_makespan", "optimal_sum_of_costs", "sum_of_distances", "needs_wait"):
-        mine, certified = getattr(item, name), getattr(labelled, name)
-        if mine != certified:
-            shown = str(certified).lower() if isinstance(certified, bool) else certified
-            raise ConfigError(f"{where}: {name}", mine, f"the certified value, {shown}")
+    certify_labels(instance, item.size, {name: getattr(item, name) for name in CERTIFIED_LABELS}, where,
+                   solver_nodes, seed=item.seed, index=item.index)
     if item.plan.n_agents != instance.n_agents:
         raise ConfigError(f"{where}: plan", f"moves for {item.plan.n_agents} agents",
                           f"one list of moves per agent ({instance.n_agents} agents)")
@@ -241,9 +253,9 @@ def certify_labelled(item: LabelledInstance, where: str, solver_nodes: int = DEF
     if not verdict.valid:
         raise ConfigError(f"{where}: plan", f"{verdict.failure_name} at step {verdict.fail_step}",
                           "a valid plan of the instance (the certificate)")
-    if verdict.makespan != labelled.optimal_makespan:
+    if verdict.makespan != item.optimal_makespan:  # equal to the certified one (checked above)
         raise ConfigError(f"{where}: plan", f"makespan {verdict.makespan}",
-                          f"a plan of the optimal makespan, {labelled.optimal_makespan}")
+                          f"a plan of the optimal makespan, {item.optimal_makespan}")
 
 
 def bare_distances(instance: Instance) -> np.ndarray:

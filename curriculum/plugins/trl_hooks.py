@@ -49,7 +49,7 @@ from transformers import TrainerCallback
 from curriculum.loop.curriculum import Curriculum
 from curriculum.loop.records import TrainingReport, read_record, write_record
 from curriculum.loop.validation import LoadedModel
-from curriculum.training.callbacks import SIGNAL_FILE, load_reward_state, save_reward_state
+from curriculum.training.callbacks import load_reward_state, restore_reward_state, save_reward_state
 from simulator.documents import is_python_int
 from simulator.errors import ConfigError, in_file
 
@@ -219,15 +219,11 @@ class CurriculumCallback(TrainerCallback):
         # the step the checkpoint's stage began at: within one stage of the checkpoint's step
         began = checked_int(document.get("stage_began", 0), f"{saved}: stage_began",
                             max(0, state.global_step - self.stage_steps), state.global_step)
-        reward_state, reward_file = document.get("reward"), saved  # checkpoints before the tallies' own file
-        if "reward" not in document and self.reward is not None and (saved.parent / SIGNAL_FILE).exists():
-            reward_file = saved.parent / SIGNAL_FILE
-            reward_state = read_record(reward_file, "reward tallies beside the TRL checkpoint")
-        if reward_state is not None and not isinstance(reward_state, dict):
-            raise ConfigError(f"{saved}: reward", type(reward_state).__name__, "a mapping (StageReward.state) or null")
         # each load checks everything before it changes anything; nothing is written here
-        if self.reward is not None and reward_state is not None:
-            load_reward_state(self.reward, reward_state, str(reward_file))
+        if self.reward is not None and document.get("reward") is not None:  # before the tallies had their own file
+            load_reward_state(self.reward, document["reward"], f"{saved}: reward")
+        elif self.reward is not None and "reward" not in document:
+            restore_reward_state(saved.parent, self.reward)
         try:
             self.curriculum.load_state_dict(document["curriculum"])
         except ConfigError as error:

@@ -214,7 +214,7 @@ def _checked_file_row(row: Any, where: str) -> dict:
     messages of text) and ``reward_model.ground_truth`` (a scoring record, ``policy.score``), whose instance the
     solver certifies with the record's labels (a relabelled ``optimal_makespan`` would score wrong answers right)."""
     from policy.score import check_record
-    from simulator.generator import label_instance
+    from simulator.generator import certify_labels
     from simulator.types import Instance
 
     if not isinstance(row, Mapping):
@@ -237,18 +237,7 @@ def _checked_file_row(row: Any, where: str) -> dict:
     except (TypeError, ValueError, KeyError) as error:  # ConfigError is a ValueError
         raise ConfigError(f"{where}: reward_model.ground_truth.instance", "unreadable", "an instance {grid, "
                           "starts, goals}", " ".join(str(error).split())[:200]) from None
-    side = max(instance.height, instance.width)
-    if labels["size"] != side:
-        raise ConfigError(f"{where}: reward_model.ground_truth.labels.size", labels["size"],
-                          f"the map's longer side, {side}")
-    labelled, status, reason = label_instance(instance, size=side)
-    if labelled is None:
-        raise ConfigError(f"{where}: reward_model.ground_truth.instance", status, "an instance the solver "
-                          "certifies", reason)
-    for name in ("optimal_makespan", "optimal_sum_of_costs", "sum_of_distances", "needs_wait"):
-        if labels[name] != getattr(labelled, name):
-            raise ConfigError(f"{where}: reward_model.ground_truth.labels.{name}", labels[name],
-                              f"the certified value, {getattr(labelled, name)}")
+    certify_labels(instance, labels["size"], labels, f"{where}: reward_model.ground_truth.labels")
     if labels["agents"] != instance.n_agents:
         raise ConfigError(f"{where}: reward_model.ground_truth.labels.agents", labels["agents"],
                           f"the instance's agent count, {instance.n_agents}")
