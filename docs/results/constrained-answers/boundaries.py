@@ -9,7 +9,9 @@ edited, and the model answers it ``--samples`` times (seeds 0..) in each mode (`
 repaired; ``constrained``: held to the answer schema). Per answer: whether a config document was read from it
 (``parsed``), whether it needed no repair beyond reading it (``no_repair``), whether it changed anything
 (``changed``), whether the generator can fill the resulting config (``fillable``: the generator makes its instances,
-at most 200), and the seconds. Prints the shares per mode and writes every answer.
+at most 200), and the seconds. Prints the shares per mode and writes every answer. With ``--json``, the file is
+rewritten after each answer and read back when the command is run again: answers already there are kept, not
+asked again (a study killed half-way resumes).
 """
 
 from __future__ import annotations
@@ -65,6 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     options = {"show_schema": False, "sides": [3, 4, 5, 6], "rationale_chars": 300, "max_new_tokens": 400,
                "timeout_s": 900}
     rows = []
+    if args.json and args.json.exists():
+        try:
+            rows = json.loads(args.json.read_text())
+        except (OSError, ValueError) as exc:
+            parser.error(f"--json {args.json} exists and is not this script's answers ({exc}); move it away")
+        if not isinstance(rows, list) or not all(isinstance(row, dict) and {"run", "decision", "mode", "seed"} <= set(row)
+                                                 for row in rows):
+            parser.error(f"--json {args.json} exists and is not this script's answers; move it away")
+    done = {(row["run"], row["decision"], row["mode"], row["seed"]) for row in rows}
     for run in args.runs:
         wanted = set(filter(None, args.decisions.split(",")))
         for path in decision_files(run):
@@ -78,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
             for mode in args.modes.split(","):
                 engineer = make_engineer(f"llm:{args.model}", backend=backend, answer_mode=mode, **options)
                 for seed in range(args.samples):
+                    if (run.name, path.parent.name, mode, seed) in done:
+                        continue
                     started = time.perf_counter()
                     decision = engineer.propose(context, config, seed=seed)
                     seconds = time.perf_counter() - started
@@ -90,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
                                  "seconds": round(seconds, 1), "reason": decision.reason, "repairs": repairs,
                                  "diff": decision.diff, "completion_tokens": decision.details.get("completion_tokens")})
                     print(json.dumps(rows[-1])[:300], file=sys.stderr, flush=True)
+                    if args.json:
+                        atomic_write(args.json, json.dumps(rows, indent=1))
     print(f"{'mode':<12} {'answers':>7} {'parsed':>7} {'no repair':>9} {'changed':>8} {'fillable':>8} {'s/answer':>8}")
     for mode in args.modes.split(","):
         mine = [row for row in rows if row["mode"] == mode]
@@ -104,8 +119,6 @@ def main(argv: list[str] | None = None) -> int:
         seconds = mean_interval([sum(values) / len(values) for values in prompts.values()])
         print(f"{mode:<12} {len(mine):>7} {share['parsed']:>7.0%} {share['no_repair']:>9.0%} {share['changed']:>8.0%} "
               f"{share['fillable']:>8.0%} {seconds.format(scale=1.0, digits=1)} ({len(prompts)} prompts)")
-    if args.json:
-        atomic_write(args.json, json.dumps(rows, indent=1))
     return 0
 
 
