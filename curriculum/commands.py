@@ -244,6 +244,11 @@ def _arm_variant(config, arm: str, seed: int, overrides: dict, seeded_name: bool
     from simulator.errors import ConfigError
 
     name = f"{config.name}-{arm}" + (f"-s{seed}" if seeded_name else "")
+    spec = overrides.get("engineer.spec")
+    if spec is not None and spec != config.engineer.spec and "engineer.options" not in overrides:
+        # the config's engineer options were written for its own engineer: an arm of another engineer starts from
+        # none (``--arm fixed`` on ``smol-self``, whose options are the language model's), then takes its own
+        overrides = {"engineer.options": {}, **overrides}
     try:
         return config.with_overrides(name=name, arm=arm, seed=seed, **overrides)
     except ConfigError as error:

@@ -880,3 +880,28 @@ def test_seed_comparison__a_damaged_compare_json_is_refused_naming_the_key():
     document["arms"]["band"]["per_seed"]["101"]["test"] = "x"
     with pytest.raises(ConfigError, match=r"arms\.band\.per_seed\.101\.test"):
         SeedComparison.from_dict(document)
+
+
+def test_arm_variant__an_arm_of_another_engineer_drops_the_configs_engineer_options():
+    """``smol-self``'s engineer options are its language model's: ``--arm fixed`` or ``--arm gap-band`` on it start
+    from none (the fixed engineer refuses ``answer_mode``), an arm of the config's own engineer keeps them, and an
+    arm that sets ``engineer.options`` itself gets what it set."""
+    from curriculum.commands import _arm_variant, _parse_arms
+    from curriculum.config import preset
+    from engineer import make_engineer
+
+    smol = preset("smol-self")
+    assert smol.engineer.spec == "llm:self" and smol.engineer.options.get("answer_mode") == "constrained"
+    arms = _parse_arms(["fixed", "gap-band", "llm-self", "own=engineer.spec=rule;engineer.options={}",
+                        "self=engineer.spec=llm:self;engineer.options.max_new_tokens=64"])
+    engineers = {name: _arm_variant(smol, name, 721, overrides, True).engineer for name, overrides in arms.items()}
+    assert engineers["fixed"].options == {} and engineers["own"].options == {}
+    assert engineers["gap-band"].options == {"remedy": "drop", "lengths": "frontier"}
+    assert engineers["llm-self"].options == smol.engineer.options
+    assert engineers["self"].options == {**smol.engineer.options, "max_new_tokens": 64}
+    for name in ("fixed", "gap-band", "own"):
+        make_engineer(engineers[name].spec, **engineers[name].options)  # each engineer takes its options
+    # on a preset without engineer options nothing changes
+    small = preset("small")
+    assert _arm_variant(small, "fixed", 1, arms["fixed"], False) == small.with_overrides(
+        name=f"{small.name}-fixed", arm="fixed", seed=1, **arms["fixed"])
