@@ -831,7 +831,7 @@ def test_main_job__the_readme_command_at_a_reduced_size_ends_with_the_test_set_a
     """The README's first command (``train --preset demo --compare --arm fixed --arm gap-band --primary gap-band``)
     with its budget cut: both arms share the warm start, the engineered one decides, the run ends with the test
     set first and a verdict line."""
-    from test_readme import main_job_command
+    from tests.project.test_readme import main_job_command
 
     command = main_job_command()
     assert command[:2] == ["mapf-lake", "train"] and "--primary" in command

@@ -24,7 +24,7 @@ from policy.backend_openai import OpenAIBackend
 from simulator.config import SizeSpec, StageConfig, config_json_schema
 from simulator.errors import ConfigError
 from simulator.fields import ALLOWED, Allowed
-from test_engineer_engineers import GOOD_ANSWER, ScriptedBackend, summary_with
+from tests.engineer.test_engineer_engineers import GOOD_ANSWER, ScriptedBackend, summary_with
 from tests.documents import DELETE, set_at
 
 CONFIG = StageConfig.from_dict({"agents": 2, "samples": 400, "seed": 3, "sizes": {
@@ -295,7 +295,7 @@ def test_vllm__sampling_params_carry_the_schema_as_structured_outputs():
 
 
 def test_vllm__generate_json_sends_the_schema_with_every_request_to_a_stand_in(monkeypatch):
-    from test_backends import _fake_vllm
+    from tests.policy.test_backends import _fake_vllm
 
     from policy.backends import make_backend
 

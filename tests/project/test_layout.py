@@ -228,3 +228,18 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def test_layout__tests_import_each_other_through_the_tests_package():
+    """A test module that imports one in a folder of ``tests/`` does it as ``tests.PACKAGE.MODULE``: a bare ``test_x`` only
+    resolves when pytest happened to put that module's folder on the path while collecting the whole suite, so the
+    importing file failed when run alone (``pytest tests/curriculum/test_compare.py``)."""
+    nested = {path.stem for path in (ROOT / "tests").glob("*/*.py")}  # tests/ itself is on the path (conftest)
+    bare = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            bare += [f"{path.relative_to(ROOT)}:{node.lineno} {name}" for name in names
+                     if name.split(".")[0] in nested]
+    assert not bare, "import these as tests.PACKAGE.MODULE: " + ", ".join(bare)
