@@ -217,3 +217,38 @@ def test_paired_table__declared_family_is_holm_adjusted_and_reproduces_protocol_
         assert "nobody" in str(stop)
     else:
         raise AssertionError("an arm without runs was compared")
+
+
+def test_evidence_size__choices_on_subsets_are_valued_on_the_other_draw(tmp_path):
+    """``size_figures``: a candidate better on both draws is chosen from large subsets and its lead read on B; equal
+    candidates keep ``fixed``'s (index 0), whose lead is 0; subsets take a quarter of ``n`` from each side."""
+    import numpy as np
+
+    module = _module(ROOT / "docs" / "results" / "evidence-size" / "evidence_size.py")
+    rng = np.random.default_rng(0)
+    sides = np.repeat([3, 4, 5, 6], 500)
+    fixed, better = rng.random(2000) < 0.3, rng.random(2000) < 0.6
+    a = np.stack([fixed, fixed.copy(), better])
+    b = np.stack([rng.random(2000) < 0.3, rng.random(2000) < 0.3, rng.random(2000) < 0.6])
+    figures = module.size_figures(a, b, sides, 0, 400, 200, np.random.default_rng(1))
+    assert figures["n"] == 400 and figures["chose_b_best"] == 1.0
+    assert abs(figures["lead_on_b"] - (b[2].mean() - b[0].mean())) < 1e-12 and figures["spearman"] is not None
+    level = np.stack([fixed, fixed.copy()])  # a tie keeps fixed's candidate, as the lookahead does
+    assert module.size_figures(level, b[:2], sides, 0, 40, 50, np.random.default_rng(2))["lead_on_b"] == 0.0
+    assert module.choose(np.array([0.3, 0.3, 0.2])) == 0 and module.choose(np.array([0.3, 0.31, 0.2])) == 1
+    import pytest
+
+    with pytest.raises(SystemExit, match="raise --per-side"):
+        module.size_figures(a, b, sides, 0, 2400, 1, np.random.default_rng(3))  # 600 a side of 500
+
+
+def test_smol_self_warmstart__settings_are_checked(tmp_path):
+    import argparse
+
+    import pytest
+
+    module = _module(ROOT / "docs" / "results" / "smol-self" / "warmstart.py")
+    assert module.parse_setting("3e-4:100") == (3e-4, 100)
+    for bad in ("3e-4", "fast:100", "0:100", "1:100", "3e-4:0", "3e-4:1e9"):
+        with pytest.raises(argparse.ArgumentTypeError, match="--setting"):
+            module.parse_setting(bad)
