@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from curriculum.config import load_run_config  # noqa: E402
+from curriculum.loop.records import read_record  # noqa: E402
 from curriculum.loop.sets import RunSets, training_seed  # noqa: E402
 from curriculum.loop.validation import EvaluationModels  # noqa: E402
 from curriculum.reports.stats import mean_interval  # noqa: E402
@@ -100,11 +101,9 @@ def answers(models, config, model: Path, items, cache: Path) -> tuple[np.ndarray
 
 
 def trial_seconds(folder: Path) -> float | None:
-    done = folder / "model" / "checkpoint_done.json"
-    try:
-        return float(json.loads(done.read_text()).get("seconds"))
-    except (OSError, ValueError, TypeError):
-        return None
+    """The trial's training seconds from its checkpoint mark (None where the mark has none)."""
+    seconds = read_record(folder / "model" / "checkpoint_done.json", "checkpoint mark").get("seconds")
+    return float(seconds) if isinstance(seconds, (int, float)) else None
 
 
 def choose(rates: np.ndarray) -> int:

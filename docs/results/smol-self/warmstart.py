@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from curriculum.config import preset
+    from curriculum.loop.records import read_record
     from curriculum.training.run import Run
 
     rows = []
@@ -64,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         run._warm_start(run.initial_model())
         seconds = time.perf_counter() - started
         folder = config.run_dir / "warm_start"
-        summary = json.loads((folder / "summary.json").read_text())
-        report = json.loads((folder / "model" / "checkpoint_done.json").read_text())
+        summary = read_record(folder / "summary.json", "validation summary")  # the loop's checked reader
+        report = read_record(folder / "model" / "checkpoint_done.json", "checkpoint mark")
         episodes = summary["episodes"]
         rows.append({
             "setting": f"{rate:g}:{steps}", "learning_rate": rate, "steps": steps, "seed": args.seed,

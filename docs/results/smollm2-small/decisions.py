@@ -18,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
+from curriculum.loop.folder import read_decision  # noqa: E402
 from simulator.atomic import atomic_write  # noqa: E402
 
 
@@ -27,15 +28,14 @@ def decision_rows(run: Path) -> list[dict]:
     for path in paths:
         if not path.exists():
             continue
-        record = json.loads(path.read_text())
-        details = record.get("details") or {}
+        decision = read_decision(path)  # the loop's checked reader: a bad record is one line naming the file
         rows.append({
             "run": run.name, "decision": "before stage 1" if path.parent.name == "warm_start"
             else f"after stage {int(path.parent.name.split('-')[1])}",
-            "seconds": record.get("seconds"), "prompt_tokens": details.get("prompt_tokens"),
-            "answer_tokens": details.get("completion_tokens"), "outcome": record.get("outcome"),
-            "accepted": record.get("accepted"), "diff": record.get("diff") or [], "reason": record.get("reason"),
-            "repairs": record.get("repairs") or [], "rationale": record.get("rationale")})
+            "seconds": decision.seconds, "prompt_tokens": decision.details.get("prompt_tokens"),
+            "answer_tokens": decision.details.get("completion_tokens"), "outcome": decision.outcome,
+            "accepted": decision.accepted, "diff": decision.diff, "reason": decision.reason,
+            "repairs": decision.repairs, "rationale": decision.rationale})
     return rows
 
 
