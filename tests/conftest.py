@@ -28,6 +28,12 @@ os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules marked ``long`` (``pytestmark = pytest.mark.long``) run first, each in its own order: the workers
+    (``-n auto``) then end on short tests and finish together, instead of one waiting on a long test started last."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: every other order is kept
+
+
 @pytest.fixture(scope="module")
 def items(request: pytest.FixtureRequest) -> list[LabelledInstance]:
     """The labelled instances of the test module's ``CONFIG`` (a ``StageConfig``), generated once per module."""

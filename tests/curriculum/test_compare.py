@@ -24,6 +24,8 @@ from curriculum.reports.stats import (holm, mean_interval, paired_difference, pa
 from policy.evaluation import EvalTable, SampledPass1
 from simulator.errors import ConfigError
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

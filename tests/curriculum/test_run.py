@@ -21,6 +21,8 @@ from simulator.config import StageConfig
 from simulator.errors import ConfigError
 from tests.small_run import SMALL, small_config
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

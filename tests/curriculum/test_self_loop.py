@@ -12,6 +12,8 @@ import json
 
 import pytest
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 # One boundary at reduced size: a warm start of one step, one RFT stage of four prompts, eight validation instances,
 # the test set left unread; the engineer's answer keeps the preset's schema and token limit, a shorter rationale.
 REDUCED = {

@@ -16,6 +16,8 @@ from curriculum.loop.curriculum import Curriculum
 from simulator.errors import ConfigError
 from tests.small_run import SMALL
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 REDUCED = SMALL  # two stages of two steps, a six-step warm start, 12 evidence instances, the quick test suite
 

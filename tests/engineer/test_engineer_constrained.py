@@ -27,6 +27,8 @@ from simulator.fields import ALLOWED, Allowed
 from tests.engineer.test_engineer_engineers import GOOD_ANSWER, ScriptedBackend, summary_with
 from tests.documents import DELETE, set_at
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 CONFIG = StageConfig.from_dict({"agents": 2, "samples": 400, "seed": 3, "sizes": {
     side: {"data_ratio": 0.25, "hole_ratio": 0.2, "wait_ratio": 0.3} for side in (3, 4, 5, 6)}})
 GOOD_CONFIG = {"agents": 2, "samples": 400, "sizes": {

@@ -13,6 +13,8 @@ import pytest
 from policy.pretrained import PRETRAINED, SOURCE_FILE, find_gguf, init_pretrained
 from simulator.errors import ConfigError
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
