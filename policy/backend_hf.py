@@ -167,7 +167,9 @@ class HFBackend:
 
     def _load(self, target: str) -> tuple[Any, Any]:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
+
+        from policy.models import load_causal_lm
 
         local = Path(target).expanduser()
         if not local.exists() and not _HUB_NAME.match(target):
@@ -183,11 +185,13 @@ class HFBackend:
 
         def load(offline: bool) -> tuple[Any, Any]:
             tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=offline)
-            model = AutoModelForCausalLM.from_pretrained(source, local_files_only=offline, **model_kwargs)
+            model = load_causal_lm(source, local_files_only=offline, **model_kwargs)
             return tokenizer, model
 
         try:
             tokenizer, model = load(offline=True)
+        except ConfigError:  # the folder's weights refused by load_causal_lm: its own line names the folder
+            raise
         except (OSError, ValueError, KeyError) as offline_error:
             if local.exists() or _hub_downloads_off():
                 raise ConfigError(

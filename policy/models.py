@@ -438,3 +438,30 @@ def init_tiny_qwen3(out_dir: str | Path, tokenizer_dir: str | Path, seed: int = 
     eos = [QWEN3_BPE_SIZE + 2, QWEN3_BPE_SIZE]  # <|im_end|>, <|endoftext|>: Qwen3's generation_config stops on both
     config = tiny_config(QWEN3_VOCAB_ROWS, pad_id=QWEN3_BPE_SIZE, eos_id=eos, bos_id=QWEN3_BPE_SIZE, **shape)
     return init_random_qwen3(out_dir, tokenizer_dir, config, seed)
+
+
+# --- loading ---------------------------------------------------------------------------------------------------
+
+
+def load_causal_lm(source: str | Path, **kwargs: Any) -> Any:
+    """``AutoModelForCausalLM.from_pretrained(source, **kwargs)``, refused in one ConfigError line when the weights
+    cannot be read (a truncated or garbled ``model.safetensors``) or do not hold every weight the model needs (a
+    damaged header, another model's file): transformers would start those weights at random and only warn, and a
+    run would train or score a model nobody wrote."""
+    from safetensors import SafetensorError
+    from transformers import AutoModelForCausalLM
+
+    allowed = "a model folder whose weights file holds every weight its config needs"
+    try:
+        loaded: Any = AutoModelForCausalLM.from_pretrained(str(source), output_loading_info=True, **kwargs)
+        model, info = loaded
+    except SafetensorError as error:
+        raise ConfigError("model", str(source), allowed,
+                          detail=f"its weights file cannot be read: {' '.join(str(error).split())[:200]}") from None
+    missing, mismatched = list(info.get("missing_keys") or ()), list(info.get("mismatched_keys") or ())
+    if missing or mismatched:
+        shown = ", ".join(str(key) for key in (missing + mismatched)[:3])
+        raise ConfigError("model", str(source), allowed, detail=(
+            f"{len(missing)} weights missing and {len(mismatched)} of another shape, e.g. {shown}: a damaged or "
+            "foreign model.safetensors"))
+    return model

@@ -20,6 +20,7 @@ from curriculum.training.common import (_checkpoint_done, _common_arguments, _cu
                                         _mark_checkpoint, _Progress, _quiet, _read_report,
                                         grpo_dataset, quiet_libraries)
 from policy.backend_hf import set_cpu_threads
+from policy.models import load_causal_lm
 from policy.prompts import PromptStyle, save_checkpoint_style
 from policy.rewards import StageReward
 from simulator.generator import LabelledInstance
@@ -141,7 +142,7 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
     mean/std, share of groups with zero reward variance, tokens per completion, seconds per step (all steps; and
     the first apart from the rest), parameters (all, trained). ``save=False`` (benchmarks) writes no checkpoint
     at all. ``training`` is the run config's ``Training`` section (``curriculum.config.Training``)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
     from trl import GRPOConfig
 
     final = out_dir / "model"
@@ -151,7 +152,7 @@ def grpo_stage(training, model_dir: str, items: Sequence[LabelledInstance], styl
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="auto" if _cuda() else None)
+    model = load_causal_lm(model_dir, dtype="auto" if _cuda() else None)
     set_cpu_threads(model, cpu_threads)
     options = _grpo_arguments(training, style, out_dir, model, seed, save)
     timer = _Progress.make(f"GRPO {out_dir.name}", training.steps)

@@ -15,6 +15,7 @@ from curriculum.training.common import (_checkpoint_done, _common_arguments, _la
                                         _mark_checkpoint, _Progress, _quiet, _read_report, quiet_libraries,
                                         sft_dataset)
 from policy.backend_hf import set_cpu_threads
+from policy.models import load_causal_lm
 from policy.prompts import PromptStyle, save_checkpoint_style
 from simulator.generator import LabelledInstance
 
@@ -24,7 +25,7 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
                warmup_steps: int = 0, label: str = "warm start") -> TrainingReport:
     """Supervised fine-tuning on the items' plans (the solver's optimal ones, or a policy's own kept ones); saves
     model + tokenizer to ``out_dir/model``. Resumable. ``label`` names the progress lines."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
     final = out_dir / "model"
@@ -32,7 +33,7 @@ def warm_start(model_dir: str, items: Sequence[LabelledInstance], style: PromptS
         return _read_report(final)
     quiet_libraries()
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    model = load_causal_lm(model_dir)
     set_cpu_threads(model, cpu_threads)
     args = SFTConfig(
         **_common_arguments(out_dir, steps, learning_rate, steps // 4, seed, model),

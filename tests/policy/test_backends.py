@@ -187,6 +187,42 @@ def test_hf__folder_without_a_model_is_a_config_error(tmp_path):
         make_backend(f"hf:{tmp_path / 'empty'}")
 
 
+def _damaged_copy(folder: Path, out: Path, damage: str) -> Path:
+    """A copy of the model ``folder`` whose ``model.safetensors`` has one tensor renamed in its header (the file
+    still reads: transformers alone would start that weight at random), or is cut to its first 1,000 bytes."""
+    import shutil
+
+    shutil.copytree(folder, out)
+    weights = out / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    if damage == "truncated":
+        weights.write_bytes(bytes(data[:1000]))
+        return out
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + size])
+    name = next(key for key in header if key != "__metadata__")
+    renamed = name[:-3] + "xyz"  # the same length: the header keeps its size and every offset stays right
+    data[8:8 + size] = bytes(data[8:8 + size]).replace(f'"{name}"'.encode(), f'"{renamed}"'.encode(), 1)
+    weights.write_bytes(bytes(data))
+    return out
+
+
+@pytest.mark.parametrize("damage", ["renamed", "truncated"])
+def test_hf__a_damaged_weights_file_is_one_config_error_not_a_randomly_started_model(tmp_path, damage):
+    from tests.cli_runner import mapf_lake
+
+    folder = _damaged_copy(tiny_model_dir(), tmp_path / "model", damage)
+    expected = "weights missing" if damage == "renamed" else "weights file cannot be read"
+    with pytest.raises(ConfigError, match=expected) as refused:
+        make_backend(f"hf:{folder}")
+    assert str(folder) in str(refused.value)
+    result = mapf_lake("eval", "--policy", f"hf:{folder}", "--quick", "--out", str(tmp_path / "out"), check=False)
+    assert result.returncode == 2 and expected in result.stderr
+    last = result.stderr.strip().splitlines()[-1]  # after transformers' own loading report
+    assert "Traceback" not in result.stderr and last.startswith("mapf-lake: error: model = ") and expected in last
+    assert not (tmp_path / "out").exists()
+
+
 def test_hf__uncached_hub_name_with_hub_off_is_a_config_error(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ConfigError, match="hf:nobody-here/no-such-model"):
