@@ -29,8 +29,10 @@ usable document is rejected with a reason that says so (``details["cut_at_max_ne
 
 Failure handling: loading and generation run in a worker thread bounded by ``timeout_s``. A backend that
 raises, or does not answer in time, gives the fallback decision (previous config kept) with the reason
-recorded; a timed-out worker cannot be killed from Python, so it is left to finish in the background (a daemon
-thread: it never holds the process open) and its answer is discarded.
+recorded. A timed-out worker cannot be killed from Python; its generation is asked to stop at its next token
+(:func:`policy.backend_base.stop_generation_in`: ``hf:`` stops, so an abandoned answer does not keep a core, or a
+model being trained, busy; a remote request finishes), the thread is a daemon (it never holds the process open) and
+its answer is discarded.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from engineer.decision import EngineerDecision, make_decision
 from engineer.options import python_object
 from engineer.prompt import JsonAnswer, build_messages, build_text_prompt
 from engineer.proposal import MAX_RATIONALE_CHARS, decide_from_answer
-from policy.backend_base import why_no_json_schema
+from policy.backend_base import stop_generation_in, why_no_json_schema
 from simulator.config import StageConfig
 from simulator.errors import ConfigError
 from simulator.fields import check_fields, choice, integer
@@ -70,7 +72,8 @@ class ConstrainedUnavailable(RuntimeError):
 
 
 def call_with_timeout(work: Callable[[], Any], timeout_s: float) -> Any:
-    """``work()`` in a daemon thread; its result, its exception re-raised, or :class:`BackendTimeout`."""
+    """``work()`` in a daemon thread; its result, its exception re-raised, or :class:`BackendTimeout` (the thread's
+    generation then asked to stop: module docstring)."""
     outcome: dict[str, Any] = {}
 
     def run() -> None:
@@ -83,6 +86,7 @@ def call_with_timeout(work: Callable[[], Any], timeout_s: float) -> Any:
     worker.start()
     worker.join(timeout_s)
     if worker.is_alive():
+        stop_generation_in(worker)  # its answer is discarded: the generation stops at its next token (hf:)
         raise BackendTimeout(f"no answer within {timeout_s:g} s")
     if "error" in outcome:
         raise outcome["error"]

@@ -22,16 +22,38 @@ Answers held to a JSON Schema: a backend that can constrain generation to a sche
 before ``max_new_tokens`` is a JSON document the schema admits (the grammar decides each token; no free
 whitespace). It may have ``json_schema_unavailable()``, which says why it cannot right now (a grammar library
 not installed, a tokenizer that cannot write JSON), or None. :func:`why_no_json_schema` asks both.
+
+Stopping: :func:`stop_generation_in` asks the generation running (or about to run) in a thread to stop at its next
+token; a caller that gave up on the thread (the engineer's ``timeout_s``) uses it so the abandoned work does not
+keep a core, or the model, busy. ``hf:`` honours it (:func:`generation_stopped`, checked each token); the others
+finish their request.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Protocol, Sequence
 
 from simulator.errors import ConfigError
 
 Prompt = str | list[dict[str, Any]]  # raw text, or chat messages [{"role": ..., "content": ...}]
+
+
+_STOPPED: set[threading.Thread] = set()  # threads whose generation stops at its next token
+_STOPPED_LOCK = threading.Lock()
+
+
+def stop_generation_in(thread: threading.Thread) -> None:
+    """Stop the generation that runs, or will run, in ``thread`` at its next token (module docstring)."""
+    with _STOPPED_LOCK:
+        _STOPPED.difference_update([old for old in _STOPPED if not old.is_alive()])  # finished threads: forgotten
+        _STOPPED.add(thread)
+
+
+def generation_stopped() -> bool:
+    """Whether the calling thread's generation was asked to stop (:func:`stop_generation_in`)."""
+    return threading.current_thread() in _STOPPED
 
 
 class BackendError(RuntimeError):

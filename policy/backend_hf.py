@@ -26,7 +26,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from policy.backend_base import Generation, Prompt, Sampling, check_prompts, first_line
+from policy.backend_base import Generation, Prompt, Sampling, check_prompts, first_line, generation_stopped
 from simulator.errors import ConfigError
 
 SMALL_MODEL_PARAMETERS = 100_000_000  # below this a model runs on one CPU thread by default (see default_cpu_threads)
@@ -321,7 +321,7 @@ class HFBackend:
         self, encoded: list[list[int]], sampling: Sampling, chunk: int, ignore_eos: bool, grammar: Any = None
     ) -> list[Generation]:
         import torch
-        from transformers import GenerationConfig, LogitsProcessorList
+        from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
         batch = self.tokenizer.pad({"input_ids": encoded}, padding=True, return_tensors="pt")
         input_ids = batch["input_ids"].to(self.model.device)
@@ -360,7 +360,7 @@ class HFBackend:
                 torch.manual_seed(_mixed_seed(sampling.seed, chunk))
                 sequences = self.model.generate(
                     input_ids=input_ids, attention_mask=attention_mask, generation_config=generation_config,
-                    logits_processor=processors,
+                    logits_processor=processors, stopping_criteria=StoppingCriteriaList([_stop_when_asked]),
                 )
         finally:
             torch.set_num_threads(threads_before)
@@ -374,6 +374,14 @@ class HFBackend:
             text = self.tokenizer.decode(ids[:length], skip_special_tokens=True)
             results.append(Generation(text=text, prompt_tokens=int(prompt_length), completion_tokens=length))
         return results
+
+
+def _stop_when_asked(input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+    """A stopping criterion: every row stops once the calling thread's generation was asked to stop
+    (:func:`policy.backend_base.stop_generation_in`)."""
+    import torch
+
+    return torch.full((input_ids.shape[0],), generation_stopped(), dtype=torch.bool, device=input_ids.device)
 
 
 def _accelerate_installed() -> bool:

@@ -1166,6 +1166,27 @@ def tiny_model():
     return tiny_model_dir()
 
 
+def test_llm_hf__a_timed_out_answer_stops_generating_instead_of_running_on_in_the_background(tiny_model):
+    from engineer.llm import BackendTimeout, call_with_timeout
+    from policy.backend_base import Sampling
+    from policy.backends import make_backend
+
+    backend = make_backend(f"hf:{tiny_model}")
+    sampling = Sampling(max_new_tokens=900, temperature=1.0, seed=0, batch_size=1)
+    finished: dict = {}
+
+    def work():  # 900 tokens, the stop token suppressed, unless the generation is stopped
+        finished["generations"] = backend._generate(["n=3\n"], sampling, ignore_eos=True)
+        return finished["generations"]
+
+    with pytest.raises(BackendTimeout):
+        call_with_timeout(work, 0.05)
+    deadline = time.monotonic() + 300
+    while "generations" not in finished and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert 0 < finished["generations"][0].completion_tokens < 900
+
+
 def test_llm_hf__tiny_model_answers_end_to_end_and_the_fallback_holds(tiny_model):
     engineer = make_engineer(f"llm:hf:{tiny_model}", max_new_tokens=96, timeout_s=120)
     assert isinstance(engineer, LLMEngineer)
