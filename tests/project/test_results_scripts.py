@@ -236,6 +236,7 @@ def test_evidence_size__choices_on_subsets_are_valued_on_the_other_draw(tmp_path
     level = np.stack([fixed, fixed.copy()])  # a tie keeps fixed's candidate, as the lookahead does
     assert module.size_figures(level, b[:2], sides, 0, 40, 50, np.random.default_rng(2))["lead_on_b"] == 0.0
     assert module.choose(np.array([0.3, 0.3, 0.2])) == 0 and module.choose(np.array([0.3, 0.31, 0.2])) == 1
+    assert module.choose(np.array([0.3, 0.3, 0.2]), fixed=1) == 1 and module.choose(np.array([0.3, 0.2, 0.2]), 1) == 0
     import pytest
 
     with pytest.raises(SystemExit, match="raise --per-side"):

@@ -106,9 +106,11 @@ def trial_seconds(folder: Path) -> float | None:
     return float(seconds) if isinstance(seconds, (int, float)) else None
 
 
-def choose(rates: np.ndarray) -> int:
-    """The lookahead's choice: the first of the best (index 0 is ``fixed``'s candidate)."""
-    return int(np.argmax(rates))
+def choose(rates: np.ndarray, fixed: int = 0) -> int:
+    """The lookahead's choice: the first of the best, and ``fixed``'s candidate on a tie with it (the lookahead
+    tries ``fixed``'s first, so its ``max`` keeps it; here it is named, not assumed to be first)."""
+    best = int(np.argmax(rates))
+    return fixed if rates[fixed] == rates[best] else best
 
 
 def size_figures(a: np.ndarray, b: np.ndarray, sides: np.ndarray, fixed: int, n: int, resamples: int,
@@ -123,7 +125,7 @@ def size_figures(a: np.ndarray, b: np.ndarray, sides: np.ndarray, fixed: int, n:
     for _ in range(resamples):
         pick = np.concatenate([rng.choice(pool, per_side, replace=False) for pool in pools])
         rates = a[:, pick].mean(axis=1)
-        chosen = choose(rates)
+        chosen = choose(rates, fixed)
         leads.append(b_rates[chosen] - b_rates[fixed])
         best.append(b_rates[chosen] == b_rates.max())
         rho = CEILING.spearman(list(rates), list(b_rates))
@@ -170,7 +172,7 @@ def score_run(run: Path, args, log=print) -> dict:
         out["boundaries"].append({
             "stage": stage, "candidates": rows, "sizes": sizes, "seconds_per_instance": per_instance,
             "trial_training_seconds": sum(s for s in trained_seconds if s is not None),
-            "run_winner_lead_on_b": rows[choose(np.array([r["evidence"] for r in rows]))]["b"] - rows[fixed]["b"],
+            "run_winner_lead_on_b": rows[choose(np.array([r["evidence"] for r in rows]), fixed)]["b"] - rows[fixed]["b"],
             "oracle_lead_on_b": float(b.mean(axis=1).max() - rows[fixed]["b"])})
     return out
 
