@@ -253,3 +253,32 @@ def test_smol_self_warmstart__settings_are_checked(tmp_path):
     for bad in ("3e-4", "fast:100", "0:100", "1:100", "3e-4:0", "3e-4:1e9"):
         with pytest.raises(argparse.ArgumentTypeError, match="--setting"):
             module.parse_setting(bad)
+
+
+def test_answer_study__a_finished_study_prints_its_table_from_the_file_with_left_out_seconds(tmp_path, capsys):
+    import json
+
+    boundaries = _module(ROOT / "docs" / "results" / "constrained-answers" / "boundaries.py")
+    config = {"agents": 2, "samples": 400, "seed": 1, "sizes": {
+        "3": {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.3},
+        "4": {"data_ratio": 0.5, "hole_ratio": 0.2, "wait_ratio": 0.3}}}
+    rows, runs = [], []
+    for name, seconds in (("run-a", [10.0, 20.0, 900.0]), ("run-b", [30.0, 40.0, 50.0])):
+        (tmp_path / name / "stage-01").mkdir(parents=True)
+        (tmp_path / name / "stage-01" / "decision.json").write_text(json.dumps(
+            {"context_text": "evidence", "previous": config}))
+        runs.append(str(tmp_path / name))
+        rows += [{"run": name, "decision": "stage-01", "mode": "constrained", "seed": seed, "parsed": True,
+                  "no_repair": seed == 0, "changed": True, "fillable": True, "seconds": value}
+                 for seed, value in enumerate(seconds)]
+    answers, left_out = tmp_path / "answers.json", tmp_path / "left-out.json"
+    answers.write_text(json.dumps(rows))
+    left_out.write_text(json.dumps([{"run": "run-a", "decision": "stage-01", "mode": "constrained", "seed": 2,
+                                     "why": "the machine was paused"}]))
+    # every answer is there: nothing is asked, no model is loaded (hf:@nothing would fail to load)
+    assert boundaries.main([*runs, "--model", "hf:@nothing", "--modes", "constrained", "--json", str(answers),
+                            "--seconds-left-out", str(left_out)]) == 0
+    line = capsys.readouterr().out.splitlines()[1]
+    # prompts: run-a (10 + 20) / 2 = 15 (900 s left out), run-b 40: mean 27.5
+    assert line.split()[:6] == ["constrained", "6", "100%", "33%", "100%", "100%"]
+    assert "27.5" in line and "the seconds of 1 answer left out" in line

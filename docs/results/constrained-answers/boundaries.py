@@ -11,7 +11,10 @@ repaired; ``constrained``: held to the answer schema). Per answer: whether a con
 (``changed``), whether the generator can fill the resulting config (``fillable``: the generator makes its instances,
 at most 200), and the seconds. Prints the shares per mode and writes every answer. With ``--json``, the file is
 rewritten after each answer and read back when the command is run again: answers already there are kept, not
-asked again (a study killed half-way resumes).
+asked again (a study killed half-way resumes; with every answer there, the model is not loaded and the table is
+printed from the file). ``--seconds-left-out FILE``: a JSON list of ``{"run", "decision", "mode", "seed", "why"}``,
+answers whose seconds are not a measure (the machine was paused or shared while they ran): they count in every
+share, not in the seconds.
 """
 
 from __future__ import annotations
@@ -58,12 +61,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decisions", default="", help="comma-separated decision folders to answer (e.g. "
                         "stage-01,stage-02: the boundaries after a stage); default: every recorded decision")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--seconds-left-out", type=Path, help="JSON list of answers (run, decision, mode, seed, "
+                        "why) whose seconds are left out of the s/answer column")
     args = parser.parse_args(argv)
+    left_out: set[tuple] = set()
+    if args.seconds_left_out:
+        try:
+            listed = json.loads(args.seconds_left_out.read_text())
+            left_out = {(row["run"], row["decision"], row["mode"], row["seed"]) for row in listed}
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            parser.error(f"--seconds-left-out {args.seconds_left_out}: not a JSON list of answers with run, decision, "
+                         f"mode and seed ({exc})")
 
     from curriculum.reports.stats import mean_interval
     from policy.backends import make_backend
 
-    backend = make_backend(args.model)
+    backend = None  # loaded for the first answer to ask
     options = {"show_schema": False, "sides": [3, 4, 5, 6], "rationale_chars": 300, "max_new_tokens": 400,
                "timeout_s": 900}
     rows = []
@@ -87,10 +100,11 @@ def main(argv: list[str] | None = None) -> int:
             context = SimpleNamespace(text=record["context_text"])
             config = StageConfig.from_dict(record["previous"])
             for mode in args.modes.split(","):
-                engineer = make_engineer(f"llm:{args.model}", backend=backend, answer_mode=mode, **options)
                 for seed in range(args.samples):
                     if (run.name, path.parent.name, mode, seed) in done:
                         continue
+                    backend = backend or make_backend(args.model)
+                    engineer = make_engineer(f"llm:{args.model}", backend=backend, answer_mode=mode, **options)
                     started = time.perf_counter()
                     decision = engineer.propose(context, config, seed=seed)
                     seconds = time.perf_counter() - started
@@ -114,11 +128,14 @@ def main(argv: list[str] | None = None) -> int:
                                                                              "fillable")}
         # seconds per answer: each prompt's mean over its samples, then the mean and 95% interval over prompts
         prompts: dict[tuple[str, str], list[float]] = {}
-        for row in mine:
+        timed = [row for row in mine if (row["run"], row["decision"], row["mode"], row["seed"]) not in left_out]
+        for row in timed:
             prompts.setdefault((row["run"], row["decision"]), []).append(row["seconds"])
         seconds = mean_interval([sum(values) / len(values) for values in prompts.values()])
+        gone = len(mine) - len(timed)
+        skipped = f"; the seconds of {gone} answer{'s' * (gone != 1)} left out" if gone else ""
         print(f"{mode:<12} {len(mine):>7} {share['parsed']:>7.0%} {share['no_repair']:>9.0%} {share['changed']:>8.0%} "
-              f"{share['fillable']:>8.0%} {seconds.format(scale=1.0, digits=1)} ({len(prompts)} prompts)")
+              f"{share['fillable']:>8.0%} {seconds.format(scale=1.0, digits=1)} ({len(prompts)} prompts{skipped})")
     return 0
 
 
