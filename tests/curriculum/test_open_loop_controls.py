@@ -181,6 +181,22 @@ def test_first_only__plans_stage_one_as_band_does_then_keeps_that_config(sources
         make_engineer("first-only").propose(None, first.stage_one)  # type: ignore[arg-type]
 
 
+def test_first_only__a_resumed_run_decides_as_an_uninterrupted_one(sources, tmp_path):
+    settings = {**BAND, "engineer.spec": "first-only"}
+    whole = _config(Path(sources["band"].output_dir), "first-only-s7", 7, **settings)
+    if not whole.run_dir.exists():
+        _run(whole)
+    resumed = _config(tmp_path, "first-only-s7", 7, **settings)
+    stopped = _run(resumed, until=1)  # the plan and the decision after stage 1 are written, stage 2 is not done
+    assert stopped.stage == 2 and not (resumed.run_dir / "stage-02" / "decision.json").exists()
+    _run(resumed)  # reopened: the plan is read back as the first decision, so stage 2's decision keeps it
+    for where in DECISIONS:
+        decision, uninterrupted = _decision(resumed, where), _decision(whole, where)
+        assert (decision["outcome"], decision["reason"]) == (uninterrupted["outcome"], uninterrupted["reason"])
+        assert _unseeded(decision["config"]) == _unseeded(uninterrupted["config"])
+    assert _decision(resumed, "stage-02")["reason"] == "first-only: keeps the first decision's config"
+
+
 def test_control_arms__resolve_to_band_s_settings_less_one_piece_and_stay_out_of_the_default_set():
     from curriculum.commands import CONTROL_ARMS, _arm_variant, _parse_arms, default_arms
     from engineer.engineers import ENGINEERS, candidate_engineers
