@@ -94,6 +94,7 @@ RULES = [
     (r"curriculum/loop/records\.py", r"entry", "foreign"),  # TRL's log_history (TrainingReport.from_log)
     (r"curriculum/training/common\.py", r"logs", "foreign"),
     (r"curriculum/benches/gpu\.py", r"config", "foreign"),  # a transformers model's config.json
+    (r"policy/models\.py", r"info", "foreign"),  # transformers' loading report (missing_keys, ...)
     (r"policy/verifiers_env\.py", r"kwargs", "foreign"),
     (r"policy/multiturn\.py", r"generation_kwargs or \{\}", "foreign"),
     (r"policy/(openrlhf_reward|rewards)\.py", r"prompt\[-1\]|completion\[-1\]", "foreign"),  # chat messages
