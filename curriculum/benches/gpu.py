@@ -16,9 +16,12 @@ answers. The parts, in the order they run (``--parts`` picks some; :data:`PARTS`
     vLLM throughput through ``policy.backends.VLLMBackend`` (the engine validation uses), on ``natural`` prompts
     of the preset's first stage config, with the preset's validation decoding: completion tokens per second.
 ``engineer``
-    one ``llm:self`` engineer call (``engineer.llm.LLMEngineer`` on that same engine, the preset's engineer
-    options) with the real engineer prompt after three stages (schema, behavior, failures, env_stats with the
-    generator's report and a training signal, history): seconds, prompt and completion tokens.
+    ``--engineer-answers`` (default 1) ``llm:self`` engineer calls (``engineer.llm.LLMEngineer`` on that same
+    engine, the preset's engineer options, seeds ``--seed`` on) with the real engineer prompt after three stages
+    (schema, behavior, failures, env_stats with the generator's report and a training signal, history): the first
+    call's seconds, prompt and completion tokens; over all calls, answers per second, the answer mode (with
+    ``qwen3-4b-nothink``, ``constrained``: vLLM's structured outputs hold each answer to the answer schema) and how
+    many answers a config was read from and accepted.
 ``stage``
     a two-step stage the way a run trains one (``curriculum.training.trainers.train_stage`` with the preset's
     ``training`` section), on instances of the preset's first stage config. The batch is the bench's
@@ -91,6 +94,8 @@ class GpuBenchSettings:
     generation_prompts: int = 256
     generation_tokens: int = 512
     """Most new tokens per completion in the ``generation`` part."""
+    engineer_answers: int = 1
+    """Engineer calls of the ``engineer`` part (seeds ``seed``, ``seed + 1``, ...)."""
     gpu_memory_utilization: float = 0.5
     """Share of the GPU the ``generation``/``engineer`` engine may take (``vllm.LLM(gpu_memory_utilization)``)."""
     backend: str = "vllm"
@@ -110,7 +115,8 @@ class GpuBenchSettings:
                   "--max-completion-length": (self.max_completion_length, 1, 131_072),
                   "--lora-rank": (self.lora_rank, 1, 4096),
                   "--generation-prompts": (self.generation_prompts, 1, 65_536),
-                  "--generation-tokens": (self.generation_tokens, 1, 131_072), "--seed": (self.seed, 0, 2**31 - 1)}
+                  "--generation-tokens": (self.generation_tokens, 1, 131_072), "--seed": (self.seed, 0, 2**31 - 1),
+                  "--engineer-answers": (self.engineer_answers, 1, 1024)}
         for flag, (value, low, high) in counts.items():
             if not is_python_int(value) or not low <= value <= high:
                 raise ConfigError(flag, value, f"an integer in [{low}, {high}]")
@@ -383,13 +389,22 @@ def part_engineer(bench: BenchContext) -> dict[str, Any]:
     context, config = engineer_inputs(s.preset)
     engine, build_s = bench.engine()
     engineer = LLMEngineer(f"{s.backend}:{bench.model_dir()}", backend=engine, **preset(s.preset).engineer.options)
-    start = time.perf_counter()
-    decision = engineer.propose(context, config, seed=s.seed)
-    seconds = time.perf_counter() - start
-    if "completion_tokens" not in decision.details:  # the engineer fell back: the backend never answered
-        raise RuntimeError(f"the engineer call failed: {decision.reason}")
+    calls = []
+    for index in range(s.engineer_answers):
+        start = time.perf_counter()
+        answer = engineer.propose(context, config, seed=s.seed + index)
+        calls.append((answer, time.perf_counter() - start))
+        if "completion_tokens" not in answer.details:  # the engineer fell back: the backend never answered
+            raise RuntimeError(f"the engineer call failed: {answer.reason}")
+    decision, seconds = calls[0]
     completion = decision.details["completion_tokens"]
+    total_s = sum(took for _, took in calls)
     return {"backend": s.backend, "engine_build_s": build_s, "call_s": seconds,
+            "answers": len(calls), "answers_per_s": len(calls) / total_s if total_s > 0 else None,
+            "answer_mode": decision.details.get("answer_mode"),
+            "completion_tokens_mean": sum(answer.details["completion_tokens"] for answer, _ in calls) / len(calls),
+            "answers_read": sum(answer.proposal is not None for answer, _ in calls),
+            "answers_accepted": sum(answer.accepted for answer, _ in calls),
             "prompt_form": decision.details.get("prompt_form"), "prompt_fit": decision.details.get("prompt_fit"),
             "prompt_tokens": decision.details["prompt_tokens"],
             "completion_tokens": completion, "tokens_per_s": completion / seconds if seconds > 0 else None,
@@ -572,6 +587,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                         help="most new tokens per completion of the generation part (default 512)")
     parser.add_argument("--gpu-memory-utilization", type=float, default=defaults["gpu_memory_utilization"].default,
                         help="share of the GPU the generation/engineer vLLM engine may take (default 0.5)")
+    parser.add_argument("--engineer-answers", type=int, default=defaults["engineer_answers"].default,
+                        help="engineer calls of the engineer part, for its answers per second (default 1)")
     parser.add_argument("--seed", type=int, default=defaults["seed"].default, help="seed (default 0)")
     parser.set_defaults(handler=main_args)
 
@@ -581,7 +598,8 @@ def main_args(args: argparse.Namespace) -> int:
         model=args.model, preset=args.preset, steps=args.steps, prompts_per_step=args.prompts_per_step,
         generations=args.generations, max_completion_length=args.max_completion_length, lora_rank=args.lora_rank,
         stage_batch=args.stage_batch, generation_prompts=args.generation_prompts,
-        generation_tokens=args.generation_tokens, gpu_memory_utilization=args.gpu_memory_utilization, seed=args.seed)
+        generation_tokens=args.generation_tokens, gpu_memory_utilization=args.gpu_memory_utilization, seed=args.seed,
+        engineer_answers=args.engineer_answers)
     if args.out and Path(args.out).is_dir():
         raise ConfigError("--out", args.out, "a file path (it is a folder)")
     missing = gpu_missing(settings)

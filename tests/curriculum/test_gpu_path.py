@@ -121,7 +121,7 @@ def test_bench_gpu__every_part_runs_on_the_cpu_stand_in_and_the_report_is_writte
 
     out = tmp_path / "report.json"
     lines: list[str] = []
-    report = run_parts(list(PARTS), stand_in(), out=out, log=lines.append)
+    report = run_parts(list(PARTS), stand_in(engineer_answers=2), out=out, log=lines.append)
     assert json.loads(out.read_text()) == json.loads(json.dumps(report))
     assert list(report["parts"]) == list(PARTS)
     failed = {name: part.get("error") for name, part in report["parts"].items() if not part["ok"]}
@@ -143,6 +143,9 @@ def test_bench_gpu__every_part_runs_on_the_cpu_stand_in_and_the_report_is_writte
     assert generation["prompts"] == 4 and generation["tokens_per_s"] > 0 and generation["engine_build_s"] > 0
     assert engineer["engine_build_s"] is None  # the engine generation built, reused as a run reuses it
     assert engineer["prompt_tokens"] > 0 and engineer["completion_tokens"] > 0 and engineer["call_s"] > 0
+    # two calls; the tiny model's 27-token tokenizer cannot write JSON, so auto answers in free text
+    assert engineer["answers"] == 2 and engineer["answers_per_s"] > 0 and engineer["answer_mode"] == "free"
+    assert 0 <= engineer["answers_accepted"] <= engineer["answers_read"] <= 2
     assert all(part["seconds"] > 0 for part in report["parts"].values())
     assert sum("done in" in line for line in lines) == len(PARTS)
 
@@ -169,6 +172,9 @@ def test_bench_gpu__unknown_part_names_are_refused():
 
     with pytest.raises(ConfigError, match="--parts"):
         run_parts(["grpo-ful"], stand_in())
+    for answers in (0, 1025, True):
+        with pytest.raises(ConfigError, match="--engineer-answers"):
+            stand_in(engineer_answers=answers)
 
 
 def test_bench_gpu__random_qwen3_builder_writes_a_loadable_folder(tmp_path):
