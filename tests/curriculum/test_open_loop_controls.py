@@ -247,3 +247,30 @@ def test_share_warm_start__leaves_the_plan_before_stage_one_to_each_arm(tmp_path
     (source / "warm_start" / "decision.json").write_text("{}")
     share_warm_start(source, target)
     assert sorted(path.name for path in (target / "warm_start").iterdir()) == ["summary.json"]
+
+
+# The controls page's commands 1 and 2 (docs/results/controls/README.md) at a reduced budget, with a real trainer.
+CONTROLS_REDUCED = ["stages=2", "warm_start.steps=4", "warm_start.samples=64", "warm_start.batch_size=16",
+                    "training.steps=2", "training.prompts_per_step=4", "training.rft_min_kept=1",
+                    "initial_config.samples=16", "validation.samples=24", "evaluation_suite=test-small-quick",
+                    "cpu_threads=1"]
+
+
+@pytest.mark.slow
+def test_controls_commands__band_replay_trains_on_the_paired_seed_s_band_configs_end_to_end(tmp_path):
+    """The two commands as the page runs them, through ``mapf-lake train --compare`` and its trainer: each
+    ``band-replay`` run reads its partner seed's ``gap-band`` run beside it and trains on its configs (the pairing
+    itself, on sources whose configs differ at every decision, is tested above with the scripted policy)."""
+    common = ["train", "--preset", "small", "--compare", "--seeds", "2", "--set", "seed=601", "--output-dir",
+              str(tmp_path), "--set", *CONTROLS_REDUCED]
+    mapf_lake(*common, "--arm", "gap-band", timeout=1800)  # command 1 (its fixed arm left out here)
+    result = mapf_lake(*common, "--arm", "gap-band", "--arm", "band-replay", timeout=1800)  # command 2
+    assert "band-replay" in result.stdout
+    for seed, paired in ((601, 602), (602, 601)):
+        replay, band = tmp_path / f"small-band-replay-s{seed}", tmp_path / f"small-gap-band-s{paired}"
+        for where in ("warm_start", "stage-01"):  # the plan before stage 1, then the decision after stage 1
+            decision = json.loads((replay / where / "decision.json").read_text())
+            source = json.loads((band / where / "decision.json").read_text())
+            assert _unseeded(decision["config"]) == _unseeded(source["config"]), (seed, where)
+            assert f"small-gap-band-s{paired}" in decision["reason"] and decision["engineer"] == "replay-decisions"
+        assert json.loads((replay / "final" / "table.json").read_text())["suite"] == "test-small-quick"
