@@ -269,7 +269,9 @@ def test_answer_study__a_finished_study_prints_its_table_from_the_file_with_left
             {"context_text": "evidence", "previous": config}))
         runs.append(str(tmp_path / name))
         rows += [{"run": name, "decision": "stage-01", "mode": "constrained", "seed": seed, "parsed": True,
-                  "no_repair": seed == 0, "changed": True, "fillable": True, "seconds": value}
+                  "no_repair": seed == 0, "changed": True, "fillable": True, "seconds": value,
+                  "repairs": [] if seed == 0 else ["seed: missing; kept the previous 1"] if seed == 1 else
+                  ["seed: missing; kept the previous 1", "horizon: missing"]}
                  for seed, value in enumerate(seconds)]
     answers, left_out = tmp_path / "answers.json", tmp_path / "left-out.json"
     answers.write_text(json.dumps(rows))
@@ -280,5 +282,5 @@ def test_answer_study__a_finished_study_prints_its_table_from_the_file_with_left
                             "--seconds-left-out", str(left_out)]) == 0
     line = capsys.readouterr().out.splitlines()[1]
     # prompts: run-a (10 + 20) / 2 = 15 (900 s left out), run-b 40: mean 27.5
-    assert line.split()[:6] == ["constrained", "6", "100%", "33%", "100%", "100%"]
+    assert line.split()[:7] == ["constrained", "6", "100%", "33%", "67%", "100%", "100%"]
     assert "27.5" in line and "the seconds of 1 answer left out" in line

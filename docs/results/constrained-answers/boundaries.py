@@ -8,7 +8,8 @@ For every decision a run folder recorded (``warm_start/decision.json``, the plan
 edited, and the model answers it ``--samples`` times (seeds 0..) in each mode (``free``: prose and a YAML block,
 repaired; ``constrained``: held to the answer schema). Per answer: whether a config document was read from it
 (``parsed``), whether it needed no repair beyond reading it (``no_repair``), whether it changed anything
-(``changed``), whether the generator can fill the resulting config (``fillable``: the generator makes its instances,
+(``changed``; the table also counts answers whose only repair is the seed, which a constrained answer never writes),
+whether the generator can fill the resulting config (``fillable``: the generator makes its instances,
 at most 200), and the seconds. Prints the shares per mode and writes every answer. With ``--json``, the file is
 rewritten after each answer and read back when the command is run again: answers already there are kept, not
 asked again (a study killed half-way resumes; with every answer there, the model is not loaded and the table is
@@ -119,13 +120,18 @@ def main(argv: list[str] | None = None) -> int:
                     print(json.dumps(rows[-1])[:300], file=sys.stderr, flush=True)
                     if args.json:
                         atomic_write(args.json, json.dumps(rows, indent=1))
-    print(f"{'mode':<12} {'answers':>7} {'parsed':>7} {'no repair':>9} {'changed':>8} {'fillable':>8} {'s/answer':>8}")
+    print(f"{'mode':<12} {'answers':>7} {'parsed':>7} {'no repair':>9} {'but seed':>8} {'changed':>8} {'fillable':>8} "
+          f"{'s/answer':>8}")
     for mode in args.modes.split(","):
         mine = [row for row in rows if row["mode"] == mode]
         if not mine:
             continue
         share = {key: sum(row[key] for row in mine) / len(mine) for key in ("parsed", "no_repair", "changed",
                                                                              "fillable")}
+        # a constrained answer never writes the seed (the schema leaves it to the stage loop): repairs besides it
+        share["but_seed"] = sum(row["parsed"] and not [note for note in row.get("repairs", [])
+                                                       if not note.startswith("seed: missing")]
+                                for row in mine) / len(mine)
         # seconds per answer: each prompt's mean over its samples, then the mean and 95% interval over prompts
         prompts: dict[tuple[str, str], list[float]] = {}
         timed = [row for row in mine if (row["run"], row["decision"], row["mode"], row["seed"]) not in left_out]
@@ -134,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         seconds = mean_interval([sum(values) / len(values) for values in prompts.values()])
         gone = len(mine) - len(timed)
         skipped = f"; the seconds of {gone} answer{'s' * (gone != 1)} left out" if gone else ""
-        print(f"{mode:<12} {len(mine):>7} {share['parsed']:>7.0%} {share['no_repair']:>9.0%} {share['changed']:>8.0%} "
+        print(f"{mode:<12} {len(mine):>7} {share['parsed']:>7.0%} {share['no_repair']:>9.0%} {share['but_seed']:>8.0%} "
+              f"{share['changed']:>8.0%} "
               f"{share['fillable']:>8.0%} {seconds.format(scale=1.0, digits=1)} ({len(prompts)} prompts{skipped})")
     return 0
 
