@@ -401,7 +401,7 @@ def part_engineer(bench: BenchContext) -> dict[str, Any]:
     total_s = sum(took for _, took in calls)
     return {"backend": s.backend, "engine_build_s": build_s, "call_s": seconds,
             "answers": len(calls), "answers_per_s": len(calls) / total_s if total_s > 0 else None,
-            "answer_mode": decision.details.get("answer_mode"),
+            "answer_mode": decision.details["answer_mode"],  # set with every answer the backend gave
             "completion_tokens_mean": sum(answer.details["completion_tokens"] for answer, _ in calls) / len(calls),
             "answers_read": sum(answer.proposal is not None for answer, _ in calls),
             "answers_accepted": sum(answer.accepted for answer, _ in calls),
