@@ -61,22 +61,11 @@ def use_xgrammar(backend: Any, compact: bool = False) -> None:
     backend._grammar_processor = LogitsProcessor
 
 
-def byte_level_table() -> dict[str, int]:
-    """The byte-level BPE alphabet (a printable character per byte, as GPT-2-style tokenizers spell their tokens):
-    character -> byte. Bytes that print as themselves keep their character; the others are moved past 255."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("\u00a1"), ord("\u00ac") + 1),
-                 *range(ord("\u00ae"), ord("\u00ff") + 1)]
-    table, moved = {chr(byte): byte for byte in printable}, 0
-    for byte in range(256):
-        if byte not in printable:
-            table[chr(256 + moved)] = byte
-            moved += 1
-    return table
-
-
 def token_bytes(tokenizer: Any) -> dict[int, bytes]:
     """Every regular (not special) token's bytes, read from its byte-level spelling."""
-    table = byte_level_table()
+    from policy.models import _bytes_to_chars  # the byte-level alphabet the project's tokenizers are built on
+
+    table = {char: byte for byte, char in _bytes_to_chars().items()}
     special = set(tokenizer.all_special_ids)
     out = {}
     for token, index in tokenizer.get_vocab().items():
