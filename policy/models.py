@@ -451,13 +451,24 @@ def load_causal_lm(source: str | Path, **kwargs: Any) -> Any:
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM
 
+    from transformers.utils import logging as hf_logging
+
     allowed = "a model folder whose weights file holds every weight its config needs"
+    # transformers' own loading report (a progress bar, a table of missing keys) would print before, or instead of,
+    # the one line below; the checks here say what matters, so it stays quiet while it loads
+    verbosity, bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     try:
         loaded: Any = AutoModelForCausalLM.from_pretrained(str(source), output_loading_info=True, **kwargs)
         model, info = loaded
     except SafetensorError as error:
         raise ConfigError("model", str(source), allowed,
                           detail=f"its weights file cannot be read: {' '.join(str(error).split())[:200]}") from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bar:
+            hf_logging.enable_progress_bar()
     missing, mismatched = list(info.get("missing_keys") or ()), list(info.get("mismatched_keys") or ())
     if missing or mismatched:
         shown = ", ".join(str(key) for key in (missing + mismatched)[:3])

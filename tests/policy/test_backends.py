@@ -218,8 +218,9 @@ def test_hf__a_damaged_weights_file_is_one_config_error_not_a_randomly_started_m
     assert str(folder) in str(refused.value)
     result = mapf_lake("eval", "--policy", f"hf:{folder}", "--quick", "--out", str(tmp_path / "out"), check=False)
     assert result.returncode == 2 and expected in result.stderr
-    last = result.stderr.strip().splitlines()[-1]  # after transformers' own loading report
-    assert "Traceback" not in result.stderr and last.startswith("mapf-lake: error: model = ") and expected in last
+    lines = result.stderr.strip().splitlines()
+    assert "Traceback" not in result.stderr and lines[-1].startswith("mapf-lake: error: model = ")
+    assert expected in lines[-1] and not any("Loading weights" in line or "MISSING" in line for line in lines)
     assert not (tmp_path / "out").exists()
 
 
