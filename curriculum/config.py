@@ -629,15 +629,17 @@ _PRESET_DOCUMENTS["demo"] = _derived(
 # plans wrote its first rationale as 300 characters of moves and was cut at 400). Full fine-tuning, not LoRA: LoRA
 # measured no faster per step on this CPU (docs/results/smol-self/README.md). Compact prompts (about 60 tokens with
 # SmolLM2's tokenizer, against about 400 for natural ones): a 135M model's forward pass is the cost here (about 0.8 s
-# per answer at batch 32, 2 busy cores). Goal: one arm in under 90 minutes on 2 cores.
+# per answer at batch 32, 2 busy cores). The warm start is the declared sweep's choice (seed 0's evidence set: 1e-4,
+# 3e-4 and 1e-3 at 100 steps 1.5%, 4.0% and 0.5% valid; 3e-4 at 300 steps, three passes, 37.5%; about 58 minutes on
+# 2 idle cores). Goal: one arm in under 90 minutes on 2 cores.
 _PRESET_DOCUMENTS["smol-self"] = _derived(
     _PRESET_DOCUMENTS["small"],
     name="smol-self",
     model="hf:@smollm2",
     stages=2,
     initial_config=_stage([3, 4, 5, 6], samples=200, hole=0.2, wait=0.3),
-    warm_start={"config": _stage([3, 4, 5, 6], samples=1600, hole=0.2, wait=0.3), "samples": 1600, "steps": 100,
-                "batch_size": 16, "learning_rate": 1e-4, "max_length": 128},
+    warm_start={"config": _stage([3, 4, 5, 6], samples=1600, hole=0.2, wait=0.3), "samples": 1600, "steps": 300,
+                "batch_size": 16, "learning_rate": 3e-4, "max_length": 128},
     training={"trainer": "rft", "steps": 25, "prompts_per_step": 8, "generations": 4, "learning_rate": 2e-5,
               "rft_rounds": 1, "rft_epochs": 2, "rft_batch_size": 16, "rft_min_kept": 16},
     validation={"config": _stage([3, 4, 5, 6], samples=200, hole=0.2, wait=0.3, seed=10_007), "samples": 200,
