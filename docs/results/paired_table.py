@@ -2,7 +2,7 @@
 95% interval, paired t p, and Holm p over the declared family.
 
     mapf-lake compare --json RUNS/smol6-* > compare.json
-    python docs/results/paired_table.py compare.json --prefix smol6- \
+    python docs/results/paired_table.py compare.json [more.json ...] --prefix smol6- \
         --family smollm2-engineer fixed --family smollm2-engineer band --also band fixed \
         [--second-draw second-draw-s7*.json] --json table.json
 
@@ -10,11 +10,12 @@
 ``--also ARM REFERENCE``: reported beside it, outside the family (no adjustment). ``--share A B C D``: the share
 ``mean(A - B) / mean(C - D)`` over the seeds all four arms have, with a 95% percentile bootstrap interval (10,000
 resamples of the seeds, seed 0), reported only where ``C - D``'s 95% interval lies above 0 (the controls page's
-"the reading's share of the gain"). Figures are the test set's
-(``compare --json``'s ``test``: 2 agents, greedy valid %) and, with ``--second-draw`` (the files
-``docs/results/protocol3/second_draw.py`` writes, one per seed), the same comparisons on the second fresh draw; a
-run folder's arm is its name without ``--prefix`` and the ``-sSEED`` suffix. Only seeds both arms of a comparison
-have are paired; the table says how many.
+"the reading's share of the gain"). Figures are the test set's (``compare --json``'s ``test``: 2 agents,
+greedy valid %) and, with ``--second-draw`` (the files ``docs/results/protocol3/second_draw.py`` writes, one per
+seed), the same comparisons on the second fresh draw; a run folder's arm is its name without ``--prefix`` and the
+``-sSEED`` suffix. Several ``compare --json`` files are read as one, each a part of the seeds (a machine that keeps
+no run folder between sessions compares each session's seeds, and the parts meet here). Only seeds both arms of a
+comparison have are paired; the table says how many.
 """
 
 from __future__ import annotations
@@ -35,10 +36,23 @@ from simulator.atomic import atomic_write  # noqa: E402
 Figures = dict[str, dict[int, float]]  # {arm: {seed: valid rate}}
 
 
-def test_figures(path: Path) -> Figures:
-    comparison = SeedComparison.from_dict(read_record(path, "compare --json output"))
-    return {arm: {seed: figures["test"] for seed, figures in entry.per_seed.items() if figures.get("test") is not None}
-            for arm, entry in comparison.arms.items()}
+def test_figures(paths: list[Path]) -> Figures:
+    """Each arm's test figure per seed, from one or more ``compare --json`` files (one per session's seeds, say):
+    a seed two files both give an arm must have the same figure there, else the files are of different runs."""
+    out: Figures = {}
+    where: dict[tuple[str, int], Path] = {}
+    for path in paths:
+        comparison = SeedComparison.from_dict(read_record(path, "compare --json output"))
+        for arm, entry in comparison.arms.items():
+            for seed, figures in entry.per_seed.items():
+                if figures.get("test") is None:
+                    continue
+                known = out.setdefault(arm, {}).get(seed)
+                if known is not None and known != figures["test"]:
+                    raise SystemExit(f"{arm} seed {seed}: {where[arm, seed]} says {known}, {path} says "
+                                     f"{figures['test']} (files of different runs)")
+                out[arm][seed], where[arm, seed] = figures["test"], path
+    return out
 
 
 def second_draw_figures(paths: list[Path], prefix: str) -> Figures:
@@ -137,7 +151,8 @@ def render(title: str, result: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("compare", type=Path, help="compare --json of the runs")
+    parser.add_argument("compare", type=Path, nargs="+",
+                        help="compare --json of the runs (several files: their seeds together, e.g. one per session)")
     parser.add_argument("--family", nargs=2, action="append", default=[], metavar=("ARM", "REFERENCE"),
                         help="a declared comparison (Holm over all --family ones)")
     parser.add_argument("--also", nargs=2, action="append", default=[], metavar=("ARM", "REFERENCE"),

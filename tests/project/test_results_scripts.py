@@ -219,6 +219,38 @@ def test_paired_table__declared_family_is_holm_adjusted_and_reproduces_protocol_
         raise AssertionError("an arm without runs was compared")
 
 
+def test_paired_table__several_compare_files_read_as_one(tmp_path):
+    """Seeds compared in two sessions meet in one table: the halves give the whole's figures; a seed the two files
+    give different figures is refused, naming both."""
+    import json
+
+    table = _module(ROOT / "docs" / "results" / "paired_table.py")
+    whole = json.loads((ROOT / "docs" / "results" / "protocol" / "primary-s101-106.json").read_text())
+    halves = []
+    for index, seeds in enumerate((("101", "102", "103"), ("104", "105", "106"))):
+        part = json.loads(json.dumps(whole))
+        for entry in part["arms"].values():
+            entry["per_seed"] = {seed: figures for seed, figures in entry["per_seed"].items() if seed in seeds}
+            entry["seeds"] = [seed for seed in entry["seeds"] if str(seed) in seeds]
+        halves.append(tmp_path / f"half-{index}.json")
+        halves[-1].write_text(json.dumps(part))
+    out, joined = tmp_path / "whole.json", tmp_path / "joined.json"
+    args = ["--family", "band", "fixed", "--family", "drop", "fixed"]
+    assert table.main([str(ROOT / "docs" / "results" / "protocol" / "primary-s101-106.json"), *args,
+                       "--json", str(out)]) == 0
+    assert table.main([*map(str, halves), *args, "--json", str(joined)]) == 0
+    assert json.loads(joined.read_text()) == json.loads(out.read_text())
+    clash = json.loads(halves[1].read_text())
+    clash["arms"]["band"]["per_seed"]["101"] = {"test": 0.5}
+    halves[1].write_text(json.dumps(clash))
+    try:
+        table.main([*map(str, halves), *args])
+    except SystemExit as stop:
+        assert "seed 101" in str(stop) and "half-0.json" in str(stop) and "half-1.json" in str(stop)
+    else:
+        raise AssertionError("two files disagreeing on a seed's figure were read as one")
+
+
 def test_evidence_size__choices_on_subsets_are_valued_on_the_other_draw(tmp_path):
     """``size_figures``: a candidate better on both draws is chosen from large subsets and its lead read on B; equal
     candidates keep ``fixed``'s (index 0), whose lead is 0; subsets take a quarter of ``n`` from each side."""
