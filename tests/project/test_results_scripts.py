@@ -275,6 +275,49 @@ def test_evidence_size__choices_on_subsets_are_valued_on_the_other_draw(tmp_path
         module.size_figures(a, b, sides, 0, 2400, 1, np.random.default_rng(3))  # 600 a side of 500
 
 
+
+def test_evidence_size__parts_scored_in_sessions_pool_as_one(tmp_path):
+    """``--join``: files of runs scored in different sessions pool to the figures of all the runs at once; a part
+    written with other settings, or the same run twice, is refused with one line."""
+    import json
+
+    import numpy as np
+    import pytest
+
+    module = _module(ROOT / "docs" / "results" / "evidence-size" / "evidence_size.py")
+    rng = np.random.default_rng(0)
+    sides = np.repeat([3, 4, 5, 6], 100)
+    sizes = [40, 80]
+
+    def run(name: str) -> dict:
+        boundaries = []
+        for stage in (1, 2):
+            a, b = rng.random((3, 400)) < 0.3, rng.random((3, 400)) < [[0.3], [0.35], [0.4]]
+            rows = [module.size_figures(a, b, sides, 0, n, 50, rng) for n in sizes]
+            for row in rows:
+                row["evidence_seconds"] = 0.01 * row["n"] * 3
+            boundaries.append({"stage": stage, "sizes": rows, "trial_training_seconds": 10.0 * stage})
+        return {"run": name, "boundaries": boundaries}
+
+    runs = [run("esize-lookahead-s801"), run("esize-lookahead-s802")]
+    settings = {"draw_seeds": module.DRAW_SEEDS, "per_side": 100, "resamples": 50, "seed": 0}
+    parts = []
+    for one in runs:
+        parts.append(tmp_path / f"part-{one['run']}.json")
+        parts[-1].write_text(json.dumps({**settings, "pooled": module.pooled([one], sizes), "runs": [one]}))
+    out = tmp_path / "figures.json"
+    args = ["--per-side", "100", "--resamples", "50", "--sizes", "40,80", "--json", str(out)]
+    assert module.main([*(f"--join={part}" for part in parts), *args]) == 0
+    pooled = json.loads(out.read_text())
+    assert pooled["pooled"] == json.loads(json.dumps(module.pooled(runs, sizes)))
+    assert [one["run"] for one in pooled["runs"]] == ["esize-lookahead-s801", "esize-lookahead-s802"]
+    with pytest.raises(SystemExit, match="resamples is 50, this pooling's is 60"):
+        module.main([f"--join={parts[0]}", *args[:2], "--resamples", "60", *args[4:]])
+    with pytest.raises(SystemExit, match="sizes"):
+        module.main([f"--join={parts[0]}", *args[:4], "--sizes", "40,160", *args[6:]])
+    with pytest.raises(SystemExit):  # argparse's error: the same run pooled twice
+        module.main([f"--join={parts[0]}", f"--join={parts[0]}", *args])
+
 def test_smol_self_warmstart__settings_are_checked(tmp_path):
     import argparse
 

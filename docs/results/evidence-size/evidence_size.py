@@ -4,6 +4,11 @@
         --sizes 400,800,1600,3200 --resamples 2000 --work RUNS/evidence-size \
         --json docs/results/evidence-size/figures.json
 
+A study split over sessions (a machine that keeps no run folder between them) scores each session's runs into its
+own file, then pools the files: ``evidence_size.py --join part-s801.json --join part-s802.json ... --json
+figures.json`` (the parts must share ``--per-side``, ``--sizes``, ``--resamples`` and ``--seed``; each run's
+subsets are drawn from its own random stream, so the pooled figures are those of one invocation over all the runs).
+
 At each boundary of each ``lookahead`` run, every candidate's trial checkpoint (``stage-NN/candidates/``: the same
 checkpoint trained one stage on each engineer's proposal) answers two fresh draws from the evidence set's own
 distribution, ``A`` and ``B`` (``--per-side`` instances per side each, their own draw seeds). Removed by content
@@ -192,14 +197,30 @@ def pooled(runs: list[dict], sizes: list[int]) -> list[dict]:
     return rows
 
 
+def joined_runs(path: Path, settings: dict, sizes: list[int]) -> list[dict]:
+    """The scored runs of an earlier ``--json`` file, refused (one line naming the file and the setting) unless it was
+    written with the same draw seeds, ``--per-side``, ``--resamples``, ``--seed`` and ``--sizes``."""
+    document = read_record(path, "evidence-size figures", ("runs", *settings))
+    for key, value in settings.items():
+        if document[key] != value:
+            raise SystemExit(f"{path}: {key} is {document[key]!r}, this pooling's is {value!r} (rerun it with the same)")
+    for run in document["runs"]:
+        found = [row["n"] for row in run["boundaries"][0]["sizes"]] if run["boundaries"] else sizes
+        if found != sizes:
+            raise SystemExit(f"{path}: {run['run']} was read at sizes {found}, this pooling's are {sizes}")
+    return document["runs"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="lookahead run folders (their candidates/ kept)")
+    parser.add_argument("runs", nargs="*", type=Path, help="lookahead run folders (their candidates/ kept)")
+    parser.add_argument("--join", type=Path, action="append", default=[], metavar="JSON",
+                        help="pool the runs of an earlier --json file of this script (repeatable; same settings)")
     parser.add_argument("--per-side", type=int, default=1000, help="instances per side of each draw before removal")
     parser.add_argument("--sizes", default="400,800,1600,3200", help="evidence sizes to read, comma-separated")
     parser.add_argument("--resamples", type=int, default=2000, help="subsets drawn per size and boundary")
     parser.add_argument("--seed", type=int, default=0, help="the subsets' random seed")
-    parser.add_argument("--work", type=Path, required=True, help="folder for the cached per-instance answers")
+    parser.add_argument("--work", type=Path, help="folder for the cached per-instance answers (needed with runs)")
     parser.add_argument("--json", type=Path, required=True, help="where to write the figures")
     args = parser.parse_args(argv)
     try:
@@ -210,10 +231,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--sizes {args.sizes}: each size in [4, 400000]")
     if not 1 <= args.per_side <= 100_000 or not 1 <= args.resamples <= 1_000_000:
         parser.error("--per-side in [1, 100000], --resamples in [1, 1000000]")
-    runs = [score_run(run, args) for run in args.runs]
+    if not args.runs and not args.join:
+        parser.error("lookahead run folders to score, or --join files to pool (or both)")
+    if args.runs and args.work is None:
+        parser.error("--work FOLDER: where the runs' per-instance answers are cached")
+    settings = {"draw_seeds": DRAW_SEEDS, "per_side": args.per_side, "resamples": args.resamples, "seed": args.seed}
+    joined = [run for path in args.join for run in joined_runs(path, settings, args.sizes)]
+    runs = joined + [score_run(run, args) for run in args.runs]
+    names = [run["run"] for run in runs]
+    if len(set(names)) != len(names):
+        parser.error(f"a run is pooled twice: {sorted({name for name in names if names.count(name) > 1})}")
     table = pooled(runs, args.sizes)
-    document = {"draw_seeds": DRAW_SEEDS, "per_side": args.per_side, "resamples": args.resamples, "seed": args.seed,
-                "pooled": table, "runs": runs}
+    document = {**settings, "pooled": table, "runs": runs}
     atomic_write(args.json, json.dumps(document, indent=1) + "\n")
     print(f"{'n':>6} {'lead on B (points)':>24} {'B-best':>7} {'Spearman':>9} {'evidence s':>11} {'trials s':>9}")
     for row in table:
