@@ -6,8 +6,9 @@
 
 A study split over sessions (a machine that keeps no run folder between them) scores each session's runs into its
 own file, then pools the files: ``evidence_size.py --join part-s801.json --join part-s802.json ... --json
-figures.json`` (the parts must share ``--per-side``, ``--sizes``, ``--resamples`` and ``--seed``; each run's
-subsets are drawn from its own random stream, so the pooled figures are those of one invocation over all the runs).
+figures.json`` (the parts must share ``--per-side``, ``--sizes``, ``--resamples`` and ``--seed``; a run's
+subsets come from a random stream set by ``--seed`` and the boundary alone, never by the other runs, so the pooled
+figures are those of one invocation over all the runs).
 
 At each boundary of each ``lookahead`` run, every candidate's trial checkpoint (``stage-NN/candidates/``: the same
 checkpoint trained one stage on each engineer's proposal) answers two fresh draws from the evidence set's own
