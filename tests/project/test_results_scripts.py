@@ -359,3 +359,18 @@ def test_answer_study__a_finished_study_prints_its_table_from_the_file_with_left
     # prompts: run-a (10 + 20) / 2 = 15 (900 s left out), run-b 40: mean 27.5
     assert line.split()[:7] == ["constrained", "6", "100%", "33%", "67%", "100%", "100%"]
     assert "27.5" in line and "the seconds of 1 answer left out" in line
+
+
+def test_session_scripts__refuse_a_seed_outside_their_declaration(tmp_path):
+    """The per-session scripts of the multi-session studies run only the declared seeds: another seed, or none, is
+    refused with one line before anything runs (no run folder is made)."""
+    scripts = {"controls/pair.sh": ("602", "601, 603, 605"), "smol-self/seed.sh": ("724", "721, 722, 723"),
+               "evidence-size/seed.sh": ("800", "801, 802, 803")}
+    for script, (seed, allowed) in scripts.items():
+        path = ROOT / "docs" / "results" / script
+        done = subprocess.run(["bash", str(path), seed, str(tmp_path / "runs")], capture_output=True, text=True)
+        assert done.returncode == 2 and allowed in done.stderr and seed in done.stderr, (script, done.stderr)
+        done = subprocess.run(["bash", str(path)], capture_output=True, text=True)
+        assert done.returncode != 0 and "usage:" in done.stderr, (script, done.stderr)
+        assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+    assert not (tmp_path / "runs").exists()
