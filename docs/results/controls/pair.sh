@@ -5,25 +5,14 @@
 #     docs/results/controls/pair.sh 601 RUNS     # then 603, then 605; rerun the same line to resume
 #
 # Writes all-arms-sA-B.json (the seven arms), replay-self-sA-B.json and second-draw-sA.json, second-draw-sB.json,
-# each through a temporary file renamed into place. Times each step on stderr. MAPF_LAKE and PYTHON name other
-# commands for mapf-lake and python (default: those on PATH).
-set -euo pipefail
-usage="usage: pair.sh FIRST_SEED RUNS (FIRST_SEED one of 601, 603, 605: the declared pairs)"
-first=${1:?$usage}
-runs=${2:?$usage}
-case $first in 601 | 603 | 605) ;; *) echo "pair.sh: FIRST_SEED $first: one of 601, 603, 605 (the declared pairs)" >&2; exit 2 ;; esac
+# each through a temporary file renamed into place. Times each step on stderr; ../session.sh says what it shares
+# with the other studies' scripts.
+source "$(dirname "$0")/../session.sh"
+unit pair.sh FIRST_SEED "601 603 605" "$@"
+first=$value
 second=$((first + 1))
-here=$(cd "$(dirname "$0")" && pwd)
-lake=${MAPF_LAKE:-mapf-lake}
-py=${PYTHON:-python}
 arms=(fixed gap-band band-replay band-first-only band-no-remedy band-no-lengths band-no-plan-first)
 common=(--preset small --compare --seeds 2 --set "seed=$first" --output-dir "$runs/controls")
-step() { echo "[$(date -u +%FT%TZ)] $*" >&2; }
-into() {  # into FILE COMMAND...: the command's stdout, renamed into FILE once the command has succeeded
-    local file=$1
-    shift
-    "$@" > "$file.tmp" && mv "$file.tmp" "$file"
-}
 folders() {  # folders SEED...: the seven arms' run folders of those seeds
     for arm in "${arms[@]}"; do for seed in "$@"; do echo "$runs/controls/small-$arm-s$seed"; done; done
 }

@@ -5,16 +5,10 @@
 #     docs/results/evidence-size/seed.sh 801 RUNS     # then 802, then 803; rerun the same line to resume
 #
 # Writes part-sSEED.json (evidence_size.py's figures for this seed's run; --join pools the three). Times each step on
-# stderr. MAPF_LAKE and PYTHON name other commands for mapf-lake and python.
-set -euo pipefail
-usage="usage: seed.sh SEED RUNS (SEED one of 801, 802, 803: the declared seeds)"
-seed=${1:?$usage}
-runs=${2:?$usage}
-case $seed in 801 | 802 | 803) ;; *) echo "seed.sh: SEED $seed: one of 801, 802, 803 (the declared seeds)" >&2; exit 2 ;; esac
-here=$(cd "$(dirname "$0")" && pwd)
-lake=${MAPF_LAKE:-mapf-lake}
-py=${PYTHON:-python}
-step() { echo "[$(date -u +%FT%TZ)] $*" >&2; }
+# stderr; ../session.sh says what it shares with the other studies' scripts.
+source "$(dirname "$0")/../session.sh"
+unit seed.sh SEED "801 802 803" "$@"
+seed=$value
 
 step "seed $seed: fixed and lookahead"
 "$lake" train --preset small --compare --seeds 1 --set "seed=$seed" --name "esize-s$seed" --output-dir "$runs" \

@@ -5,22 +5,11 @@
 #     MAPF_LAKE_MODELS=MODELS docs/results/smol-self/seed.sh 722 RUNS     # then 723; rerun the same line to resume
 #
 # Writes compare-sSEED.json, decisions-sSEED.json and report-self-sSEED.txt (each renamed into place once whole).
-# Times each step on stderr. MAPF_LAKE and PYTHON name other commands for mapf-lake and python.
-set -euo pipefail
-usage="usage: seed.sh SEED RUNS (SEED one of 721, 722, 723: the declared seeds)"
-seed=${1:?$usage}
-runs=${2:?$usage}
-case $seed in 721 | 722 | 723) ;; *) echo "seed.sh: SEED $seed: one of 721, 722, 723 (the declared seeds)" >&2; exit 2 ;; esac
-here=$(cd "$(dirname "$0")" && pwd)
-lake=${MAPF_LAKE:-mapf-lake}
-py=${PYTHON:-python}
+# Times each step on stderr; ../session.sh says what it shares with the other studies' scripts.
+source "$(dirname "$0")/../session.sh"
+unit seed.sh SEED "721 722 723" "$@"
+seed=$value
 out="$runs/s$seed"
-step() { echo "[$(date -u +%FT%TZ)] $*" >&2; }
-into() {  # into FILE COMMAND...: the command's stdout, renamed into FILE once the command has succeeded
-    local file=$1
-    shift
-    "$@" > "$file.tmp" && mv "$file.tmp" "$file"
-}
 
 step "seed $seed: fixed and self"
 "$lake" train --preset smol-self --compare --seeds 1 --set "seed=$seed" --name self3 --output-dir "$out" \
