@@ -10,6 +10,13 @@ further where a schema can say it:
   side cannot be invented or written twice, and the sizes mapping ends once the listed sides are used up (an
   unbounded mapping let a 135M model write sides 8, 9, 10, 11, ... until its token limit);
 * the rationale: a string of at most ``rationale_chars`` characters;
+* numbers (the ratios and ``slip``): at most two decimal places (``multipleOf`` :data:`NUMBER_STEP`), so a number
+  ends. With no step a grammar admits ``0.000000...`` without end, and the ``smol-self`` trainee wrote exactly that
+  at every boundary of its first declared seed (721) until its 600-token limit, so no answer reached a config.
+  Grammar libraries read the step as decimal digits (llguidance: ``0.07`` yes, ``0.001`` no; OpenAI's structured
+  outputs support it); a float-dividing validator may call ``0.07`` no multiple of ``0.01``, which is why
+  nothing in the loop validates answers that way (:func:`engineer.proposal.decide_from_answer` reads the document
+  and the config checks it);
 * ratios, agents, samples, makespans: the declared ranges; no extra keys anywhere; the required keys required.
 
 What a schema cannot say stays with :func:`engineer.proposal.repair_proposal` and the config's own checks, which
@@ -35,6 +42,22 @@ RATIONALE_CHARS = 600
 """Default bound on the rationale's length (about three sentences; :data:`engineer.proposal.MAX_RATIONALE_CHARS`
 is what a record keeps of a free-text one)."""
 ANSWER_KEYS = ("rationale", "config")
+NUMBER_STEP = 0.01
+"""The step of every number an answer writes (``multipleOf``): two decimal places, enough for every ratio and
+``slip`` (a config's own finer values are rounded by the engineer that keeps them; its repairs rescale the data
+ratios to sum to 1)."""
+
+
+def _bounded_numbers(schema: Any) -> None:
+    """Give every ``"type": "number"`` schema inside ``schema`` the step :data:`NUMBER_STEP` (in place)."""
+    if isinstance(schema, dict):
+        if schema.get("type") == "number":
+            schema["multipleOf"] = NUMBER_STEP
+        for value in schema.values():
+            _bounded_numbers(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _bounded_numbers(value)
 
 
 def check_sides(sides: Any) -> tuple[int, ...]:
@@ -62,6 +85,7 @@ def answer_json_schema(config: StageConfig, sides: Iterable[int] | None = None,
     document = config_json_schema()
     document.pop("$schema", None)
     document.pop("title", None)
+    _bounded_numbers(document)
     agents = document["properties"]["agents"]
     # The two forms (a count, a [min, max] list) have different types, so "anyOf" says the same as "oneOf";
     # grammar compilers and strict response formats take anyOf as it is, oneOf only approximately or not at all.
@@ -90,4 +114,5 @@ def answer_json_schema(config: StageConfig, sides: Iterable[int] | None = None,
     }
 
 
-__all__ = ["ANSWER_KEYS", "BENCHMARK_SIDES", "RATIONALE_CHARS", "answer_json_schema", "answer_sides", "check_sides"]
+__all__ = ["ANSWER_KEYS", "BENCHMARK_SIDES", "NUMBER_STEP", "RATIONALE_CHARS", "answer_json_schema", "answer_sides",
+           "check_sides"]

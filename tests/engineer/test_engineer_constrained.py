@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 
 from engineer import build_context, make_engineer
-from engineer.answer_schema import BENCHMARK_SIDES, answer_json_schema, answer_sides
+from engineer.answer_schema import BENCHMARK_SIDES, NUMBER_STEP, answer_json_schema, answer_sides
 from policy.backend_base import Generation, Sampling, why_no_json_schema
 from policy.backend_openai import OpenAIBackend
 from simulator.config import SizeSpec, StageConfig, config_json_schema
@@ -54,9 +54,16 @@ def test_answer_schema__the_config_part_is_the_declared_document_schema():
     config = schema["properties"]["config"]
     assert schema["required"] == ["rationale", "config"] and schema["additionalProperties"] is False
     assert config["required"] == document["required"] and config["additionalProperties"] is False
-    for name in ("samples", "seed", "slip", "horizon"):
+    for name in ("samples", "seed", "horizon"):
         assert config["properties"][name] == document["properties"][name]
-    assert schema["$defs"]["size"] == document["properties"]["sizes"]["additionalProperties"]
+    # every number the same but for its step (two decimal places, so that a number ends)
+    assert config["properties"]["slip"] == {**document["properties"]["slip"], "multipleOf": NUMBER_STEP}
+    size = document["properties"]["sizes"]["additionalProperties"]
+    assert schema["$defs"]["size"] == {**size, "properties": {
+        name: {**field, "multipleOf": NUMBER_STEP} if field.get("type") == "number" else field
+        for name, field in size["properties"].items()}}
+    assert {name for name, field in schema["$defs"]["size"]["properties"].items() if "multipleOf" in field} == {
+        "data_ratio", "hole_ratio", "wait_ratio"}
     assert config["properties"]["agents"]["anyOf"] == document["properties"]["agents"]["oneOf"]
     assert list(config["properties"]["sizes"]["properties"]) == [str(side) for side in BENCHMARK_SIDES]
 
@@ -262,6 +269,29 @@ def test_hf_smollm2__a_constrained_answer_parses_and_validates_as_a_stage_config
     assert {int(side) for side in answer["config"]["sizes"]} <= set(decision.config.sizes)
     total = sum(spec["data_ratio"] for spec in answer["config"]["sizes"].values())
     assert abs(total - 1) < 1e-6 or any("divided each by the sum" in repair for repair in decision.repairs)
+
+
+def test_hf_smollm2__the_grammar_ends_a_number_at_two_decimal_places(smollm2):
+    """The runaway that cut every answer of smol-self's seed 721 at 600 tokens (``"data_ratio":0.000000...``): the
+    grammar now refuses a third decimal digit, and a number of two decimals goes on to a whole answer."""
+    llguidance = pytest.importorskip("llguidance", reason="the grammar library is not installed (pip install "
+                                                          "llguidance)")
+    grammar = smollm2._compiled(answer_json_schema(SMALL, [3, 4], 60))
+    head = '{"rationale":"x","config":{"agents":2,"samples":400,"seed":0,"slip":0,"horizon":100,"sizes":{"3":'
+
+    def matcher_after(text: str):
+        matcher = llguidance.LLMatcher(smollm2._grammar_tokenizer(), grammar)
+        return matcher, matcher.consume_tokens(smollm2.tokenizer.encode(text, add_special_tokens=False))
+
+    assert matcher_after(head + '{"data_ratio":0.00')[1]
+    matcher, consumed = matcher_after(head + '{"data_ratio":0.000')
+    assert not consumed and "doesn't satisfy the grammar" in matcher.get_error()
+    for bad in ('{"data_ratio":0.251', '{"data_ratio":0.25,"hole_ratio":0.123'):
+        assert not matcher_after(head + bad)[1], bad
+    whole = head + '{"data_ratio":0.07,"hole_ratio":0.2,"wait_ratio":0.3},"4":{"data_ratio":0.93,"hole_ratio":0.2,' \
+        '"wait_ratio":0.3}}}}'
+    matcher, consumed = matcher_after(whole)
+    assert consumed and matcher.is_accepting(), matcher.get_error()
 
 
 def test_hf__a_missing_grammar_library_is_recorded_or_a_clear_fallback(smollm2, monkeypatch):
