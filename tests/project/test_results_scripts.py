@@ -364,7 +364,7 @@ def test_answer_study__a_finished_study_prints_its_table_from_the_file_with_left
 def test_session_scripts__refuse_a_seed_outside_their_declaration(tmp_path):
     """The per-session scripts of the multi-session studies run only the declared seeds: another seed, or none, is
     refused with one line before anything runs (no run folder is made)."""
-    scripts = {"controls/pair.sh": ("602", "601, 603, 605"), "smol-self/seed.sh": ("724", "721, 722, 723"),
+    scripts = {"controls/pair.sh": ("602", "601, 603, 605"), "smol-self/seed.sh": ("723", "724, 725, 726"),
                "evidence-size/seed.sh": ("800", "801, 802, 803")}
     for script, (seed, allowed) in scripts.items():
         path = ROOT / "docs" / "results" / script

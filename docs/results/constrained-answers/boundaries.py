@@ -13,7 +13,10 @@ whether the generator can fill the resulting config (``fillable``: the generator
 at most 200), and the seconds. Prints the shares per mode and writes every answer. With ``--json``, the file is
 rewritten after each answer and read back when the command is run again: answers already there are kept, not
 asked again (a study killed half-way resumes; with every answer there, the model is not loaded and the table is
-printed from the file). ``--seconds-left-out FILE``: a JSON list of ``{"run", "decision", "mode", "seed", "why"}``,
+printed from the file). ``--model self`` answers each decision with the checkpoint that made it (the record's own
+engineer, e.g. a ``smol-self`` run's ``stage-01/model``) and the run's own engineer options (``run.yaml``), as the
+self loop asked it; any other ``--model`` answers every decision with that model and this script's options
+(rationale at most 300 characters, 400 new tokens). ``--seconds-left-out FILE``: a JSON list of ``{"run", "decision", "mode", "seed", "why"}``,
 answers whose seconds are not a measure (the machine was paused or shared while they ran): they count in every
 share, not in the seconds.
 """
@@ -50,13 +53,27 @@ def fillable(config) -> bool:
     return True
 
 
+def own_engineer(run: Path, record: dict, parser: argparse.ArgumentParser) -> tuple[str, dict]:
+    """``--model self``: the model spec of the checkpoint that made ``record``'s decision and ``run``'s own
+    engineer options; a record not made by an ``llm:hf:`` engineer, or a checkpoint that is gone, is refused."""
+    from curriculum.config import load_run_config
+
+    spec = str(record.get("engineer") or "")
+    if not spec.startswith("llm:hf:"):
+        parser.error(f"--model self: {run.name}'s decisions were not made by a checkpoint (engineer {spec!r})")
+    if not Path(spec[len("llm:hf:"):]).is_dir():
+        parser.error(f"--model self: {spec[len('llm:hf:'):]} (the checkpoint that made the decision) is gone")
+    return spec[len("llm:"):], dict(load_run_config(run / "run.yaml").engineer.options)
+
+
 def main(argv: list[str] | None = None) -> int:
     from engineer import make_engineer
     from simulator.config import StageConfig
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
-    parser.add_argument("--model", default="hf:@smollm2")
+    parser.add_argument("--model", default="hf:@smollm2", help="the answering model, or self: each decision's own "
+                        "checkpoint with its run's engineer options")
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--modes", default="constrained,free")
     parser.add_argument("--decisions", default="", help="comma-separated decision folders to answer (e.g. "
@@ -77,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     from curriculum.reports.stats import mean_interval
     from policy.backends import make_backend
 
-    backend = None  # loaded for the first answer to ask
+    backend, backend_model = None, None  # loaded for the first answer to ask
     options = {"show_schema": False, "sides": [3, 4, 5, 6], "rationale_chars": 300, "max_new_tokens": 400,
                "timeout_s": 900}
     rows = []
@@ -100,12 +117,17 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             context = SimpleNamespace(text=record["context_text"])
             config = StageConfig.from_dict(record["previous"])
+            model, asked = args.model, options
+            if args.model == "self":
+                model, asked = own_engineer(run, record, parser)
             for mode in args.modes.split(","):
                 for seed in range(args.samples):
                     if (run.name, path.parent.name, mode, seed) in done:
                         continue
-                    backend = backend or make_backend(args.model)
-                    engineer = make_engineer(f"llm:{args.model}", backend=backend, answer_mode=mode, **options)
+                    if backend is None or backend_model != model:
+                        backend, backend_model = None, model  # one model in memory at a time
+                        backend = make_backend(model)
+                    engineer = make_engineer(f"llm:{model}", backend=backend, **{**asked, "answer_mode": mode})
                     started = time.perf_counter()
                     decision = engineer.propose(context, config, seed=seed)
                     seconds = time.perf_counter() - started
