@@ -466,10 +466,27 @@ class Curriculum:
             reason = f"the engineer raised {type(exc).__name__}: {' '.join(str(exc).split())[:300]}; kept the config"
             self.log(f"stage {stage}: {reason}")
             decision = make_decision(spec, config, None, reason)
+        decision = self._within_budget(decision)
         if stage < cfg.stages:
             decision = self._fillable(stage + 1, decision, config)
         write_record(decision_path, decision.to_dict(), "engineer's decision", EngineerDecision.from_dict, ("config",))
         return decision
+
+    def _within_budget(self, decision: EngineerDecision) -> EngineerDecision:
+        """``decision`` with no more instances in its stage than the run's first stage has (``initial_config``'s
+        ``samples``): the engineer decides what a stage's instances are, the run how many. Over it, the count is cut
+        to it and the cut recorded as a repair. (Answers of ``smol-self``'s trainee asked for 300,000 and 1,000,000
+        instances where the run trains on 200 a stage: days of generation for one stage.)"""
+        budget = self.config.stage_one.samples
+        if not decision.accepted or decision.config.samples <= budget:
+            return decision
+        note = (f"samples: {decision.config.samples} -> {budget} (a stage has at most the run's first-stage count of "
+                "instances)")
+        return make_decision(decision.engineer, decision.previous, replace(decision.config, samples=budget),
+                             decision.reason, raw_answer=decision.raw_answer,
+                             proposal=decision.proposal or decision.config.to_dict(), repairs=[*decision.repairs, note], rationale=decision.rationale,
+                             context_text=decision.context_text, seconds=decision.seconds, details=decision.details,
+                             instances=decision.instances)
 
     def _fillable(self, stage: int, decision: EngineerDecision, config: StageConfig) -> EngineerDecision:
         """``decision`` if the generator can fill its config for ``stage`` (generated now and kept for

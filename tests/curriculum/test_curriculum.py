@@ -105,6 +105,28 @@ def test_curriculum__a_proposal_the_generator_cannot_fill_falls_back_before_the_
     assert curriculum.prepare_stage().config.sizes.keys() == record.config.sizes.keys()
 
 
+def test_curriculum__a_stage_larger_than_the_run_s_first_is_cut_to_it_and_the_cut_recorded(tmp_path, monkeypatch):
+    """An answer of a million instances (what smol-self's trainee wrote) would make one stage days long: the count
+    is cut to the run's first-stage count (64 here), the rest of the answer kept, and the cut is a recorded repair."""
+    from engineer.decision import make_decision
+    from engineer.rule import RuleEngineer
+
+    def huge(self, context, config, seed=0):
+        bigger = config.__class__.from_dict({**config.to_dict(), "samples": 1_000_000, "slip": 0.1})
+        return make_decision("rule", config, bigger, "accepted", repairs=["seed: kept"], rationale="more of it")
+
+    monkeypatch.setattr(RuleEngineer, "propose", huge)
+    curriculum, policy = _policy_run(tmp_path, "huge", "rule")
+    record = curriculum.end_stage(policy)
+    assert record.decision.accepted and record.next_config.samples == 64 and record.next_config.slip == 0.1
+    saved = json.loads((curriculum.stage_dir(1) / "decision.json").read_text())
+    assert saved["config"]["samples"] == 64 and saved["proposal"]["samples"] == 1_000_000
+    assert saved["repairs"] == ["seed: kept", "samples: 1000000 -> 64 (a stage has at most the run's first-stage "
+                                "count of instances)"]
+    assert "samples" not in " ".join(saved["diff"]) and "slip: 0.0 -> 0.1" in saved["diff"]
+    assert len(curriculum.prepare_stage().instances) == 64
+
+
 def test_curriculum__sampling_after_the_last_stage_keeps_serving_its_instances(tmp_path):
     curriculum, policy = _policy_run(tmp_path, "after", "fixed")
     curriculum.end_stage(policy)
