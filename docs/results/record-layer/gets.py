@@ -126,6 +126,7 @@ RULES = [
      "document"),  # the HTTP request and answer bodies
     (r"policy/reasoning_gym_task\.py", r"entry", "document"),  # what reasoning-gym hands back
     (r"policy/prompts\.py", r"load_json\(.*\)", "document"),
+    (r"engineer/answer_schema\.py", r"schema", "document"),  # a JSON Schema node, whose keywords are each optional
 ]
 
 
