@@ -484,7 +484,8 @@ class Curriculum:
                 "instances)")
         return make_decision(decision.engineer, decision.previous, replace(decision.config, samples=budget),
                              decision.reason, raw_answer=decision.raw_answer,
-                             proposal=decision.proposal or decision.config.to_dict(), repairs=[*decision.repairs, note], rationale=decision.rationale,
+                             proposal=decision.proposal or decision.config.to_dict(),
+                             repairs=[*decision.repairs, note], rationale=decision.rationale,
                              context_text=decision.context_text, seconds=decision.seconds, details=decision.details,
                              instances=decision.instances)
 

@@ -11,14 +11,14 @@ repaired; ``constrained``: held to the answer schema). Per answer: whether a con
 (``changed``; the table also counts answers whose only repair is the seed, which a constrained answer never writes),
 whether the generator can fill the resulting config (``fillable``: the generator makes its instances,
 at most 200), and the seconds. Prints the shares per mode and writes every answer. With ``--json``, the file is
-rewritten after each answer and read back when the command is run again: answers already there are kept, not
-asked again (a study killed half-way resumes; with every answer there, the model is not loaded and the table is
-printed from the file). ``--model self`` answers each decision with the checkpoint that made it (the record's own
-engineer, e.g. a ``smol-self`` run's ``stage-01/model``) and the run's own engineer options (``run.yaml``), as the
-self loop asked it; any other ``--model`` answers every decision with that model and this script's options
-(rationale at most 300 characters, 400 new tokens). ``--seconds-left-out FILE``: a JSON list of ``{"run", "decision", "mode", "seed", "why"}``,
-answers whose seconds are not a measure (the machine was paused or shared while they ran): they count in every
-share, not in the seconds.
+rewritten after each answer and read back when the command is run again: answers already there are kept, not asked
+again (a study killed half-way resumes; with every answer there, the model is not loaded and the table is printed
+from the file). ``--model self`` answers each decision with the checkpoint that made it (the record's own engineer,
+e.g. a ``smol-self`` run's ``stage-01/model``) and the run's own engineer options (``run.yaml``), as the self loop
+asked it; any other ``--model`` answers every decision with that model and this script's options (rationale at most
+300 characters, 400 new tokens). ``--seconds-left-out FILE``: a JSON list of ``{"run", "decision", "mode", "seed",
+"why"}``, answers whose seconds are not a measure (the machine was paused or shared while they ran): they count in
+every share, not in the seconds.
 """
 
 from __future__ import annotations
