@@ -5,7 +5,11 @@ Answers held to a JSON Schema (:meth:`VLLMBackend.generate_json`) use vLLM's own
 request's ``SamplingParams(structured_outputs=StructuredOutputsParams(json=schema, disable_any_whitespace=True))``
 (vLLM 0.12 and later; the ``guided_decoding`` / ``GuidedDecodingParams`` names before it were removed in 0.12).
 vLLM picks the grammar library itself: its default ``auto`` backend is xgrammar, with guidance (llguidance, the
-library ``hf:`` uses) for schemas xgrammar cannot compile.
+library ``hf:`` uses) for schemas xgrammar cannot compile. The engineer's answer schema is one of those: its
+numbers carry ``multipleOf`` (:data:`engineer.answer_schema.NUMBER_STEP`), which vLLM's own check of xgrammar's
+JSON Schema features lists as unsupported, so ``auto`` holds engineer answers with llguidance on both backends (read
+from vLLM's source, not yet run on a GPU here); an engine told to use xgrammar alone refuses them rather than
+drop the bound.
 """
 
 from __future__ import annotations
